@@ -1,0 +1,13 @@
+"""Exceptions raised by gpipe."""
+
+
+class GpipeError(Exception):
+    """Base class of every error gpipe raises on purpose."""
+
+
+class InputError(GpipeError, ValueError):
+    """The edges, a column, a source or an option is not usable; the message names which."""
+
+
+class NegativeCycleError(GpipeError):
+    """A cycle of negative total weight is reachable from a source, so shortest paths are undefined."""

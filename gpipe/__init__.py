@@ -1,6 +1,14 @@
-"""gpipe: BFS and SSSP over Parquet edge lists, as Dask DataFrames, on CPU and GPU."""
+"""gpipe: BFS and SSSP over Parquet edge lists, as Dask DataFrames, on CPU and GPU.
 
+>>> import gpipe
+>>> edges = gpipe.read_edges("edges/*.parquet")      # doctest: +SKIP
+>>> gpipe.bfs(edges, 42).to_parquet("out/")          # doctest: +SKIP
+"""
+
+from gpipe.api import bfs, sssp
 from gpipe.errors import GpipeError, InputError, NegativeCycleError
+from gpipe.graph import Graph
+from gpipe.io import read_edges
 
-__all__ = ["GpipeError", "InputError", "NegativeCycleError"]
+__all__ = ["Graph", "GpipeError", "InputError", "NegativeCycleError", "bfs", "read_edges", "sssp"]
 __version__ = "0.1.0"

@@ -1,0 +1,107 @@
+"""The one-call entry points: ``gpipe.bfs`` and ``gpipe.sssp`` on an edge DataFrame."""
+
+from __future__ import annotations
+
+from gpipe.graph import Graph
+
+
+def bfs(edges, source, *, directed=True, depth_limit=None, src="src", dst="dst"):
+    """Breadth-first search over an edge list: hop distance and parent of every vertex.
+
+    Parameters
+    ----------
+    edges : dask.dataframe.DataFrame
+        One row per edge, pandas- or cuDF-backed; ids in columns ``src`` and ``dst`` may be of
+        any integer dtype and any values (negative, sparse); they are renumbered internally.
+    source : int or list of int
+        Start vertex id(s); with several, distances are to the nearest source.
+    directed : bool, default True
+        True follows ``src -> dst``; False follows edges both ways.
+    depth_limit : int or None
+        Reach only vertices at most this many hops from a source.
+    src, dst : str
+        Names of the id columns.
+
+    Returns
+    -------
+    dask.dataframe.DataFrame
+        Columns ``vertex`` (the input ids, same dtype), ``distance`` (integer hops) and
+        ``parent`` (the vertex it was reached from: the edge ``parent -> vertex`` exists and
+        ``distance[parent] + 1 == distance[vertex]``), one row per vertex appearing in the edge
+        list. Sources have distance 0 and a null parent; unreached vertices (or beyond
+        ``depth_limit``) have null distance and parent. cuDF partitions when ``edges`` is
+        cuDF-backed, pandas otherwise.
+
+    Raises
+    ------
+    InputError
+        Missing or non-integer id columns, null ids, an empty edge list, a source not in the
+        graph, a negative ``depth_limit``.
+
+    Notes
+    -----
+    Runs with the active Dask client (one owner per worker), or in this process without one.
+    Self-loops are ignored and duplicate edges are harmless. Time O(V + E) per query plus the
+    graph build; use :class:`gpipe.Graph` to build once and query many times.
+
+    Examples
+    --------
+    >>> import pandas as pd, dask.dataframe as dd, gpipe
+    >>> edges = dd.from_pandas(pd.DataFrame({"src": [10, 20, 30], "dst": [20, 30, 40]}), npartitions=1)
+    >>> res = gpipe.bfs(edges, 20).compute().sort_values("vertex")
+    >>> res["distance"].tolist()
+    [<NA>, 0, 1, 2]
+    >>> res["parent"].tolist()
+    [<NA>, <NA>, 20, 30]
+    """
+    graph = Graph.from_edges(edges, directed=directed, src=src, dst=dst)
+    return graph.bfs(source, depth_limit=depth_limit)
+
+
+def sssp(edges, source, *, directed=True, src="src", dst="dst", weight="weight"):
+    """Single-source shortest paths over a weighted edge list.
+
+    Parameters
+    ----------
+    edges : dask.dataframe.DataFrame
+        One row per edge with integer ids in ``src``/``dst`` and finite numbers in ``weight``.
+    source : int or list of int
+        Start vertex id(s); with several, distances are to the nearest source.
+    directed : bool, default True
+        True follows ``src -> dst``; False follows edges both ways.
+    src, dst, weight : str
+        Column names.
+
+    Returns
+    -------
+    dask.dataframe.DataFrame
+        ``vertex``, ``distance`` (float64, null when unreachable) and ``parent`` (the edge
+        ``parent -> vertex`` exists and ``distance[parent] + weight == distance[vertex]``).
+
+    Raises
+    ------
+    InputError
+        Missing columns (the weight column included), non-integer ids, NaN or infinite
+        weights, an empty edge list, a source not in the graph.
+    NegativeCycleError
+        A negative-weight cycle is reachable from a source (in an undirected graph any
+        reachable negative edge is one).
+
+    Notes
+    -----
+    Non-negative weights use Dijkstra (CPU, one partition) or frontier relaxation; negative
+    weights use Bellman-Ford-style rounds. Parallel edges count with their lightest weight.
+
+    Examples
+    --------
+    >>> import pandas as pd, dask.dataframe as dd, gpipe
+    >>> edges = dd.from_pandas(pd.DataFrame({"src": [0, 0, 1], "dst": [1, 2, 2], "weight": [1.0, 5.0, 1.5]}), npartitions=1)
+    >>> gpipe.sssp(edges, 0).compute().sort_values("vertex")["distance"].tolist()
+    [0.0, 1.0, 2.5]
+    """
+    if weight is None:
+        from gpipe.errors import InputError
+
+        raise InputError("sssp needs a weight column: pass weight='<column>'")
+    graph = Graph.from_edges(edges, directed=directed, src=src, dst=dst, weight=weight)
+    return graph.sssp(source)

@@ -1,0 +1,198 @@
+"""From an edge DataFrame to partitions on their owners: survey, number, shuffle, build.
+
+1. *Survey* each input partition where it lies: row count, id range, negative weights, and
+   the data checks of :func:`gpipe.validate.check_partition`.
+2. *Number* the vertices ``0..n-1``. Ids that are already small non-negative integers are kept
+   as they are (no sort; ids that never occur are masked out later). Other ids are replaced by
+   their rank in the sorted array of distinct ids, merged from per-partition uniques.
+3. *Shuffle*: each input partition cuts its edges (both directions when undirected, self-loops
+   dropped) into one bucket per owner of the source vertex.
+4. *Build*: each owner concatenates its buckets into a CSR (:func:`gpipe.partition.build_partition`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpipe import backend as backends
+from gpipe import validate
+from gpipe.errors import InputError
+from gpipe.partition import Layout, build_partition
+
+# Keep ids as they are while max id + 1 <= IDENTITY_SLACK * rows + IDENTITY_EXTRA: then the
+# arrays indexed by id stay within a small multiple of the edge list.
+IDENTITY_SLACK = 2
+IDENTITY_EXTRA = 1024
+
+
+@dataclass
+class Survey:
+    rows: int
+    low: int
+    high: int
+    negative: bool
+
+
+@dataclass
+class Built:
+    """What :func:`build` hands to :class:`gpipe.Graph`."""
+
+    backend: str
+    layout: Layout
+    parts: list  # handles to Partition, one per owner
+    ids: object  # handle to the sorted distinct input ids, or None when ids are kept as they are
+    vertex_dtype: np.dtype
+    n_edges_input: int
+    negative_weights: bool
+
+
+def build(executor, edges, *, directed, src, dst, weight) -> Built:
+    """Validate, number, shuffle and build ``edges`` into one partition per owner."""
+    edges = validate.edge_frame(edges, src, dst, weight)
+    backend_name = backends.name_of_frame(edges)
+    columns = (src, dst, weight)
+    vertex_dtype = np.result_type(np.dtype(str(edges.dtypes[src]).lower()), np.dtype(str(edges.dtypes[dst]).lower()))
+
+    inputs = executor.partitions(edges)
+    surveys = executor.gather([executor.submit(_survey, backend_name, p, columns) for p in inputs])
+    surveys = [s for s in surveys if s.rows]
+    if not surveys:
+        raise InputError("the edge list is empty: it has no rows")
+    rows = sum(s.rows for s in surveys)
+    low, high = min(s.low for s in surveys), max(s.high for s in surveys)
+
+    if low >= 0 and high + 1 <= IDENTITY_SLACK * rows + IDENTITY_EXTRA:
+        ids, n = None, high + 1
+    else:
+        ids = _distinct_ids(executor, backend_name, inputs, columns)
+        n = executor.gather([executor.submit(len, ids)])[0]
+
+    layout = Layout(n=n, n_owners=min(executor.n_owners, n))
+    track_presence = ids is None
+    shuffled = [
+        executor.submit(_split, backend_name, p, ids, columns, layout, directed, track_presence)
+        for p in inputs
+    ]
+    parts = [
+        executor.submit(
+            build_partition, backend_name, layout, owner, track_presence,
+            *[executor.item(s, owner) for s in shuffled], owner=owner,
+        )
+        for owner in range(layout.n_owners)
+    ]
+    executor.wait(parts)
+    return Built(
+        backend=backend_name,
+        layout=layout,
+        parts=parts,
+        ids=ids,
+        vertex_dtype=vertex_dtype,
+        n_edges_input=rows,
+        negative_weights=any(s.negative for s in surveys),
+    )
+
+
+def _arrays(backend_name, frame, columns):
+    """The id and weight arrays of one input partition, with its data checks."""
+    be = backends.get(backend_name)
+    src_name, dst_name, weight_name = columns
+    for name in (src_name, dst_name):
+        if _has_nulls(frame[name]):
+            raise InputError(f"vertex id column {name!r} holds null values")
+    src = be.column(frame, src_name)
+    dst = be.column(frame, dst_name)
+    weights = None
+    if weight_name is not None:
+        if _has_nulls(frame[weight_name]):
+            raise InputError(f"weight column {weight_name!r} holds null values")
+        weights = be.column(frame, weight_name).astype("float64", copy=False)
+    validate.check_partition(be.xp, src, dst, weights, src_name, dst_name, weight_name)
+    return be.xp, src, dst, weights
+
+
+def _has_nulls(series) -> bool:
+    nulls = getattr(series, "has_nulls", None)  # cuDF knows without a pass
+    if nulls is not None:
+        return bool(nulls)
+    return bool(series.isna().any()) if series.dtype.kind not in "iu" else False
+
+
+def _survey(backend_name, frame, columns) -> Survey:
+    xp, src, dst, weights = _arrays(backend_name, frame, columns)
+    if src.size == 0:
+        return Survey(0, 0, 0, False)
+    low = min(int(src.min()), int(dst.min()))
+    high = max(int(src.max()), int(dst.max()))
+    negative = weights is not None and bool((weights < 0).any())
+    return Survey(int(src.size), low, high, negative)
+
+
+def _distinct_ids(executor, backend_name, inputs, columns):
+    """Handle to the sorted distinct ids of all partitions, merged pairwise as a tree."""
+    level = [executor.submit(_unique_ids, backend_name, p, columns) for p in inputs]
+    while len(level) > 1:
+        pairs = [level[i:i + 2] for i in range(0, len(level), 2)]
+        level = [executor.submit(_merge_unique, backend_name, *pair) for pair in pairs]
+    return level[0]
+
+
+def _unique_ids(backend_name, frame, columns):
+    xp, src, dst, _ = _arrays(backend_name, frame, columns)
+    return xp.unique(xp.concatenate([src, dst]))
+
+
+def _merge_unique(backend_name, *arrays):
+    xp = backends.get(backend_name).xp
+    return xp.unique(xp.concatenate(arrays))
+
+
+def _split(backend_name, frame, ids, columns, layout: Layout, directed: bool, track_presence: bool):
+    """Cut one input partition into ``layout.n_owners`` buckets by owner of the source.
+
+    Returns a list of ``(src, dst, weights, present_ids)``, global ids, self-loops dropped.
+    ``present_ids`` carries the ids whose presence the owner could not see from its own
+    out-edges: self-loop vertices, and targets of directed edges.
+    """
+    xp, src, dst, weights = _arrays(backend_name, frame, columns)
+    if ids is not None:
+        src = xp.searchsorted(ids, src)
+        dst = xp.searchsorted(ids, dst)
+    src = src.astype("int64", copy=False)
+    dst = dst.astype("int64", copy=False)
+    loops = src == dst
+    present = None
+    if track_presence:
+        present = xp.concatenate([src[loops], dst]) if directed else src[loops]
+    keep = ~loops
+    src, dst = src[keep], dst[keep]
+    weights = weights[keep] if weights is not None else None
+    if not directed:
+        src, dst = xp.concatenate([src, dst]), xp.concatenate([dst, src])
+        weights = xp.concatenate([weights, weights]) if weights is not None else None
+
+    owner = layout.owner_of(src)
+    if layout.n_owners == 1:
+        return [(src, dst, weights, present)]
+    order = xp.argsort(owner)
+    bounds = _bounds(backend_name, owner[order], layout.n_owners)
+    src, dst = src[order], dst[order]
+    weights = weights[order] if weights is not None else None
+    present_bounds = None
+    if present is not None:
+        present = xp.unique(present)  # sorted, so the owners' ranges are contiguous
+        present_bounds = _bounds(backend_name, layout.owner_of(present), layout.n_owners)
+    buckets = []
+    for q in range(layout.n_owners):
+        lo, hi = bounds[q], bounds[q + 1]
+        bucket_present = present[present_bounds[q]:present_bounds[q + 1]] if present is not None else None
+        buckets.append((src[lo:hi], dst[lo:hi], weights[lo:hi] if weights is not None else None, bucket_present))
+    return buckets
+
+
+def _bounds(backend_name, sorted_owner, n_owners) -> list:
+    """Start of each owner's run in ``sorted_owner``, plus the end: ``n_owners + 1`` ints."""
+    be = backends.get(backend_name)
+    starts = be.xp.searchsorted(sorted_owner, be.xp.arange(n_owners + 1))
+    return be.to_host(starts).tolist()

@@ -1,0 +1,102 @@
+"""The per-owner piece of a graph: a CSR of the edges whose source the owner holds.
+
+1-D partitioning: global vertex ids ``0..n-1`` are cut into ``P`` consecutive ranges of
+``chunk = ceil(n / P)`` ids; owner ``p`` holds ``offset = p * chunk`` up to ``offset + n_local``
+and every edge whose source lies in that range. Neighbours are stored as global ids, so a
+traversal can tell local targets (claimed in place) from remote ones (sent to their owner).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpipe import backend as backends
+
+
+@dataclass
+class Layout:
+    """How ``n`` global vertex ids are split among ``n_owners`` owners."""
+
+    n: int
+    n_owners: int
+
+    @property
+    def chunk(self) -> int:
+        return max(1, -(-self.n // self.n_owners))
+
+    def offset(self, owner: int) -> int:
+        return min(self.n, owner * self.chunk)
+
+    def size(self, owner: int) -> int:
+        return min(self.n, self.offset(owner) + self.chunk) - self.offset(owner)
+
+    def owner_of(self, vertex):
+        """Owner of each id in ``vertex`` (an array of any ``xp``, or an int)."""
+        return vertex // self.chunk
+
+    def index_dtype(self):
+        return "int32" if self.n < 2**31 else "int64"
+
+
+@dataclass
+class Partition:
+    """CSR of the out-edges of the vertices ``offset .. offset + n_local - 1``.
+
+    ``indptr``: int64[n_local + 1]; ``indices``: global target ids (int32 when ``n < 2**31``);
+    ``weights``: float64 parallel to ``indices`` or None; ``present``: bool[n_local] marking the
+    ids that occur in the edge list (None when every id does).
+    """
+
+    backend: str
+    owner: int
+    offset: int
+    n_local: int
+    n: int
+    indptr: object
+    indices: object
+    weights: object
+    present: object
+
+    @property
+    def xp(self):
+        return backends.get(self.backend).xp
+
+    @property
+    def n_edges(self) -> int:
+        return int(self.indices.shape[0])
+
+
+def build_partition(backend_name: str, layout: Layout, owner: int, track_presence: bool, *buckets):
+    """Assemble owner ``owner``'s :class:`Partition` from the edge buckets sent to it.
+
+    Each bucket is ``(src, dst, weights, present_ids)`` of global ids: edges whose source this
+    owner holds (self-loops already dropped) and, when ``track_presence``, ids of this owner's
+    vertices that occur in the edge list but may have no out-edge here.
+    """
+    xp = backends.get(backend_name).xp
+    offset, n_local = layout.offset(owner), layout.size(owner)
+    src = _concat(xp, [b[0] for b in buckets], "int64") - offset
+    dst = _concat(xp, [b[1] for b in buckets], layout.index_dtype())
+    weighted = any(b[2] is not None for b in buckets)
+    weights = _concat(xp, [b[2] for b in buckets if b[2] is not None], "float64") if weighted else None
+
+    order = xp.argsort(src)
+    indices = dst[order]
+    weights = weights[order] if weighted else None
+    indptr = xp.zeros(n_local + 1, dtype="int64")
+    xp.cumsum(xp.bincount(src, minlength=n_local), out=indptr[1:])
+
+    present = None
+    if track_presence:
+        present = xp.zeros(n_local, dtype=bool)
+        present[src] = True
+        extra = _concat(xp, [b[3] for b in buckets], "int64") - offset
+        present[extra] = True
+    return Partition(backend_name, owner, offset, n_local, layout.n, indptr, indices, weights, present)
+
+
+def _concat(xp, arrays, dtype):
+    arrays = [a for a in arrays if a is not None]
+    if not arrays:
+        return xp.empty(0, dtype=dtype)
+    return xp.concatenate([xp.asarray(a).astype(dtype, copy=False) for a in arrays])

@@ -1,0 +1,91 @@
+"""Checks at the door: every input is validated here, so the rest of gpipe can trust it.
+
+Each failure raises :class:`gpipe.InputError` with a message that names the column, value or
+vertex at fault. Checks that need the data (NaN weights, empty lists) run per partition in
+:mod:`gpipe.build`, through :func:`check_partition`.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from gpipe.errors import InputError
+
+
+def edge_frame(edges, src: str, dst: str, weight: str | None):
+    """Return ``edges`` as a Dask DataFrame of the needed columns, or raise InputError.
+
+    A pandas or cuDF DataFrame is accepted too and wrapped in a one-partition Dask DataFrame.
+    Ids must be integer columns; the weight, if named, a numeric (non-boolean) column.
+    """
+    import dask.dataframe as dd
+
+    if not isinstance(edges, dd.DataFrame):
+        if hasattr(edges, "columns") and hasattr(edges, "dtypes"):
+            edges = dd.from_pandas(edges, npartitions=1)
+        else:
+            raise InputError(f"edges must be a Dask DataFrame, not {type(edges).__name__}")
+    columns = [src, dst] + ([weight] if weight is not None else [])
+    for role, name in zip(("src", "dst", "weight"), columns):
+        if name not in edges.columns:
+            raise InputError(
+                f"edge column {name!r} ({role}) not found; the edges have columns {list(edges.columns)}"
+            )
+    if len(set(columns)) != len(columns):
+        raise InputError(f"src, dst and weight must be different columns, got {columns}")
+    for name in (src, dst):
+        dtype = edges.dtypes[name]
+        if not _is_integer(dtype):
+            raise InputError(f"vertex ids must be integers, but column {name!r} has dtype {dtype}")
+    if weight is not None:
+        dtype = edges.dtypes[weight]
+        if not _is_numeric(dtype):
+            raise InputError(f"weights must be numbers, but column {weight!r} has dtype {dtype}")
+    return edges[columns]
+
+
+def _is_integer(dtype) -> bool:
+    try:
+        return np.dtype(dtype).kind in "iu"
+    except TypeError:  # pandas extension dtypes (Int64, ...) and cuDF's own
+        return getattr(dtype, "kind", "") in "iu" and not _is_bool(dtype)
+
+
+def _is_numeric(dtype) -> bool:
+    try:
+        return np.dtype(dtype).kind in "iuf"
+    except TypeError:
+        return getattr(dtype, "kind", "") in "iuf"
+
+
+def _is_bool(dtype) -> bool:
+    return str(dtype).lower() in ("bool", "boolean")
+
+
+def sources(source) -> np.ndarray:
+    """One vertex id or a list of them, as a non-empty int64/uint64 NumPy array."""
+    values = [source] if np.ndim(source) == 0 else list(np.asarray(source).ravel())
+    if not values:
+        raise InputError("source is empty: give at least one vertex id")
+    for value in values:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+            raise InputError(f"source {value!r} is not an integer vertex id")
+    return np.array([int(v) for v in values], dtype=object)
+
+
+def depth_limit(limit) -> int | None:
+    """``None`` or a non-negative int."""
+    if limit is None:
+        return None
+    if isinstance(limit, bool) or not isinstance(limit, numbers.Integral) or limit < 0:
+        raise InputError(f"depth_limit must be None or a non-negative integer, not {limit!r}")
+    return int(limit)
+
+
+def check_partition(xp, src, dst, weights, src_name, dst_name, weight_name) -> None:
+    """Data checks on one partition's arrays: no null ids, finite weights."""
+    if weights is not None and weights.size and not bool(xp.isfinite(weights).all()):
+        bad = weights[~xp.isfinite(weights)][:1]
+        raise InputError(f"weight column {weight_name!r} holds a non-finite value ({float(bad[0])})")

@@ -37,7 +37,7 @@ class Backend:
         series = frame[name]
         if self.name == GPU:
             return series.values
-        return series.to_numpy()
+        return series.to_numpy(dtype=getattr(series.dtype, "numpy_dtype", None))
 
     def argsort_stable(self, array):
         """Indices that sort ``array``, equal keys kept in their input order."""

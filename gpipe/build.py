@@ -53,7 +53,7 @@ def build(executor, edges, *, directed, src, dst, weight) -> Built:
     edges = validate.edge_frame(edges, src, dst, weight)
     backend_name = backends.name_of_frame(edges)
     columns = (src, dst, weight)
-    vertex_dtype = np.result_type(np.dtype(str(edges.dtypes[src]).lower()), np.dtype(str(edges.dtypes[dst]).lower()))
+    vertex_dtype = np.result_type(validate.numpy_dtype(edges.dtypes[src]), validate.numpy_dtype(edges.dtypes[dst]))
 
     inputs = executor.partitions(edges)
     surveys = executor.gather([executor.submit(_survey, backend_name, p, columns) for p in inputs])
@@ -106,7 +106,7 @@ def _arrays(backend_name, frame, columns):
     weights = None
     if weight_name is not None:
         if _has_nulls(frame[weight_name]):
-            raise InputError(f"weight column {weight_name!r} holds null values")
+            raise InputError(f"weight column {weight_name!r} holds NaN or null values")
         weights = be.column(frame, weight_name).astype("float64", copy=False)
     validate.check_partition(be.xp, src, dst, weights, src_name, dst_name, weight_name)
     return be.xp, src, dst, weights
@@ -116,7 +116,9 @@ def _has_nulls(series) -> bool:
     nulls = getattr(series, "has_nulls", None)  # cuDF knows without a pass
     if nulls is not None:
         return bool(nulls)
-    return bool(series.isna().any()) if series.dtype.kind not in "iu" else False
+    if isinstance(series.dtype, np.dtype) and series.dtype.kind in "iu":
+        return False  # plain NumPy integers cannot hold nulls
+    return bool(series.isna().any())
 
 
 def _survey(backend_name, frame, columns) -> Survey:

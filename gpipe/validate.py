@@ -46,6 +46,11 @@ def edge_frame(edges, src: str, dst: str, weight: str | None):
     return edges[columns]
 
 
+def numpy_dtype(dtype) -> np.dtype:
+    """The NumPy dtype behind a NumPy, pandas extension (``Int64``) or Arrow dtype."""
+    return np.dtype(getattr(dtype, "numpy_dtype", dtype))
+
+
 def _is_integer(dtype) -> bool:
     try:
         return np.dtype(dtype).kind in "iu"

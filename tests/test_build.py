@@ -1,0 +1,78 @@
+"""Numbering, shuffling and per-owner CSR building."""
+
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+
+from gpipe import build, execution
+from gpipe.partition import Layout
+
+
+def _edges(src, dst, npartitions=2, **extra):
+    return dd.from_pandas(pd.DataFrame({"src": src, "dst": dst, **extra}), npartitions=npartitions)
+
+
+def test_layout_covers_every_id_once():
+    layout = Layout(n=10, n_owners=3)
+    sizes = [layout.size(p) for p in range(3)]
+    assert sizes == [4, 4, 2]
+    assert [layout.offset(p) for p in range(3)] == [0, 4, 8]
+    assert layout.owner_of(np.arange(10)).tolist() == [0] * 4 + [1] * 4 + [2] * 2
+
+
+def test_small_non_negative_ids_are_kept_as_they_are():
+    built = build.build(execution.InProcess(), _edges([0, 1, 5], [1, 2, 0]), directed=True,
+                        src="src", dst="dst", weight=None)
+    assert built.ids is None
+    assert built.layout.n == 6
+    (part,) = built.parts
+    assert part.present.tolist() == [True, True, True, False, False, True]
+
+
+def test_sparse_or_negative_ids_are_renumbered_in_sorted_order():
+    src = np.array([10**15, -7, 3], dtype=np.int64)
+    dst = np.array([-7, 3, 10**15], dtype=np.int64)
+    built = build.build(execution.InProcess(), _edges(src, dst), directed=True, src="src", dst="dst", weight=None)
+    assert built.ids.tolist() == [-7, 3, 10**15]
+    (part,) = built.parts
+    assert part.present is None
+    assert part.indptr.tolist() == [0, 1, 2, 3]
+    assert part.indices.tolist() == [1, 2, 0]
+
+
+def test_undirected_stores_both_directions_and_drops_self_loops():
+    built = build.build(execution.InProcess(), _edges([0, 1, 2], [1, 1, 0], weight=[1.0, 2.0, 3.0]),
+                        directed=False, src="src", dst="dst", weight="weight")
+    (part,) = built.parts
+    neighbours = {u: sorted(part.indices[part.indptr[u]:part.indptr[u + 1]].tolist()) for u in range(3)}
+    assert neighbours == {0: [1, 2], 1: [0], 2: [0]}
+    assert part.present.tolist() == [True, True, True]
+    assert part.weights.dtype == np.float64
+
+
+def test_vertex_only_in_a_self_loop_is_present():
+    built = build.build(execution.InProcess(), _edges([0, 3], [1, 3]), directed=True, src="src", dst="dst", weight=None)
+    (part,) = built.parts
+    assert part.present.tolist() == [True, True, False, True]
+    assert part.n_edges == 1
+
+
+def test_negative_weights_are_noted():
+    built = build.build(execution.InProcess(), _edges([0, 1], [1, 2], w=[1.0, -1.0]), directed=True,
+                        src="src", dst="dst", weight="w")
+    assert built.negative_weights
+
+
+@pytest.mark.parametrize("n_owners", [2, 3])
+def test_shuffle_sends_each_edge_to_the_owner_of_its_source(n_owners):
+    executor = execution.InProcess()
+    executor.n_owners = n_owners  # the multi-owner path, run in this process
+    rng = np.random.default_rng(0)
+    src, dst = rng.integers(0, 50, 300), rng.integers(0, 50, 300)
+    built = build.build(executor, _edges(src, dst, npartitions=3), directed=True, src="src", dst="dst", weight=None)
+    got = set()
+    for part in built.parts:
+        owned = np.repeat(np.arange(part.n_local) + part.offset, np.diff(part.indptr))
+        got |= set(zip(owned.tolist(), part.indices.tolist()))
+    assert got == {(s, d) for s, d in zip(src.tolist(), dst.tolist()) if s != d}

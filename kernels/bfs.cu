@@ -1,0 +1,135 @@
+// bfs.cu -- one level of top-down breadth-first search over one owner's CSR.
+//
+// What it computes
+//   bfs_expand_edges<Index> expands the frontier (local vertices at distance `level`) by one level.
+//   For every edge u->v with u in the frontier:
+//     * v local (offset <= v < offset + n_local) and unvisited: v is claimed exactly once,
+//       dist[v] = level + 1, parent[v] = offset + u, and v - offset is appended to next_frontier;
+//     * v remote and `remote` != 0: (v, offset + u) is appended to the remote lists, raw
+//       (one entry per edge, not deduplicated: the driver prunes before the exchange).
+//   gpipe/kernels/gpu.py (bfs_expand) launches it; gpipe/kernels/cpu.py holds its Numba twin;
+//   tests/test_kernels_gpu.py checks whole traversals built from it against scipy.sparse.csgraph.
+//
+// Technique: edge-parallel expansion, load-balanced by prefix sum + binary search
+//   A vertex-parallel expansion (one thread per frontier vertex) stalls a whole warp on one
+//   high-degree vertex. Instead the launcher computes `edge_end`, the inclusive prefix sum of the
+//   frontier's degrees (cupy.cumsum), and launches one thread per frontier EDGE (grid-stride).
+//   Thread e finds its frontier slot i by binary search: the first i with edge_end[i] > e; its CSR
+//   position is then indptr[u + 1] - (edge_end[i] - e). Every thread does the same O(log k) work
+//   plus one edge, whatever the degree skew. (Load balance by prefix sum + binary search, as in
+//   the distributed multi-GPU BFS of the seed papers.)
+//   A target is claimed with atomicCAS on dist (-1 -> level + 1): exactly one thread wins, so the
+//   next frontier holds each vertex once and the parent is the winner's u.
+//   Appends go through one atomic counter per queue, aggregated per warp: a ballot counts the
+//   lanes that append, one lane reserves that many slots, and each lane takes its rank in the
+//   ballot. This is the global-queue half of the frontier queues of Luo, Wong and Hwu,
+//   "An effective GPU implementation of breadth-first search", DAC 2010, with the warp in the
+//   role of their warp-level queue.
+//
+// Array invariants (n_local = dist's length; k = frontier's length)
+//   indptr         int64[n_local + 1], non-decreasing; the out-edges of local u are
+//                  indices[indptr[u] : indptr[u + 1]].
+//   indices        Index[nnz] (int32 or int64): GLOBAL target ids.
+//   frontier       int64[k]: distinct local ids, each with dist == level.
+//   edge_end       int64[k]: inclusive prefix sum of the frontier's degrees; edge_end[k-1] = E,
+//                  the number of frontier edges (read here, so the launcher need not sync for it).
+//   dist           int32[n_local]: -1 = unvisited, else the BFS level. Only -1 -> level + 1 changes.
+//   parent         int64[n_local]: global id of the BFS parent, -1 = none; written once, by the
+//                  thread that claimed the vertex.
+//   next_frontier  int64[capacity >= min(E, n_local)]: receives the claimed local ids.
+//   remote_targets, remote_parents  int64[capacity >= E], touched only when remote != 0.
+//   counters       uint64[2], zero on entry: [0] = next_frontier length, [1] = remote length.
+//
+// Written for NVRTC (cupy.RawModule, -std=c++17): no standard headers.
+
+namespace {
+
+constexpr unsigned kFullWarp = 0xffffffffu;
+
+// Slot of this lane in a queue whose length is *counter, when `append` is true (else unused).
+// Must be reached by all 32 lanes of the warp together: the launch loop below keeps every warp's
+// trip count uniform for exactly this reason.
+__device__ __forceinline__ unsigned long long warp_append_slot(unsigned long long* counter,
+                                                               bool append) {
+    const unsigned ballot = __ballot_sync(kFullWarp, append);
+    const int lane = threadIdx.x & 31;
+    const int leader = ballot ? __ffs(ballot) - 1 : 0;
+    unsigned long long base = 0;
+    if (ballot != 0 && lane == leader) {
+        base = atomicAdd(counter, static_cast<unsigned long long>(__popc(ballot)));
+    }
+    base = __shfl_sync(kFullWarp, base, leader);
+    return base + static_cast<unsigned long long>(__popc(ballot & ((1u << lane) - 1u)));
+}
+
+// First i in [0, k) with edge_end[i] > e (edge_end is non-decreasing; e < edge_end[k-1]).
+__device__ __forceinline__ long long frontier_slot(const long long* __restrict__ edge_end,
+                                                   long long k, long long e) {
+    long long lo = 0, hi = k - 1;
+    while (lo < hi) {
+        const long long mid = lo + ((hi - lo) >> 1);
+        if (edge_end[mid] > e) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    return lo;
+}
+
+}  // namespace
+
+template <typename Index>
+__global__ void bfs_expand_edges(const long long* __restrict__ indptr,
+                                 const Index* __restrict__ indices,
+                                 long long offset,
+                                 long long n_local,
+                                 const long long* __restrict__ frontier,
+                                 const long long* __restrict__ edge_end,
+                                 long long k,
+                                 int level,
+                                 int* __restrict__ dist,
+                                 long long* __restrict__ parent,
+                                 long long* __restrict__ next_frontier,
+                                 long long* __restrict__ remote_targets,
+                                 long long* __restrict__ remote_parents,
+                                 unsigned long long* __restrict__ counters,
+                                 int remote) {
+    const long long n_edges = edge_end[k - 1];
+    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+    // Warp-uniform trip count (blockDim is a multiple of 32): the lanes past the end run the
+    // loop body as idle lanes so the warp-wide ballots see all 32 lanes.
+    for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < n_edges;
+         first += stride) {
+        const long long e = first + threadIdx.x;
+        bool claimed = false;
+        bool to_remote = false;
+        long long v = 0, u = 0;
+        if (e < n_edges) {
+            const long long i = frontier_slot(edge_end, k, e);
+            u = frontier[i];
+            v = static_cast<long long>(indices[indptr[u + 1] - (edge_end[i] - e)]);
+            const long long local = v - offset;
+            if (local >= 0 && local < n_local) {
+                // Plain read first: most visited targets are rejected without an atomic.
+                if (dist[local] == -1 && atomicCAS(&dist[local], -1, level + 1) == -1) {
+                    parent[local] = offset + u;
+                    claimed = true;
+                }
+            } else {
+                to_remote = remote != 0;
+            }
+        }
+        const unsigned long long slot = warp_append_slot(&counters[0], claimed);
+        if (claimed) {
+            next_frontier[slot] = v - offset;
+        }
+        if (remote != 0) {  // uniform across the grid
+            const unsigned long long rslot = warp_append_slot(&counters[1], to_remote);
+            if (to_remote) {
+                remote_targets[rslot] = v;
+                remote_parents[rslot] = offset + u;
+            }
+        }
+    }
+}

@@ -1,0 +1,195 @@
+// sssp.cu -- one round of edge-parallel Bellman-Ford relaxation over one owner's CSR.
+//
+// What it computes
+//   One call of sssp_relax (gpipe/kernels/gpu.py) relaxes every out-edge of the frontier once,
+//   from the snapshot frontier_dist (never from dist[u], which may drop during the round):
+//     cand = frontier_dist[i] + w(u->v)
+//     * v local: dist[v] = min(dist[v], cand); v is IMPROVED if its distance strictly decreased
+//       in this call. Each improved v then gets parent[v] = offset + u for some frontier edge
+//       whose cand equals the final dist[v] exactly (any tie winner), and is listed once in
+//       `improved`. Parents change only on strict improvement, which keeps the parent graph
+//       acyclic when no negative cycle exists.
+//     * v remote and `remote` != 0: (v, cand, offset + u) is appended to the remote lists, raw.
+//   gpipe/kernels/cpu.py holds its Numba twin; tests/test_kernels_gpu.py checks whole
+//   traversals built from it against scipy.sparse.csgraph and validates the parent tree.
+//
+// Technique: two edge-parallel passes over the same frontier edges
+//   Pass 1 (sssp_relax_edges): edge-parallel Bellman-Ford relaxation, the GPU SSSP seed
+//   (Bellman-Ford on a GTX Titan, edge-parallel relaxation). CUDA has no atomicMin on doubles,
+//   so the minimum is a compare-and-swap loop on the 64-bit pattern that compares the values as
+//   doubles (negative distances included); the thread whose CAS lowers the value raises
+//   flags[v] = 1.
+//   Pass 2 (sssp_settle_parents): once all relaxations are in (kernel boundary), each edge whose
+//   cand equals dist[v] for a flagged v writes parent[v] = offset + u. Doing this after the
+//   minimum is final is what makes the parent consistent with dist: a one-pass "write the parent
+//   when you lower dist" races with a later, lower CAS from another thread. The first of those
+//   threads to move flags[v] from 1 to 2 appends v to `improved`, so the list is unique.
+//   Load balance: as in bfs.cu, one thread per frontier edge, the slot found by binary search in
+//   the inclusive prefix sum of the frontier's degrees (the distributed multi-GPU BFS seed).
+//   Queues: one atomic counter each, aggregated per warp (a ballot, one atomicAdd per warp, a
+//   rank per lane), after the global frontier queue of Luo, Wong and Hwu, DAC 2010.
+//
+// Array invariants (n_local = dist's length; k = frontier's length)
+//   indptr         int64[n_local + 1], non-decreasing; out-edges of local u are
+//                  indices[indptr[u] : indptr[u + 1]] with weights[indptr[u] : indptr[u + 1]].
+//   indices        Index[nnz] (int32 or int64): GLOBAL target ids. Duplicates allowed: the
+//                  minimum keeps the lightest.
+//   weights        float64[nnz].
+//   frontier       int64[k]: distinct local ids; frontier_dist float64[k] their distances at the
+//                  start of the round.
+//   edge_end       int64[k]: inclusive prefix sum of the frontier's degrees; edge_end[k-1] = E.
+//   dist           float64[n_local]: +inf = unreached; only ever lowered.
+//   flags          int32[n_local], zero on entry to pass 1: 1 = improved in this call,
+//                  2 = improved and already listed (pass 2).
+//   parent         int64[n_local]: global ids, -1 = none; written only for improved vertices.
+//   improved       int64[capacity >= min(E, n_local)].
+//   remote_targets int64, remote_dists float64, remote_parents int64: capacity >= E, touched
+//                  only when remote != 0.
+//   counters       uint64[2], zero on entry: [0] = improved length, [1] = remote length.
+//
+// Written for NVRTC (cupy.RawModule, -std=c++17): no standard headers.
+
+namespace {
+
+constexpr unsigned kFullWarp = 0xffffffffu;
+
+// Slot of this lane in a queue whose length is *counter, when `append` is true (else unused).
+// Must be reached by all 32 lanes of the warp together (warp-uniform loops below).
+__device__ __forceinline__ unsigned long long warp_append_slot(unsigned long long* counter,
+                                                               bool append) {
+    const unsigned ballot = __ballot_sync(kFullWarp, append);
+    const int lane = threadIdx.x & 31;
+    const int leader = ballot ? __ffs(ballot) - 1 : 0;
+    unsigned long long base = 0;
+    if (ballot != 0 && lane == leader) {
+        base = atomicAdd(counter, static_cast<unsigned long long>(__popc(ballot)));
+    }
+    base = __shfl_sync(kFullWarp, base, leader);
+    return base + static_cast<unsigned long long>(__popc(ballot & ((1u << lane) - 1u)));
+}
+
+// First i in [0, k) with edge_end[i] > e (edge_end is non-decreasing; e < edge_end[k-1]).
+__device__ __forceinline__ long long frontier_slot(const long long* __restrict__ edge_end,
+                                                   long long k, long long e) {
+    long long lo = 0, hi = k - 1;
+    while (lo < hi) {
+        const long long mid = lo + ((hi - lo) >> 1);
+        if (edge_end[mid] > e) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    return lo;
+}
+
+// dist = min(dist, value), compared as doubles; true when this call lowered it.
+__device__ __forceinline__ bool atomic_min_double(double* address, double value) {
+    unsigned long long* bits = reinterpret_cast<unsigned long long*>(address);
+    unsigned long long seen = static_cast<unsigned long long>(__double_as_longlong(*address));
+    while (value < __longlong_as_double(static_cast<long long>(seen))) {
+        const unsigned long long expected = seen;
+        seen = atomicCAS(bits, expected,
+                         static_cast<unsigned long long>(__double_as_longlong(value)));
+        if (seen == expected) {
+            return true;
+        }
+    }
+    return false;
+}
+
+}  // namespace
+
+// Pass 1: relax every frontier edge; flag the local targets whose distance this call lowered;
+// append remote candidates.
+template <typename Index>
+__global__ void sssp_relax_edges(const long long* __restrict__ indptr,
+                                 const Index* __restrict__ indices,
+                                 const double* __restrict__ weights,
+                                 long long offset,
+                                 long long n_local,
+                                 const long long* __restrict__ frontier,
+                                 const double* __restrict__ frontier_dist,
+                                 const long long* __restrict__ edge_end,
+                                 long long k,
+                                 double* __restrict__ dist,
+                                 int* __restrict__ flags,
+                                 long long* __restrict__ remote_targets,
+                                 double* __restrict__ remote_dists,
+                                 long long* __restrict__ remote_parents,
+                                 unsigned long long* __restrict__ counters,
+                                 int remote) {
+    const long long n_edges = edge_end[k - 1];
+    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+    for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < n_edges;
+         first += stride) {
+        const long long e = first + threadIdx.x;
+        bool to_remote = false;
+        long long v = 0, u = 0;
+        double cand = 0.0;
+        if (e < n_edges) {
+            const long long i = frontier_slot(edge_end, k, e);
+            const long long j = indptr[frontier[i] + 1] - (edge_end[i] - e);
+            u = frontier[i];
+            v = static_cast<long long>(indices[j]);
+            cand = frontier_dist[i] + weights[j];
+            const long long local = v - offset;
+            if (local >= 0 && local < n_local) {
+                if (atomic_min_double(&dist[local], cand)) {
+                    flags[local] = 1;  // every writer writes 1: a benign race
+                }
+            } else {
+                to_remote = remote != 0;
+            }
+        }
+        if (remote != 0) {  // uniform across the grid
+            const unsigned long long slot = warp_append_slot(&counters[1], to_remote);
+            if (to_remote) {
+                remote_targets[slot] = v;
+                remote_dists[slot] = cand;
+                remote_parents[slot] = offset + u;
+            }
+        }
+    }
+}
+
+// Pass 2: dist is final for this call. For each flagged target, the edges whose cand equals
+// dist[v] write the parent (any of them may win); the first to move the flag 1 -> 2 lists v.
+template <typename Index>
+__global__ void sssp_settle_parents(const long long* __restrict__ indptr,
+                                    const Index* __restrict__ indices,
+                                    const double* __restrict__ weights,
+                                    long long offset,
+                                    long long n_local,
+                                    const long long* __restrict__ frontier,
+                                    const double* __restrict__ frontier_dist,
+                                    const long long* __restrict__ edge_end,
+                                    long long k,
+                                    const double* __restrict__ dist,
+                                    int* __restrict__ flags,
+                                    long long* __restrict__ parent,
+                                    long long* __restrict__ improved,
+                                    unsigned long long* __restrict__ counters) {
+    const long long n_edges = edge_end[k - 1];
+    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+    for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < n_edges;
+         first += stride) {
+        const long long e = first + threadIdx.x;
+        bool listed = false;
+        long long local = 0;
+        if (e < n_edges) {
+            const long long i = frontier_slot(edge_end, k, e);
+            const long long j = indptr[frontier[i] + 1] - (edge_end[i] - e);
+            local = static_cast<long long>(indices[j]) - offset;
+            if (local >= 0 && local < n_local && flags[local] != 0 &&
+                frontier_dist[i] + weights[j] == dist[local]) {
+                parent[local] = offset + frontier[i];
+                listed = atomicCAS(&flags[local], 1, 2) == 1;
+            }
+        }
+        const unsigned long long slot = warp_append_slot(&counters[0], listed);
+        if (listed) {
+            improved[slot] = local;
+        }
+    }
+}

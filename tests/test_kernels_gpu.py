@@ -1,0 +1,507 @@
+"""Tests of gpipe.kernels.gpu (kernels/bfs.cu, kernels/sssp.cu) against scipy.sparse.csgraph.
+
+Every step of every traversal is also checked edge by edge against a plain NumPy reading of the
+kernel contract (ARCHITECTURE.md): which targets a BFS step claims, the exact minimum a
+relaxation leaves, which vertices count as improved, which parents are allowed, and the raw
+remote lists. The step kernels are turned into whole traversals by a small test-local driver
+that plays the part of gpipe/traverse.py: one owner with remote=False, or several owners with
+remote=True whose remote lists are routed and pruned here, level by level.
+
+The cases follow tests/test_kernels_cpu.py (random graphs with repeated pairs and zero weights,
+multi-source, both index dtypes, a negative-weight DAG, split owners) and add the shapes that
+stress a GPU kernel: a hub adjacent to every vertex, and frontiers of more edges than one grid
+holds threads (the grid-stride loop, many warps appending at once).
+
+Skipped where CuPy or a CUDA device is missing.
+"""
+
+import numpy as np
+import pytest
+
+cupy = pytest.importorskip("cupy", exc_type=ImportError)
+try:
+    _DEVICES = cupy.cuda.runtime.getDeviceCount()
+except Exception:  # CUDARuntimeError, or a CUDA driver that fails to load
+    _DEVICES = 0
+if _DEVICES == 0:
+    pytest.skip("no CUDA device", allow_module_level=True)
+
+sp = pytest.importorskip("scipy.sparse")
+csgraph = pytest.importorskip("scipy.sparse.csgraph")
+
+import gpipe  # noqa: E402
+from gpipe.kernels import gpu  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+INDEX_DTYPES = [np.int32, np.int64]
+
+
+# ---------------------------------------------------------------------------------------------
+# Graphs (host arrays; owners keep a device copy)
+# ---------------------------------------------------------------------------------------------
+
+
+def random_edges(seed, n=300, m=1200, directed=True, dag=False, integer=True):
+    """Edge arrays (src, dst, w): repeated pairs with other weights, 10% zero weights, no self-loops.
+
+    Integer-valued weights (0..20) keep every path sum exact, so distances compare exactly.
+    Undirected graphs are stored both ways. With dag=True edges go from lower to higher ids and a
+    third of the weights are negative.
+    """
+    rng = np.random.default_rng(seed)
+    src = rng.integers(0, n, m)
+    dst = rng.integers(0, n, m)
+    again = rng.integers(0, m, m // 5)
+    src = np.concatenate([src, src[again]])
+    dst = np.concatenate([dst, dst[again]])
+    w = rng.integers(1, 21, src.size).astype(np.float64) if integer else rng.uniform(0.0, 10.0, src.size)
+    w[rng.random(src.size) < 0.1] = 0.0
+    if dag:
+        src, dst = np.minimum(src, dst), np.maximum(src, dst)
+        w[rng.random(src.size) < 0.33] *= -1.0
+    keep = src != dst
+    src, dst, w = src[keep], dst[keep], w[keep]
+    if not directed:
+        src, dst, w = np.concatenate([src, dst]), np.concatenate([dst, src]), np.concatenate([w, w])
+    return src.astype(np.int64), dst.astype(np.int64), w
+
+
+def hub_edges(seed, n, m):
+    """Vertex 0 adjacent to every other vertex (both ways), plus m random directed edges."""
+    rng = np.random.default_rng(seed)
+    others = np.arange(1, n, dtype=np.int64)
+    src = np.concatenate([np.zeros(n - 1, dtype=np.int64), others, rng.integers(1, n, m)])
+    dst = np.concatenate([others, np.zeros(n - 1, dtype=np.int64), rng.integers(1, n, m)])
+    w = rng.integers(0, 50, src.size).astype(np.float64)
+    keep = src != dst
+    return src[keep], dst[keep], w[keep]
+
+
+def csr_rows(src, dst, w, lo, hi, index_dtype):
+    """CSR of the rows lo..hi-1 (an owner's vertices): indptr int64, global target ids, weights."""
+    mine = (src >= lo) & (src < hi)
+    rows, cols, wts = src[mine] - lo, dst[mine], w[mine]
+    order = np.argsort(rows, kind="stable")
+    indptr = np.zeros(hi - lo + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=hi - lo), out=indptr[1:])
+    return indptr, cols[order].astype(index_dtype), wts[order].astype(np.float64)
+
+
+def scipy_graph(src, dst, w, n):
+    """The graph as scipy sees it: one entry per (src, dst), the lightest weight, zeros kept as edges."""
+    order = np.lexsort((w, dst, src))
+    src, dst, w = src[order], dst[order], w[order]
+    first = np.ones(src.size, dtype=bool)
+    first[1:] = (src[1:] != src[:-1]) | (dst[1:] != dst[:-1])
+    src, dst, w = src[first], dst[first], w[first]
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
+    return sp.csr_matrix((w, dst, indptr), shape=(n, n))
+
+
+class Owner:
+    """One partition: rows offset..offset+n_local-1, on the host (for checks) and on the device."""
+
+    def __init__(self, src, dst, w, lo, hi, index_dtype):
+        self.offset, self.n_local = lo, hi - lo
+        self.indptr_h, self.indices_h, self.weights_h = csr_rows(src, dst, w, lo, hi, index_dtype)
+        self.indptr = cupy.asarray(self.indptr_h)
+        self.indices = cupy.asarray(self.indices_h)
+        self.weights = cupy.asarray(self.weights_h)
+
+    def owns(self, targets):
+        return (targets >= self.offset) & (targets < self.offset + self.n_local)
+
+    def frontier_edges(self, frontier):
+        """(frontier slot, CSR position) of every out-edge of the frontier, in CSR order."""
+        start, end = self.indptr_h[frontier], self.indptr_h[frontier + 1]
+        degree = end - start
+        slot = np.repeat(np.arange(frontier.size), degree)
+        first_edge = np.repeat(start - (np.cumsum(degree) - degree), degree)
+        return slot, first_edge + np.arange(degree.sum())
+
+
+def split(src, dst, w, n, parts, index_dtype):
+    chunk = -(-n // parts)
+    return [Owner(src, dst, w, lo, min(n, lo + chunk), index_dtype) for lo in range(0, n, chunk)]
+
+
+def local_sources(owner, sources):
+    return (np.unique(sources[owner.owns(sources)]) - owner.offset).astype(np.int64)
+
+
+# ---------------------------------------------------------------------------------------------
+# One step, checked edge by edge against the contract (plain NumPy)
+# ---------------------------------------------------------------------------------------------
+
+
+def assert_unique_int64(ids):
+    assert ids.dtype == np.int64
+    assert np.unique(ids).size == ids.size, "a vertex is listed twice"
+
+
+def assert_same_rows(got, want):
+    """The same multiset of rows (columns given as arrays), in any order."""
+    assert all(g.size == want[0].size for g in got), "remote list of the wrong length"
+    g_order, w_order = np.lexsort(got[::-1]), np.lexsort(want[::-1])
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g[g_order], w[w_order])
+
+
+def checked_bfs_step(owner, frontier, dist, parent, level, remote):
+    """gpu.bfs_expand on device arrays, compared with what the contract allows; returns host results."""
+    f = frontier.get()
+    dist0, parent0 = dist.get(), parent.get()
+    nxt, targets, parents = gpu.bfs_expand(owner.indptr, owner.indices, owner.offset, frontier,
+                                           dist, parent, level, remote)
+    dist1, parent1 = dist.get(), parent.get()
+    nxt, targets, parents = nxt.get(), targets.get(), parents.get()
+
+    slot, edge = owner.frontier_edges(f)
+    target = owner.indices_h[edge].astype(np.int64)
+    source = owner.offset + f[slot]
+    local = owner.owns(target)
+    lt, lu = target[local] - owner.offset, source[local]
+    fresh = np.unique(lt[dist0[lt] == -1])
+
+    assert_unique_int64(nxt)
+    np.testing.assert_array_equal(np.sort(nxt), fresh)
+    want = dist0.copy()
+    want[fresh] = level + 1
+    np.testing.assert_array_equal(dist1, want)
+    kept = np.ones(owner.n_local, dtype=bool)
+    kept[fresh] = False
+    np.testing.assert_array_equal(parent1[kept], parent0[kept])
+    explained = np.zeros(owner.n_local, dtype=bool)
+    explained[lt[parent1[lt] == lu]] = True
+    assert explained[fresh].all(), "a claimed vertex's parent is not a frontier edge to it"
+
+    assert targets.dtype == np.int64 and parents.dtype == np.int64
+    if remote:
+        assert_same_rows([targets, parents], [target[~local], source[~local]])
+    else:
+        assert targets.size == 0 and parents.size == 0
+    return nxt, targets, parents
+
+
+def checked_sssp_step(owner, frontier, dist, parent, remote):
+    """gpu.sssp_relax on device arrays, compared with what the contract allows; returns host results."""
+    frontier_dist = dist[frontier]  # the round's snapshot
+    f, fd = frontier.get(), frontier_dist.get()
+    dist0, parent0 = dist.get(), parent.get()
+    improved, targets, cands, parents = gpu.sssp_relax(
+        owner.indptr, owner.indices, owner.weights, owner.offset, frontier, frontier_dist,
+        dist, parent, remote)
+    dist1, parent1 = dist.get(), parent.get()
+    improved, targets, cands, parents = improved.get(), targets.get(), cands.get(), parents.get()
+
+    slot, edge = owner.frontier_edges(f)
+    target = owner.indices_h[edge].astype(np.int64)
+    cand = fd[slot] + owner.weights_h[edge]
+    source = owner.offset + f[slot]
+    local = owner.owns(target)
+    lt, lc, lu = target[local] - owner.offset, cand[local], source[local]
+
+    want = dist0.copy()
+    np.minimum.at(want, lt, lc)
+    np.testing.assert_array_equal(dist1, want)  # the exact minimum, duplicates included
+    lowered = np.flatnonzero(dist1 < dist0)
+    assert_unique_int64(improved)
+    np.testing.assert_array_equal(np.sort(improved), lowered)
+    kept = np.ones(owner.n_local, dtype=bool)
+    kept[lowered] = False
+    np.testing.assert_array_equal(parent1[kept], parent0[kept])  # parents move only on improvement
+    explained = np.zeros(owner.n_local, dtype=bool)
+    explained[lt[(parent1[lt] == lu) & (lc == dist1[lt])]] = True
+    assert explained[lowered].all(), "an improved vertex's parent edge does not give its distance"
+
+    assert targets.dtype == np.int64 and parents.dtype == np.int64 and cands.dtype == np.float64
+    if remote:
+        assert_same_rows([targets, cands, parents], [target[~local], cand[~local], source[~local]])
+    else:
+        assert targets.size == 0 and cands.size == 0 and parents.size == 0
+    return improved, targets, cands, parents
+
+
+# ---------------------------------------------------------------------------------------------
+# Test-local driver: level-synchronous rounds over the step kernels
+# ---------------------------------------------------------------------------------------------
+
+
+def drive_bfs(owners, sources):
+    """BFS over owners; remote candidates claimed by their owner, first one wins. Host results."""
+    remote = len(owners) > 1
+    dist = [cupy.full(o.n_local, -1, dtype=cupy.int32) for o in owners]
+    parent = [cupy.full(o.n_local, -1, dtype=cupy.int64) for o in owners]
+    frontier = [local_sources(o, sources) for o in owners]
+    for d, f in zip(dist, frontier):
+        d[cupy.asarray(f)] = 0
+    level = 0
+    while any(f.size for f in frontier):
+        steps = [checked_bfs_step(o, cupy.asarray(f), d, p, level, remote)
+                 for o, f, d, p in zip(owners, frontier, dist, parent)]
+        targets = np.concatenate([s[1] for s in steps])
+        parents = np.concatenate([s[2] for s in steps])
+        for q, o in enumerate(owners):
+            mine = o.owns(targets)
+            t, first = np.unique(targets[mine] - o.offset, return_index=True)
+            d, p = dist[q].get(), parent[q].get()
+            fresh = d[t] == -1
+            d[t[fresh]] = level + 1
+            p[t[fresh]] = parents[mine][first][fresh]
+            dist[q], parent[q] = cupy.asarray(d), cupy.asarray(p)
+            frontier[q] = np.concatenate([steps[q][0], t[fresh]])
+            assert_unique_int64(frontier[q])
+        level += 1
+    return np.concatenate([d.get() for d in dist]), np.concatenate([p.get() for p in parent])
+
+
+def drive_sssp(owners, sources, max_rounds):
+    """Frontier Bellman-Ford over owners; remote candidates pruned to the lightest per target."""
+    remote = len(owners) > 1
+    dist = [cupy.full(o.n_local, cupy.inf) for o in owners]
+    parent = [cupy.full(o.n_local, -1, dtype=cupy.int64) for o in owners]
+    frontier = [local_sources(o, sources) for o in owners]
+    for d, f in zip(dist, frontier):
+        d[cupy.asarray(f)] = 0.0
+    rounds = 0
+    while any(f.size for f in frontier):
+        rounds += 1
+        assert rounds <= max_rounds, "no convergence: negative cycle or a kernel bug"
+        steps = [checked_sssp_step(o, cupy.asarray(f), d, p, remote)
+                 for o, f, d, p in zip(owners, frontier, dist, parent)]
+        targets = np.concatenate([s[1] for s in steps])
+        cands = np.concatenate([s[2] for s in steps])
+        parents = np.concatenate([s[3] for s in steps])
+        for q, o in enumerate(owners):
+            mine = o.owns(targets)
+            t, c, p = targets[mine] - o.offset, cands[mine], parents[mine]
+            order = np.lexsort((c, t))
+            t, c, p = t[order], c[order], p[order]
+            t, first = np.unique(t, return_index=True)
+            c, p = c[first], p[first]
+            d_h, p_h = dist[q].get(), parent[q].get()
+            better = c < d_h[t]
+            d_h[t[better]] = c[better]
+            p_h[t[better]] = p[better]
+            dist[q], parent[q] = cupy.asarray(d_h), cupy.asarray(p_h)
+            frontier[q] = np.union1d(steps[q][0], t[better]).astype(np.int64)
+    return np.concatenate([d.get() for d in dist]), np.concatenate([p.get() for p in parent])
+
+
+# ---------------------------------------------------------------------------------------------
+# Whole-traversal checks, written the plain way
+# ---------------------------------------------------------------------------------------------
+
+
+def assert_tree(src, dst, w, dist, parent, sources, reached, exact=True):
+    """Every parent is an edge with dist[parent] + w == dist[v]; parents form a forest rooted at sources."""
+    n = dist.size
+    has_parent = parent >= 0
+    assert not (has_parent & ~reached).any(), "an unreached vertex has a parent"
+    roots = reached & ~has_parent
+    assert np.isin(np.flatnonzero(roots), sources).all(), "a reached non-source has no parent"
+    assert (dist[roots] == 0).all()
+    through = dist[src] + w
+    fits = (parent[dst] == src) & reached[src] & ((through == dist[dst]) if exact
+                                                   else np.isclose(through, dist[dst]))
+    explained = np.zeros(n, dtype=bool)
+    explained[dst[fits]] = True
+    assert explained[has_parent].all(), "a parent without an edge u->v of dist[u] + w == dist[v]"
+    top = np.where(has_parent, parent, np.arange(n))  # roots point to themselves
+    for _ in range(int(np.log2(max(n, 2))) + 2):  # pointer jumping: the 2**k-th ancestor
+        top = top[top]
+    assert (parent[top] == -1).all(), "the parent graph has a cycle"
+
+
+def scipy_bfs_dist(graph, sources):
+    d = csgraph.dijkstra(graph, directed=True, indices=sources, unweighted=True, min_only=True)
+    return np.where(np.isinf(d), -1, d).astype(np.int32)
+
+
+def scipy_sssp_dist(graph, sources, negative=False):
+    if negative:
+        return csgraph.bellman_ford(graph, directed=True, indices=sources).min(axis=0)
+    return csgraph.dijkstra(graph, directed=True, indices=sources, min_only=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Random graphs against scipy: one owner (remote=False) and two or three (remote=True, offset > 0)
+# ---------------------------------------------------------------------------------------------
+
+CASES = [(seed, directed, index_dtype, parts)
+         for seed, directed in [(1, True), (2, False)]
+         for index_dtype in INDEX_DTYPES
+         for parts in (1, 2, 3)]
+SOURCES = [np.array([7]), np.array([3, 150, 3, 299])]  # multi-source, with a repeated source
+
+
+@pytest.mark.parametrize("seed,directed,index_dtype,parts", CASES)
+def test_bfs_matches_scipy(seed, directed, index_dtype, parts):
+    n = 300
+    src, dst, w = random_edges(seed, n=n, directed=directed)
+    graph = scipy_graph(src, dst, w, n)
+    owners = split(src, dst, w, n, parts, index_dtype)
+    for sources in SOURCES:
+        dist, parent = drive_bfs(owners, sources)
+        np.testing.assert_array_equal(dist, scipy_bfs_dist(graph, sources))
+        assert_tree(src, dst, np.ones_like(w), dist, parent, sources, dist >= 0)
+
+
+@pytest.mark.parametrize("seed,directed,index_dtype,parts", CASES)
+def test_sssp_matches_scipy(seed, directed, index_dtype, parts):
+    n = 300
+    src, dst, w = random_edges(seed, n=n, directed=directed)
+    assert (w == 0).any()
+    graph = scipy_graph(src, dst, w, n)
+    owners = split(src, dst, w, n, parts, index_dtype)
+    for sources in SOURCES:
+        dist, parent = drive_sssp(owners, sources, max_rounds=n)
+        np.testing.assert_array_equal(dist, scipy_sssp_dist(graph, sources))
+        assert_tree(src, dst, w, dist, parent, sources, np.isfinite(dist))
+
+
+@pytest.mark.parametrize("parts", [1, 2])
+def test_sssp_real_weights_match_scipy(parts):
+    n = 400
+    src, dst, w = random_edges(9, n=n, m=2000, directed=False, integer=False)
+    graph = scipy_graph(src, dst, w, n)
+    sources = np.array([0, 333])
+    dist, parent = drive_sssp(split(src, dst, w, n, parts, np.int32), sources, max_rounds=n)
+    np.testing.assert_allclose(dist, scipy_sssp_dist(graph, sources))
+    assert_tree(src, dst, w, dist, parent, sources, np.isfinite(dist), exact=False)
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+def test_sssp_negative_weights_match_bellman_ford(index_dtype):
+    n = 200
+    src, dst, w = random_edges(4, n=n, m=800, dag=True)
+    assert (w < 0).any() and (w == 0).any()
+    graph = scipy_graph(src, dst, w, n)
+    sources = np.array([0, 5])
+    expected = scipy_sssp_dist(graph, sources, negative=True)
+    for parts in (1, 2):
+        dist, parent = drive_sssp(split(src, dst, w, n, parts, index_dtype), sources, max_rounds=n)
+        np.testing.assert_array_equal(dist, expected)
+        assert_tree(src, dst, w, dist, parent, sources, np.isfinite(dist))
+
+
+# ---------------------------------------------------------------------------------------------
+# Skewed degrees and frontiers larger than one grid
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+@pytest.mark.parametrize("n,m", [(2000, 6000), (300_000, 1_200_000)], ids=["small", "grid-stride"])
+def test_hub_adjacent_to_everything(index_dtype, n, m):
+    # From the hub, level 1 is one vertex of n - 1 edges (every thread searches the same slot);
+    # in the large case the next levels hold more frontier edges than the grid has threads.
+    src, dst, w = hub_edges(11, n, m)
+    graph = scipy_graph(src, dst, w, n)
+    for sources in (np.array([0]), np.array([n - 1])):
+        for parts in (1, 2):
+            owners = split(src, dst, w, n, parts, index_dtype)
+            dist, parent = drive_bfs(owners, sources)
+            np.testing.assert_array_equal(dist, scipy_bfs_dist(graph, sources))
+            assert_tree(src, dst, np.ones_like(w), dist, parent, sources, dist >= 0)
+            dist, parent = drive_sssp(owners, sources, max_rounds=n)
+            np.testing.assert_array_equal(dist, scipy_sssp_dist(graph, sources))
+            assert_tree(src, dst, w, dist, parent, sources, np.isfinite(dist))
+
+
+# ---------------------------------------------------------------------------------------------
+# Single steps written out by hand
+# ---------------------------------------------------------------------------------------------
+
+
+def test_lightest_duplicate_wins():
+    # 0->1 three times (5, 2, 7) and 0->2 (4), 2->1 (0): one relaxation from 0 leaves 1 at 2.
+    src, dst, w = np.array([0, 0, 0, 0, 2]), np.array([1, 1, 1, 2, 1]), np.array([5.0, 2.0, 7.0, 4.0, 0.0])
+    (owner,) = split(src, dst, w, 3, 1, np.int32)
+    d, p = cupy.array([0.0, np.inf, np.inf]), cupy.full(3, -1, dtype=cupy.int64)
+    improved, *_ = checked_sssp_step(owner, cupy.array([0], dtype=cupy.int64), d, p, False)
+    np.testing.assert_array_equal(np.sort(improved), [1, 2])
+    np.testing.assert_array_equal(d.get(), [0.0, 2.0, 4.0])
+    np.testing.assert_array_equal(p.get(), [-1, 0, 0])
+
+
+def test_equal_candidate_does_not_move_parent():
+    # 1 is already at 1 with parent 0; relaxing 2->1 (weight 0) from 2 at 1 ties: no improvement.
+    src, dst, w = np.array([0, 0, 2]), np.array([1, 2, 1]), np.array([1.0, 1.0, 0.0])
+    (owner,) = split(src, dst, w, 3, 1, np.int64)
+    d, p = cupy.array([0.0, 1.0, 1.0]), cupy.array([-1, 0, 0], dtype=cupy.int64)
+    improved, *_ = checked_sssp_step(owner, cupy.array([2], dtype=cupy.int64), d, p, False)
+    assert improved.size == 0
+    np.testing.assert_array_equal(p.get(), [-1, 0, 0])
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+@pytest.mark.parametrize("remote", [True, False])
+def test_steps_on_second_owner(index_dtype, remote):
+    # offset != 0; some targets already visited or already closer; remote=False lists nothing.
+    n = 300
+    src, dst, w = random_edges(6, n=n, directed=False)
+    _, owner = split(src, dst, w, n, 2, index_dtype)
+    rng = np.random.default_rng(0)
+    frontier = rng.choice(owner.n_local, 40, replace=False).astype(np.int64)
+
+    dist = np.where(rng.random(owner.n_local) < 0.3, 1, -1).astype(np.int32)
+    dist[frontier] = 2
+    nxt, targets, _ = checked_bfs_step(owner, cupy.asarray(frontier), cupy.asarray(dist),
+                                       cupy.full(owner.n_local, -1, dtype=cupy.int64), 2, remote)
+    assert nxt.size > 0 and (targets.size > 0) == remote
+
+    dist = np.where(rng.random(owner.n_local) < 0.3, rng.integers(0, 30, owner.n_local), np.inf)
+    dist[frontier] = rng.integers(0, 10, frontier.size)
+    parent = np.where(np.isfinite(dist), 0, -1).astype(np.int64)
+    improved, targets, *_ = checked_sssp_step(owner, cupy.asarray(frontier), cupy.asarray(dist),
+                                              cupy.asarray(parent), remote)
+    assert improved.size > 0 and (targets.size > 0) == remote
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+def test_empty_frontier_and_no_edges(index_dtype):
+    src, dst, w = np.array([0]), np.array([1]), np.array([1.0])
+    (owner,) = split(src, dst, w, 4, 1, index_dtype)  # vertices 2 and 3 have no out-edges
+    for frontier in (cupy.empty(0, dtype=cupy.int64), cupy.array([2, 3], dtype=cupy.int64)):
+        for remote in (True, False):
+            d, p = cupy.full(4, -1, dtype=cupy.int32), cupy.full(4, -1, dtype=cupy.int64)
+            out = gpu.bfs_expand(owner.indptr, owner.indices, 0, frontier, d, p, 0, remote)
+            assert [a.size for a in out] == [0, 0, 0] and all(a.dtype == cupy.int64 for a in out)
+            d = cupy.full(4, cupy.inf)
+            out = gpu.sssp_relax(owner.indptr, owner.indices, owner.weights, 0, frontier,
+                                 cupy.zeros(frontier.size), d, p, remote)
+            assert [a.size for a in out] == [0, 0, 0, 0]
+            assert [a.dtype for a in out] == [cupy.int64, cupy.int64, cupy.float64, cupy.int64]
+            assert (p == -1).all()
+
+
+# ---------------------------------------------------------------------------------------------
+# Finding and compiling the sources
+# ---------------------------------------------------------------------------------------------
+
+
+def test_source_dir_prefers_packaged_sources_then_checkout(tmp_path, monkeypatch):
+    checkout = gpu.source_dir()
+    assert (checkout / "bfs.cu").is_file() and (checkout / "sssp.cu").is_file()
+
+    package = tmp_path / "gpipe"
+    package.mkdir()
+    monkeypatch.setattr(gpipe, "__file__", str(package / "__init__.py"))
+    with pytest.raises(FileNotFoundError, match="CUDA sources"):
+        gpu.source_dir()
+    (tmp_path / "kernels").mkdir()
+    for name in ("bfs.cu", "sssp.cu"):
+        (tmp_path / "kernels" / name).write_text("")
+    assert gpu.source_dir() == tmp_path / "kernels"
+    (package / "_cuda").mkdir()
+    for name in ("bfs.cu", "sssp.cu"):
+        (package / "_cuda" / name).write_text("")
+    assert gpu.source_dir() == package / "_cuda"
+
+
+def test_modules_compile_once_per_device():
+    device = cupy.cuda.runtime.getDevice()
+    for source in ("bfs.cu", "sssp.cu"):
+        assert gpu._module(source, device) is gpu._module(source, device)

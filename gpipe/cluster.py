@@ -1,0 +1,212 @@
+"""Starting or joining the Dask cluster that gpipe's traversals run on.
+
+gpipe itself never starts a cluster: :func:`gpipe.bfs` and friends use whatever Dask client
+is active, and run in-process when there is none. This module is the convenience for
+programs (the CLI, the demo, the pipelines) that need to make one:
+
+* :func:`start_local_cluster` starts a cluster on this machine, one worker per GPU with
+  dask-cuda's ``LocalCUDACluster``, or worker processes of one thread each with Dask's
+  ``LocalCluster``.
+* :func:`connect` does the same from a configuration mapping (``conf/cluster/*.yaml``), or
+  connects to a running scheduler; :func:`disconnect` undoes it.
+
+The configuration keys are Dask's and dask-cuda's own keyword names, so their documentation
+applies unchanged. Worker processes are spawned, so a script that calls these functions must
+do so under ``if __name__ == "__main__":``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from gpipe.errors import InputError
+
+__all__ = ["start_local_cluster", "connect", "disconnect", "CLUSTER_KINDS"]
+
+# Keys of a cluster configuration, per kind, besides "kind" and "dask". Each is passed unchanged
+# to the constructor named in the comment.
+_LOCAL_KEYS = {"n_workers", "threads_per_worker", "memory_limit", "dashboard_address", "local_directory"}
+CLUSTER_KINDS = {
+    "local-cpu": _LOCAL_KEYS | {"processes"},  # distributed.LocalCluster
+    "local-cuda": _LOCAL_KEYS  # dask_cuda.LocalCUDACluster
+    | {"CUDA_VISIBLE_DEVICES", "device_memory_limit", "rmm_pool_size", "enable_cudf_spill", "protocol"},
+    "remote": {"scheduler_address", "timeout"},  # distributed.Client
+}
+
+
+def start_local_cluster(kind="auto", n_workers=None, dashboard=True):
+    """Start a Dask cluster on this machine and a client connected to it.
+
+    Parameters
+    ----------
+    kind : {"auto", "cuda", "cpu"}, optional (default="auto")
+        ``"cuda"``: a ``dask_cuda.LocalCUDACluster``, one worker per visible GPU.
+        ``"cpu"``: a ``distributed.LocalCluster`` of worker processes with one thread each
+        (gpipe's kernels are Numba-compiled and release no work to extra threads).
+        ``"auto"``: ``"cuda"`` when dask-cuda, cuDF and CuPy import and a GPU is visible,
+        else ``"cpu"``.
+    n_workers : int, optional
+        Number of workers. Default: one per visible GPU (cuda) or per CPU core (cpu).
+    dashboard : bool, optional (default=True)
+        Serve the Dask dashboard (on port 8787, or a free port if that one is taken; it
+        needs bokeh). The link is ``client.dashboard_link``.
+
+    Returns
+    -------
+    (cluster, client)
+        The cluster and a ``distributed.Client`` connected to it, which is also made the
+        default client so gpipe's calls use it. Close both when done: ``client.close()``
+        then ``cluster.close()`` (or use both as context managers).
+
+    Raises
+    ------
+    gpipe.InputError
+        If `kind` is not one of the above, or is ``"cuda"`` where dask-cuda or a GPU is missing.
+
+    Examples
+    --------
+    >>> if __name__ == "__main__":  # doctest: +SKIP
+    ...     cluster, client = start_local_cluster("cpu", n_workers=2)
+    ...     result = gpipe.bfs(gpipe.read_edges("edges.parquet"), 0).compute()
+    ...     client.close(); cluster.close()
+    """
+    if kind not in ("auto", "cuda", "cpu"):
+        raise InputError(f"cluster kind must be 'auto', 'cuda' or 'cpu', not {kind!r}")
+    if kind == "auto":
+        kind = "cuda" if _cuda_cluster_available() else "cpu"
+    options = {"n_workers": n_workers, "dashboard_address": ":8787" if dashboard else None}
+    if kind == "cuda":
+        cluster = _local_cuda_cluster(options)
+    else:
+        from distributed import LocalCluster
+
+        cluster = LocalCluster(processes=True, threads_per_worker=1, **options)
+    from distributed import Client
+
+    return cluster, Client(cluster)
+
+
+def connect(config):
+    """Return a Dask client for the cluster that `config` describes, starting it if local.
+
+    Parameters
+    ----------
+    config : mapping
+        A cluster configuration, as loaded from ``conf/cluster/*.yaml``:
+
+        ``kind`` (default ``"local-cpu"``)
+            ``"local-cpu"``: start a ``distributed.LocalCluster`` (worker processes, one
+            thread each unless ``threads_per_worker`` says otherwise).
+            ``"local-cuda"``: start a ``dask_cuda.LocalCUDACluster`` (one worker per GPU).
+            ``"remote"``: connect to the running scheduler at ``scheduler_address``.
+        ``dask`` (optional)
+            A nested mapping of Dask configuration, applied with ``dask.config.set`` before
+            anything starts (so spawned local workers inherit it); for example
+            ``{"distributed": {"comm": {"timeouts": {"connect": "60s"}}}}``.
+        any other key
+            Passed unchanged to the constructor, under the same name: for ``local-cpu``
+            ``n_workers``, ``threads_per_worker``, ``processes``, ``memory_limit``,
+            ``dashboard_address`` (null: no dashboard), ``local_directory``; for
+            ``local-cuda`` those but ``processes``, and ``CUDA_VISIBLE_DEVICES``,
+            ``device_memory_limit``, ``rmm_pool_size``, ``enable_cudf_spill``, ``protocol``;
+            for ``remote`` ``scheduler_address`` (required) and ``timeout``. Null values are
+            passed as None, which is each constructor's default unless noted.
+
+    Returns
+    -------
+    distributed.Client
+        Connected, and the default client. For a local kind, ``client.cluster`` is the cluster
+        started here; :func:`disconnect` closes both.
+
+    Raises
+    ------
+    gpipe.InputError
+        If `kind` or a key is unknown (the message names it), ``scheduler_address`` is
+        missing for ``remote``, or ``local-cuda`` is asked for without dask-cuda or a GPU.
+    OSError
+        If a remote scheduler cannot be reached within ``timeout``.
+
+    Examples
+    --------
+    >>> import yaml
+    >>> with open("conf/cluster/local-cpu.yaml") as f:  # doctest: +SKIP
+    ...     client = connect(yaml.safe_load(f))
+    """
+    if not isinstance(config, Mapping):
+        raise InputError(f"a cluster configuration must be a mapping, not {type(config).__name__}")
+    options = dict(config)
+    kind = options.pop("kind", "local-cpu")
+    if kind not in CLUSTER_KINDS:
+        raise InputError(f"cluster kind must be one of {sorted(CLUSTER_KINDS)}, not {kind!r}")
+    settings = options.pop("dask", None) or {}
+    if not isinstance(settings, Mapping):
+        raise InputError(f"cluster key 'dask' must be a mapping of Dask settings, not {settings!r}")
+    unknown = sorted(set(options) - CLUSTER_KINDS[kind])
+    if unknown:
+        raise InputError(
+            f"unknown key {unknown[0]!r} in a {kind} cluster configuration; "
+            f"known: {', '.join(sorted(CLUSTER_KINDS[kind]))}, dask"
+        )
+
+    import dask
+    from distributed import Client
+
+    if settings:
+        dask.config.set(_dotted(settings))  # set, not merged under the top key: flatten first
+
+    if kind == "remote":
+        address = options.pop("scheduler_address", None)
+        if not address:
+            raise InputError("a remote cluster configuration needs 'scheduler_address'")
+        return Client(address, **options)
+    if kind == "local-cuda":
+        return Client(_local_cuda_cluster(options))
+    from distributed import LocalCluster
+
+    options.setdefault("processes", True)
+    options.setdefault("threads_per_worker", 1)
+    return Client(LocalCluster(**options))
+
+
+def disconnect(client):
+    """Close `client` and, if it was started on a local cluster, that cluster.
+
+    A remote scheduler and its workers keep running. Safe to call on a closed client.
+    """
+    cluster = getattr(client, "cluster", None)
+    client.close()
+    if cluster is not None:
+        cluster.close()
+
+
+def _local_cuda_cluster(options):
+    if not _cuda_cluster_available():
+        raise InputError(
+            "a CUDA cluster needs dask-cuda, cuDF, CuPy and a visible GPU; "
+            "install gpipe's cuda13 extra on a GPU machine, or use a CPU cluster"
+        )
+    from dask_cuda import LocalCUDACluster
+
+    return LocalCUDACluster(**options)
+
+
+def _cuda_cluster_available() -> bool:
+    from gpipe.backend import gpu_available
+
+    try:
+        import dask_cuda  # noqa: F401
+    except ImportError:
+        return False
+    return gpu_available()
+
+
+def _dotted(settings, prefix=""):
+    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}``: ``dask.config.set`` replaces a nested value whole."""
+    flat = {}
+    for key, value in settings.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            flat.update(_dotted(value, name + "."))
+        else:
+            flat[name] = value
+    return flat

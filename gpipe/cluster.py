@@ -21,7 +21,7 @@ from collections.abc import Mapping
 
 from gpipe.errors import InputError
 
-__all__ = ["start_local_cluster", "connect", "disconnect", "CLUSTER_KINDS"]
+__all__ = ["start_local_cluster", "local_cluster_kind", "connect", "disconnect", "CLUSTER_KINDS"]
 
 # Keys of a cluster configuration, per kind, besides "kind" and "dask". Each is passed unchanged
 # to the constructor named in the comment.
@@ -70,10 +70,7 @@ def start_local_cluster(kind="auto", n_workers=None, dashboard=True):
     ...     result = gpipe.bfs(gpipe.read_edges("edges.parquet"), 0).compute()
     ...     client.close(); cluster.close()
     """
-    if kind not in ("auto", "cuda", "cpu"):
-        raise InputError(f"cluster kind must be 'auto', 'cuda' or 'cpu', not {kind!r}")
-    if kind == "auto":
-        kind = "cuda" if _cuda_cluster_available() else "cpu"
+    kind = local_cluster_kind(kind)
     options = {"n_workers": n_workers, "dashboard_address": ":8787" if dashboard else None}
     if kind == "cuda":
         cluster = _local_cuda_cluster(options)
@@ -84,6 +81,23 @@ def start_local_cluster(kind="auto", n_workers=None, dashboard=True):
     from distributed import Client
 
     return cluster, Client(cluster)
+
+
+def local_cluster_kind(kind="auto"):
+    """Return the kind, ``"cuda"`` or ``"cpu"``, that :func:`start_local_cluster` starts for `kind`.
+
+    ``"auto"`` resolves to ``"cuda"`` when dask-cuda, cuDF and CuPy import and CuPy sees a GPU.
+
+    Raises
+    ------
+    gpipe.InputError
+        If `kind` is not ``"auto"``, ``"cuda"`` or ``"cpu"``.
+    """
+    if kind not in ("auto", "cuda", "cpu"):
+        raise InputError(f"cluster kind must be 'auto', 'cuda' or 'cpu', not {kind!r}")
+    if kind == "auto":
+        return "cuda" if _cuda_cluster_available() else "cpu"
+    return kind
 
 
 def connect(config):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from gpipe.errors import InputError
 
-__all__ = ["write_parquet"]
+__all__ = ["write_parquet", "summarize"]
 
 
 def write_parquet(frame, path, *, overwrite=False):
@@ -114,3 +114,41 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
     elif os.path.lexists(path):
         path.unlink()
+
+
+def summarize(result):
+    """Count the vertices and reached vertices of a traversal result, and its largest distance.
+
+    Parameters
+    ----------
+    result : dask.dataframe.DataFrame
+        A frame of ``vertex``, ``distance``, ``parent`` as :func:`gpipe.bfs` and
+        :func:`gpipe.sssp` return (pandas or cuDF partitions). Computed here: persist it first
+        if it will also be written.
+
+    Returns
+    -------
+    dict
+        ``vertices``: rows (the vertices that occur in an edge); ``reached``: rows with a
+        distance; ``max_distance``: the largest distance, an int for BFS hops and a float for
+        SSSP, or None when nothing was reached.
+
+    Examples
+    --------
+    >>> import dask.dataframe as dd, pandas as pd
+    >>> frame = pd.DataFrame({"vertex": [0, 1, 2], "distance": pd.array([0, 1, None], dtype="Int64"),
+    ...                       "parent": pd.array([None, 0, None], dtype="Int64")})
+    >>> summarize(dd.from_pandas(frame, npartitions=1))
+    {'vertices': 3, 'reached': 2, 'max_distance': 1}
+    """
+    import dask
+
+    distance = result["distance"]
+    vertices, reached, largest = dask.compute(result.shape[0], distance.count(), distance.max())
+    if reached == 0:
+        largest = None
+    elif distance.dtype.kind in "iu":
+        largest = int(largest)
+    else:
+        largest = float(largest)
+    return {"vertices": int(vertices), "reached": int(reached), "max_distance": largest}

@@ -1,0 +1,145 @@
+"""The ``gpipe`` command (also ``python -m gpipe``).
+
+::
+
+    gpipe bfs EDGES --source S [--source S2 ...] --out DIR [--depth-limit K] [--undirected]
+              [--src COL] [--dst COL] [--backend auto|cpu|gpu] [--overwrite] [--cluster FILE]
+    gpipe sssp EDGES --source S --out DIR [--weight COL] [...same options but --depth-limit]
+    gpipe demo [--scale 16] [--out DIR] [--cpu] [--workers N]
+    gpipe run CONFIG
+
+``bfs`` and ``sssp`` are the pipeline of ``pipelines/traverse_parquet.py`` with its settings
+taken from the options: read the edges, traverse, write the result atomically. Without
+``--cluster`` they run in this process (no Dask cluster); with it, on the cluster that the
+file describes (``conf/cluster/*.yaml``). Step timings are logged to stderr.
+
+Exit status: 0 on success, 2 for unusable input or options (one line on stderr), 1 for other
+gpipe errors such as a negative cycle.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from gpipe import __version__
+from gpipe.errors import GpipeError, InputError
+
+__all__ = ["main"]
+
+
+def main(argv=None):
+    """Run the ``gpipe`` command line with `argv` (default ``sys.argv[1:]``); return the exit status.
+
+    Examples
+    --------
+    >>> main(["bfs", "edges.parquet", "--source", "0", "--out", "out/bfs"])  # doctest: +SKIP
+    0
+    """
+    args = _parser().parse_args(argv)
+    pipeline = _pipeline()
+    pipeline.configure_logging(logging.WARNING if args.quiet else logging.INFO)
+    try:
+        return args.command(args, pipeline)
+    except InputError as error:
+        print(f"gpipe: error: {error}", file=sys.stderr)
+        return 2
+    except GpipeError as error:
+        print(f"gpipe: {type(error).__name__}: {error}", file=sys.stderr)
+        return 1
+
+
+def _traverse(args, pipeline):
+    config = {
+        "algorithm": args.algorithm,
+        "cluster": args.cluster,
+        "edges": {
+            "path": args.edges,
+            "src": args.src,
+            "dst": args.dst,
+            "weight": getattr(args, "weight", None),
+            "backend": args.backend,
+        },
+        "directed": not args.undirected,
+        "source": args.source,
+        "depth_limit": getattr(args, "depth_limit", None),
+        "output": {"path": args.out, "overwrite": args.overwrite},
+    }
+    pipeline.run(config)
+    return 0
+
+
+def _run(args, pipeline):
+    return pipeline.run_file(args.config)
+
+
+def _demo(args, pipeline):
+    from gpipe.demo import run_demo
+
+    run_demo(args.scale, args.out, cpu=args.cpu, n_workers=args.workers)
+    return 0
+
+
+def _pipeline():
+    """The traverse_parquet pipeline module: packaged in a wheel, or at the checkout's root."""
+    try:
+        return importlib.import_module("gpipe.pipelines.traverse_parquet")  # installed wheel
+    except ModuleNotFoundError as error:
+        if error.name not in ("gpipe.pipelines", "gpipe.pipelines.traverse_parquet"):
+            raise
+    return importlib.import_module("pipelines.traverse_parquet")  # checkout / editable install
+
+
+def _parser():
+    parser = argparse.ArgumentParser(
+        prog="gpipe", description="BFS and SSSP over Parquet edge lists with Dask, on CPU or GPU."
+    )
+    parser.add_argument("--version", action="version", version=f"gpipe {__version__}")
+    parser.add_argument("-q", "--quiet", action="store_true", help="log warnings only, not step timings")
+    commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
+
+    for algorithm, summary in (
+        ("bfs", "breadth-first search: hop counts and a BFS tree"),
+        ("sssp", "single-source shortest paths: weighted distances and a shortest-path tree"),
+    ):
+        sub = commands.add_parser(algorithm, help=summary, description=summary)
+        sub.set_defaults(command=_traverse, algorithm=algorithm)
+        sub.add_argument("edges", help="Parquet file or directory of edges")
+        sub.add_argument(
+            "--source",
+            action="append",
+            required=True,
+            metavar="S",
+            help="source vertex id; repeat for several sources (one traversal from all)",
+        )
+        sub.add_argument("--out", required=True, metavar="DIR", help="output Parquet directory")
+        if algorithm == "bfs":
+            sub.add_argument("--depth-limit", type=int, metavar="K", help="visit vertices up to K hops away")
+        else:
+            sub.add_argument("--weight", default="weight", metavar="COL", help="weight column (default: weight)")
+        sub.add_argument("--undirected", action="store_true", help="each edge goes both ways")
+        sub.add_argument("--src", default="src", metavar="COL", help="source-vertex column (default: src)")
+        sub.add_argument("--dst", default="dst", metavar="COL", help="target-vertex column (default: dst)")
+        sub.add_argument(
+            "--backend", default="auto", choices=("auto", "cpu", "gpu"), help="partition type (default: auto)"
+        )
+        sub.add_argument("--overwrite", action="store_true", help="replace an existing output directory")
+        sub.add_argument(
+            "--cluster", metavar="FILE", help="cluster YAML (conf/cluster/*.yaml); default: no cluster, in-process"
+        )
+
+    demo = commands.add_parser(
+        "demo", help="generate a Kronecker graph, run BFS and SSSP on a local cluster, print a summary"
+    )
+    demo.set_defaults(command=_demo)
+    demo.add_argument("--scale", type=int, default=16, help="2**SCALE vertex ids, 16 edges each (default: 16)")
+    demo.add_argument("--out", default="out/demo", metavar="DIR", help="output folder (default: out/demo)")
+    demo.add_argument("--cpu", action="store_true", help="use a CPU cluster even where a GPU is available")
+    demo.add_argument("--workers", type=int, metavar="N", help="cluster workers (default: one per GPU or core)")
+
+    run = commands.add_parser("run", help="run a pipeline configuration (conf/pipelines/*.yaml)")
+    run.set_defaults(command=_run)
+    run.add_argument("config", help="pipeline YAML file")
+    return parser

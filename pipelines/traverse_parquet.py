@@ -1,0 +1,335 @@
+"""Pipeline: Parquet edge list -> BFS or SSSP -> Parquet result, written atomically.
+
+Meant to run unattended (cron, Airflow, a batch scheduler)::
+
+    python -m pipelines.traverse_parquet --config conf/pipelines/bfs.yaml
+    python pipelines/traverse_parquet.py --config conf/pipelines/bfs.yaml
+    gpipe run conf/pipelines/bfs.yaml
+
+Steps, each timed and logged: load the YAML file, connect to the cluster it names, read the
+edges (:func:`gpipe.read_edges`), build the graph (:meth:`gpipe.Graph.from_edges`), traverse
+(``bfs`` or ``sssp``), write the result with :func:`gpipe.output.write_parquet` (readers of
+the output path see the previous result or the new one, never a mix), report what was reached.
+
+Exit status: 0 on success; 2 with a one-line message on stderr when the configuration or
+the data is unusable (:class:`gpipe.InputError`); 1 with a one-line message for other gpipe
+errors (a negative cycle). Anything else is a bug and prints its traceback.
+
+The configuration file (see ``conf/pipelines/bfs.yaml``)::
+
+    algorithm: bfs             # bfs | sssp
+    cluster: ../cluster/local-cpu.yaml   # a cluster file (relative to this file), an
+                               # inline mapping, or null: no cluster, run in this process
+    edges:
+      path: data/edges         # Parquet file or directory (relative to the working directory)
+      src: src
+      dst: dst
+      weight: null             # sssp: the weight column (default "weight")
+      backend: auto            # auto | cpu | gpu
+    directed: true
+    source: 0                  # one vertex id, or a list (one traversal from all of them)
+    depth_limit: null          # bfs only
+    output:
+      path: out/bfs            # Parquet directory (relative to the working directory)
+      overwrite: false
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+from collections.abc import Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+import gpipe
+from gpipe.cluster import connect, disconnect
+from gpipe.errors import GpipeError, InputError
+from gpipe.output import summarize, write_parquet
+
+log = logging.getLogger("gpipe.pipeline")
+
+ALGORITHMS = ("bfs", "sssp")
+_TOP_KEYS = {"algorithm", "cluster", "edges", "directed", "source", "depth_limit", "output"}
+_EDGE_KEYS = {"path", "src", "dst", "weight", "backend"}
+_OUTPUT_KEYS = {"path", "overwrite"}
+
+
+def load_config(path):
+    """Read a pipeline configuration file and return it as a dict.
+
+    A ``cluster`` given as a relative file name is resolved against the configuration file's
+    folder here, so the job can run from any working directory.
+
+    Raises
+    ------
+    gpipe.InputError
+        If the file is missing, is not valid YAML, or does not hold a mapping.
+    """
+    import yaml
+
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise InputError(f"cannot read pipeline configuration {str(path)!r}: {error.strerror}") from None
+    try:
+        config = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise InputError(f"pipeline configuration {str(path)!r} is not valid YAML: {error}") from None
+    if not isinstance(config, Mapping):
+        raise InputError(f"pipeline configuration {str(path)!r} must be a YAML mapping")
+    config = dict(config)
+    cluster = config.get("cluster")
+    if isinstance(cluster, (str, os.PathLike)):
+        config["cluster"] = str(path.parent / cluster)
+    return config
+
+
+def run(config):
+    """Run one traversal as `config` describes and write its result; return a summary.
+
+    Parameters
+    ----------
+    config : mapping
+        A pipeline configuration (the module docstring lists the keys). Relative data paths
+        are taken from the working directory, a relative cluster file too (use
+        :func:`load_config` to resolve it against the configuration file instead).
+
+    Returns
+    -------
+    dict
+        ``algorithm``, ``source`` (as passed to the traversal), ``output`` (the absolute path
+        written), ``vertices`` (rows of the result: the vertices that occur in an edge),
+        ``reached`` (rows with a distance), ``max_distance`` and ``seconds`` (per step:
+        ``connect`` (with a cluster), ``read``, ``build``, ``traverse``, ``write``, ``summary``).
+
+    Raises
+    ------
+    gpipe.InputError
+        If a key is missing, unknown or of the wrong type (the message names it), or the
+        edges, a column or a source are unusable, or the output exists without ``overwrite``.
+    gpipe.NegativeCycleError
+        If SSSP meets a negative cycle.
+    """
+    settings = _validate(config)
+    output = settings["output"]
+    if os.path.lexists(output["path"]) and not output["overwrite"]:  # fail before the work
+        raise InputError(f"output {output['path']!r} already exists; set overwrite to replace it")
+    timings = {}
+    client = None
+    try:
+        if settings["cluster"] is None:
+            log.info("no cluster: running in this process")
+        else:
+            with _step("connect", timings):
+                client = _connect(settings["cluster"])
+        edges_cfg = settings["edges"]
+        with _step("read", timings):
+            edges = gpipe.read_edges(
+                edges_cfg["path"],
+                src=edges_cfg["src"],
+                dst=edges_cfg["dst"],
+                weight=edges_cfg["weight"],
+                backend=edges_cfg["backend"],
+            )
+        source = coerce_source(settings["source"], edges[edges_cfg["src"]].dtype)
+        with _step("build", timings):
+            graph = gpipe.Graph.from_edges(
+                edges,
+                directed=settings["directed"],
+                src=edges_cfg["src"],
+                dst=edges_cfg["dst"],
+                weight=edges_cfg["weight"],
+            )
+        with _step("traverse", timings):
+            if settings["algorithm"] == "bfs":
+                result = graph.bfs(source, depth_limit=settings["depth_limit"])
+            else:
+                result = graph.sssp(source)
+            result = _materialize(result, client)
+        with _step("write", timings):
+            written = write_parquet(result, output["path"], overwrite=output["overwrite"])
+        with _step("summary", timings):
+            summary = summarize(result)
+    finally:
+        if client is not None:
+            disconnect(client)
+    summary.update(algorithm=settings["algorithm"], source=source, output=str(written), seconds=timings)
+    log.info(
+        "%s from %s: %d of %d vertices reached, max distance %s -> %s",
+        settings["algorithm"],
+        source,
+        summary["reached"],
+        summary["vertices"],
+        summary["max_distance"],
+        written,
+    )
+    return summary
+
+
+def coerce_source(source, dtype):
+    """Turn source ids read as text (command line) into the vertex column's integer type.
+
+    A list of one id becomes that id. Non-text ids and text ids of a non-integer column
+    are returned unchanged.
+
+    Raises
+    ------
+    gpipe.InputError
+        If a text id does not parse as an integer for an integer vertex column.
+    """
+    many = isinstance(source, (list, tuple))
+    ids = list(source) if many else [source]
+    if getattr(dtype, "kind", None) in "iu":
+        for i, value in enumerate(ids):
+            if isinstance(value, str):
+                try:
+                    ids[i] = int(value)
+                except ValueError:
+                    raise InputError(f"source {value!r} is not an integer, but the vertex ids are {dtype}") from None
+    if not many or len(ids) == 1:
+        return ids[0]
+    return ids
+
+
+def main(argv=None):
+    """Command line: ``traverse_parquet --config FILE``; returns the exit status."""
+    parser = argparse.ArgumentParser(
+        prog="python -m pipelines.traverse_parquet",
+        description="Run a BFS or SSSP over a Parquet edge list and write the result atomically.",
+    )
+    parser.add_argument("--config", required=True, help="pipeline YAML file (see conf/pipelines/)")
+    args = parser.parse_args(argv)
+    configure_logging()
+    return run_file(args.config)
+
+
+def run_file(path):
+    """Load `path` and :func:`run` it; report gpipe errors as one line. Returns the exit status."""
+    start = time.perf_counter()
+    try:
+        summary = run(load_config(path))
+    except InputError as error:
+        print(f"gpipe: error: {error}", file=sys.stderr)
+        return 2
+    except GpipeError as error:
+        print(f"gpipe: {type(error).__name__}: {error}", file=sys.stderr)
+        return 1
+    steps = ", ".join(f"{name} {seconds:.2f}s" for name, seconds in summary["seconds"].items())
+    log.info("done in %.2fs (%s)", time.perf_counter() - start, steps)
+    return 0
+
+
+def configure_logging(level=logging.INFO):
+    """Log gpipe's messages (not Dask's) to stderr with timestamps, once per process."""
+    logger = logging.getLogger("gpipe")
+    if not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(message)s"))
+        logger.addHandler(handler)
+    logger.setLevel(level)
+
+
+def _validate(config):
+    if not isinstance(config, Mapping):
+        raise InputError("a pipeline configuration must be a mapping")
+    _no_unknown_keys(config, _TOP_KEYS, "")
+    algorithm = config.get("algorithm")
+    if algorithm not in ALGORITHMS:
+        raise InputError(f"'algorithm' must be one of {', '.join(ALGORITHMS)}, not {algorithm!r}")
+    edges = _section(config, "edges", _EDGE_KEYS)
+    output = _section(config, "output", _OUTPUT_KEYS)
+    for section, name, where in ((edges, "path", "edges.path"), (output, "path", "output.path")):
+        if not section.get(name):
+            raise InputError(f"'{where}' is required")
+    if config.get("source") is None or config.get("source") == []:
+        raise InputError("'source' is required: a vertex id or a list of them")
+    depth_limit = config.get("depth_limit")
+    if depth_limit is not None and algorithm != "bfs":
+        raise InputError("'depth_limit' applies to bfs only")
+    weight = edges.get("weight")
+    if algorithm == "sssp" and weight is None:
+        weight = "weight"
+    cluster = config.get("cluster")
+    if cluster is not None and not isinstance(cluster, (str, os.PathLike, Mapping)):
+        raise InputError(f"'cluster' must be a file name, a mapping or null, not {cluster!r}")
+    return {
+        "algorithm": algorithm,
+        "cluster": cluster,
+        "edges": {
+            "path": str(edges["path"]),
+            "src": edges.get("src", "src"),
+            "dst": edges.get("dst", "dst"),
+            "weight": weight,
+            "backend": edges.get("backend", "auto"),
+        },
+        "directed": _boolean(config.get("directed", True), "directed"),
+        "source": config["source"],
+        "depth_limit": depth_limit,
+        "output": {
+            "path": str(output["path"]),
+            "overwrite": _boolean(output.get("overwrite", False), "output.overwrite"),
+        },
+    }
+
+
+def _section(config, name, keys):
+    section = config.get(name)
+    if not isinstance(section, Mapping):
+        raise InputError(f"'{name}' must be a mapping with keys {', '.join(sorted(keys))}")
+    _no_unknown_keys(section, keys, f"{name}.")
+    return section
+
+
+def _no_unknown_keys(mapping, known, prefix):
+    unknown = sorted(set(mapping) - known, key=str)
+    if unknown:
+        raise InputError(f"unknown key '{prefix}{unknown[0]}'; known: {', '.join(sorted(known))}")
+
+
+def _boolean(value, name):
+    if not isinstance(value, bool):
+        raise InputError(f"'{name}' must be true or false, not {value!r}")
+    return value
+
+
+def _connect(cluster):
+    if cluster is None:
+        return None
+    if not isinstance(cluster, Mapping):
+        import yaml
+
+        try:
+            with open(cluster) as file:
+                cluster = yaml.safe_load(file)
+        except OSError as error:
+            raise InputError(f"cannot read cluster configuration {str(cluster)!r}: {error.strerror}") from None
+    client = connect(cluster)
+    log.info("connected to %s (dashboard: %s)", client.scheduler.address, client.dashboard_link or "off")
+    return client
+
+
+def _materialize(result, client):
+    """Compute the traversal once and keep it in (cluster) memory for the write and summary."""
+    result = result.persist()
+    if client is not None:
+        from distributed import wait
+
+        wait(result)
+    return result
+
+
+@contextmanager
+def _step(name, timings):
+    start = time.perf_counter()
+    yield
+    timings[name] = time.perf_counter() - start
+    log.info("%-8s %.2fs", name, timings[name])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,221 @@
+"""The ``gpipe`` command: bfs, sssp, run and demo, called in-process through ``main([...])``.
+
+bfs and sssp run without a Dask cluster here (no ``--cluster``: in-process); their answers are
+compared with SciPy (tests/reference.py) and their trees checked by gpipe.verify. One test
+runs ``python -m gpipe run`` in a subprocess on a one-worker cluster, the way a scheduler
+would, and the demo test starts a small local cluster.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from gpipe.cli import main
+from gpipe.verify import check_bfs_tree, check_sssp_tree
+from reference import expected_bfs, expected_sssp, random_edges, result_distances
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def graph(tmp_path_factory):
+    """A small weighted graph with sparse ids and two components, as a two-file Parquet folder."""
+    edges = random_edges(40, 110, seed=11, weights="positive", ids="sparse", components=2, self_loops=2)
+    folder = tmp_path_factory.mktemp("graph") / "edges"
+    folder.mkdir()
+    half = len(edges) // 2
+    edges.iloc[:half].to_parquet(folder / "part.0.parquet", index=False)
+    edges.iloc[half:].to_parquet(folder / "part.1.parquet", index=False)
+    return edges, folder
+
+
+def sources_of(edges, count):
+    return [int(v) for v in edges["src"].drop_duplicates().iloc[:count]]
+
+
+def assert_distances(out, expected):
+    result = pd.read_parquet(out)
+    assert list(result.columns) == ["vertex", "distance", "parent"]
+    got = result_distances(result)
+    pd.testing.assert_series_equal(got, expected.sort_index(), check_exact=False, rtol=1e-12)
+    return result
+
+
+@pytest.mark.parametrize("directed", [True, False])
+def test_bfs_matches_scipy(graph, tmp_path, directed):
+    edges, folder = graph
+    source = sources_of(edges, 1)[0]
+    out = tmp_path / "bfs"
+    argv = ["bfs", str(folder), "--source", str(source), "--out", str(out)]
+    assert main(argv + ([] if directed else ["--undirected"])) == 0
+    result = assert_distances(out, expected_bfs(edges, [source], directed=directed))
+    assert str(result["distance"].dtype) == "Int64"
+    check_bfs_tree(edges, result, [source], directed=directed)
+
+
+def test_bfs_several_sources_and_depth_limit(graph, tmp_path):
+    edges, folder = graph
+    sources = sources_of(edges, 3)
+    out = tmp_path / "bfs"
+    argv = ["-q", "bfs", str(folder), "--out", str(out), "--undirected", "--depth-limit", "1"]
+    for source in sources:
+        argv += ["--source", str(source)]
+    assert main(argv) == 0
+    expected = expected_bfs(edges, sources, directed=False, depth_limit=1)
+    result = assert_distances(out, expected)
+    check_bfs_tree(edges, result, sources, directed=False, depth_limit=1)
+
+
+@pytest.mark.parametrize("directed", [True, False])
+def test_sssp_matches_scipy_with_renamed_columns(graph, tmp_path, directed):
+    edges, _ = graph
+    renamed = edges.rename(columns={"src": "a", "dst": "b", "weight": "cost"})
+    path = tmp_path / "renamed.parquet"
+    renamed.to_parquet(path, index=False)
+    source = sources_of(edges, 1)[0]
+    out = tmp_path / "sssp"
+    argv = ["sssp", str(path), "--source", str(source), "--out", str(out)]
+    argv += ["--src", "a", "--dst", "b", "--weight", "cost"] + ([] if directed else ["--undirected"])
+    assert main(argv) == 0
+    result = assert_distances(out, expected_sssp(edges, [source], directed=directed))
+    assert result["distance"].dtype == np.float64
+    check_sssp_tree(edges, result, [source], directed=directed)
+
+
+def test_existing_output_needs_overwrite(graph, tmp_path, capsys):
+    edges, folder = graph
+    first, second = sources_of(edges, 2)
+    out = tmp_path / "bfs"
+    assert main(["bfs", str(folder), "--source", str(first), "--out", str(out)]) == 0
+    before = pd.read_parquet(out)
+    capsys.readouterr()
+
+    assert main(["bfs", str(folder), "--source", str(second), "--out", str(out)]) == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error.startswith("gpipe: error:") and str(out) in error
+    pd.testing.assert_frame_equal(pd.read_parquet(out), before)
+
+    assert main(["bfs", str(folder), "--source", str(second), "--out", str(out), "--overwrite"]) == 0
+    assert_distances(out, expected_bfs(edges, [second], directed=True))
+    assert [name for name in os.listdir(tmp_path) if name.startswith(".")] == []
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["--source", "999999999"], ["999999999"]),  # not a vertex of the graph
+        (["--source", "seven"], ["seven"]),  # not an integer id
+        (["--source", "0", "--src", "from"], ["from"]),  # no such column
+    ],
+)
+def test_input_errors_are_one_line_and_exit_2(graph, tmp_path, capsys, argv, words):
+    _, folder = graph
+    out = tmp_path / "bfs"
+    assert main(["bfs", str(folder), "--out", str(out)] + argv) == 2
+    err = capsys.readouterr().err
+    line = [text for text in err.splitlines() if text.startswith("gpipe: error:")]
+    assert len(line) == 1 and all(word in line[0] for word in words)
+    assert "Traceback" not in err
+    assert not out.exists()
+
+
+def test_missing_edges_path_is_an_input_error(tmp_path, capsys):
+    assert main(["sssp", str(tmp_path / "nothing"), "--source", "0", "--out", str(tmp_path / "o")]) == 2
+    assert str(tmp_path / "nothing") in capsys.readouterr().err
+
+
+def pipeline_config(tmp_path, folder, source, **changes):
+    config = {
+        "algorithm": "sssp",
+        "cluster": None,
+        "edges": {"path": str(folder), "src": "src", "dst": "dst", "weight": "weight", "backend": "cpu"},
+        "directed": True,
+        "source": source,
+        "output": {"path": str(tmp_path / "out"), "overwrite": False},
+    }
+    config.update(changes)
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def test_run_pipeline_config_in_process(graph, tmp_path):
+    edges, folder = graph
+    source = sources_of(edges, 1)[0]
+    config = pipeline_config(tmp_path, folder, source)
+    assert main(["run", str(config)]) == 0
+    result = assert_distances(tmp_path / "out", expected_sssp(edges, [source], directed=True))
+    check_sssp_tree(edges, result, [source], directed=True)
+
+
+@pytest.mark.parametrize(
+    "changes, words",
+    [
+        ({"algorithm": "dfs"}, ["algorithm", "dfs"]),
+        ({"sources": [1]}, ["sources"]),  # misspelt key
+        ({"directed": "yes"}, ["directed"]),
+        ({"depth_limit": 2}, ["depth_limit"]),  # sssp has none
+        ({"cluster": {"kind": "local-cpu", "workers": 2}}, ["workers"]),  # not a Dask key
+        ({"cluster": "no-such-cluster.yaml"}, ["no-such-cluster.yaml"]),
+    ],
+)
+def test_run_rejects_bad_configs_naming_the_key(graph, tmp_path, capsys, changes, words):
+    edges, folder = graph
+    config = pipeline_config(tmp_path, folder, sources_of(edges, 1)[0], **changes)
+    assert main(["run", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert all(word in err for word in words), err
+    assert not (tmp_path / "out").exists()
+
+
+def test_shipped_pipeline_configs_are_valid():
+    from pipelines.traverse_parquet import _validate, load_config
+
+    for name in ("bfs", "sssp"):
+        config = load_config(ROOT / "conf" / "pipelines" / f"{name}.yaml")
+        assert _validate(config)["algorithm"] == name
+        cluster = yaml.safe_load(Path(config["cluster"]).read_text())
+        assert cluster["kind"] == "local-cpu"
+
+
+def test_run_as_a_job_on_a_local_cluster(graph, tmp_path):
+    """``python -m gpipe run`` in a fresh process, with a one-worker cluster from the config."""
+    edges, folder = graph
+    source = sources_of(edges, 1)[0]
+    cluster = {"kind": "local-cpu", "n_workers": 1, "dashboard_address": None, "dask": {"distributed": {"comm": {"timeouts": {"connect": "60s"}}}}}
+    config = pipeline_config(tmp_path, folder, source, algorithm="bfs", cluster=cluster)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run(
+        [sys.executable, "-m", "gpipe", "run", str(config)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240
+    )
+    assert done.returncode == 0, done.stderr
+    assert "connected to" in done.stderr and "write" in done.stderr
+    assert_distances(tmp_path / "out", expected_bfs(edges, [source], directed=True))
+
+
+def test_demo_runs_on_a_cpu_cluster(tmp_path, capsys):
+    assert main(["demo", "--scale", "8", "--cpu", "--workers", "2", "--out", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    for word in ("Kronecker", "reached", "max distance", "dashboard", "seconds"):
+        assert word in printed
+    edges = pd.read_parquet(tmp_path / "edges")
+    assert len(edges) == 16 * 2**8
+    bfs = pd.read_parquet(tmp_path / "bfs")
+    sssp = pd.read_parquet(tmp_path / "sssp")
+    source = int(bfs.loc[bfs["distance"] == 0, "vertex"].iloc[0])
+    pd.testing.assert_series_equal(
+        result_distances(bfs), expected_bfs(edges, [source], directed=False), check_exact=False
+    )
+    pd.testing.assert_series_equal(
+        result_distances(sssp), expected_sssp(edges, [source], directed=False), check_exact=False
+    )
+    # A second run replaces its own outputs.
+    assert main(["demo", "--scale", "8", "--cpu", "--workers", "1", "--out", str(tmp_path)]) == 0

@@ -1,0 +1,390 @@
+"""Traversal kernels for the CPU, compiled with Numba; twins of the CUDA kernels in kernels/*.cu.
+
+The names, signatures and promises are the "Kernel contract" of ARCHITECTURE.md; gpipe/kernels/gpu.py
+keeps the same ones, so the driver (gpipe/traverse.py) never asks which module it holds.
+
+What each kernel computes
+    bfs_expand  One top-down BFS step [1, 2] on one owner's CSR. Every frontier vertex (all at
+                distance `level`) scans its out-edges; an unvisited owned target is claimed
+                (dist = level + 1, parent = the scanning vertex) and appended to the next
+                frontier; a target owned elsewhere is reported, raw, for the driver to route.
+    sssp_relax  One round of frontier-based Bellman-Ford [3, 4]: the vertices whose distance
+                dropped in the previous round relax their out-edges, each from the distance it
+                had when the round began (`frontier_dist`). The vertices whose distance drops
+                now are the next round's frontier. Works with negative weights; the driver
+                bounds the number of rounds to detect a negative cycle.
+    bfs         A whole one-owner BFS in one call: a FIFO queue in which each level is one
+                contiguous slice, expanded by the same step as bfs_expand into the slice after it.
+    dijkstra    Dijkstra's algorithm [5] with a binary heap and lazy deletion [6]: instead of
+                decrease-key, a vertex is pushed again on each strict improvement, and a popped
+                entry whose key is above the vertex's current distance is stale and skipped.
+
+Invariants of the arrays
+    - Local ids are 0..n_local-1, global ids offset + local. `indptr` is int64[n_local + 1];
+      `indices` hold global target ids, int32 or int64; `parent` holds global ids, -1 = none.
+    - BFS: `dist` is int32, -1 = unvisited. Writing dist is the claim: a vertex is appended to
+      a frontier only by the edge that finds it unvisited, so it appears there once.
+    - SSSP: `dist` is float64, +inf = unreached, and only ever decreases. A vertex is appended
+      to `improved` at its first strict decrease in a call, marked in a per-call flag array, so
+      it appears there once. `parent` is written at every strict decrease, from the same edge
+      that wrote dist, so when the call returns parent[v] names an edge u->v with
+      frontier_dist[u] + w == dist[v] exactly, and a parent never changes without an
+      improvement (which keeps the parent graph acyclic when no negative cycle exists).
+    - Relaxing from the snapshot `frontier_dist`, never from `dist[u]`, makes the result of a
+      round independent of the order the frontier is scanned in, which is what lets the GPU
+      twin, scanning in parallel, return the same distances.
+    - Outputs are sized by the frontier's total out-degree, the most one step can write, then
+      sliced to what was written.
+
+References
+    [1] E. F. Moore, "The shortest path through a maze", Proc. Int. Symp. Theory of Switching, 1959.
+    [2] S. Beamer, K. Asanovic, D. Patterson, "Direction-Optimizing Breadth-First Search", SC 2012.
+    [3] R. Bellman, "On a routing problem", Quarterly of Applied Mathematics 16, 1958.
+    [4] U. Meyer, P. Sanders, "Delta-stepping: a parallelizable shortest path algorithm",
+        J. Algorithms 49, 2003 (the level-synchronous rounds are its Delta = infinity case).
+    [5] E. W. Dijkstra, "A note on two problems in connexion with graphs", Numer. Math. 1, 1959.
+    [6] M. Chen, R. A. Chowdhury, V. Ramachandran, D. L. Roche, L. Tong, "Priority Queues and
+        Dijkstra's Algorithm", UTCS TR-07-54, 2007.
+"""
+
+import numba
+import numpy as np
+
+_kernel = numba.njit(cache=True, nogil=True)
+
+_EMPTY_IDS = np.empty(0, dtype=np.int64)
+_EMPTY_DISTS = np.empty(0, dtype=np.float64)
+
+
+# ---------------------------------------------------------------------------------------------
+# Compiled steps
+# ---------------------------------------------------------------------------------------------
+
+
+@_kernel
+def _frontier_degree(indptr, frontier):
+    """Total out-degree of the frontier: the most edges one step over it can report."""
+    total = 0
+    for i in range(frontier.shape[0]):
+        u = frontier[i]
+        total += indptr[u + 1] - indptr[u]
+    return total
+
+
+@_kernel
+def _top_down_step(indptr, indices, offset, frontier, dist, parent, level, remote,
+                   next_frontier, remote_targets, remote_parents):
+    """Expand `frontier` one BFS level; return how many ids went to next_frontier and to the remote lists."""
+    n_local = dist.shape[0]
+    n_next = 0
+    n_remote = 0
+    for i in range(frontier.shape[0]):
+        u = frontier[i]
+        u_global = offset + u
+        for e in range(indptr[u], indptr[u + 1]):
+            target = np.int64(indices[e])
+            v = target - offset
+            if 0 <= v < n_local:
+                if dist[v] == -1:
+                    dist[v] = level + 1
+                    parent[v] = u_global
+                    next_frontier[n_next] = v
+                    n_next += 1
+            elif remote:
+                remote_targets[n_remote] = target
+                remote_parents[n_remote] = u_global
+                n_remote += 1
+    return n_next, n_remote
+
+
+@_kernel
+def _relax_step(indptr, indices, weights, offset, frontier, frontier_dist, dist, parent, remote,
+                is_improved, improved, remote_targets, remote_dists, remote_parents):
+    """Relax the frontier's out-edges once; return how many ids went to improved and to the remote lists."""
+    n_local = dist.shape[0]
+    n_improved = 0
+    n_remote = 0
+    for i in range(frontier.shape[0]):
+        u = frontier[i]
+        u_global = offset + u
+        du = frontier_dist[i]
+        for e in range(indptr[u], indptr[u + 1]):
+            target = np.int64(indices[e])
+            cand = du + weights[e]
+            v = target - offset
+            if 0 <= v < n_local:
+                if cand < dist[v]:
+                    dist[v] = cand
+                    parent[v] = u_global
+                    if not is_improved[v]:
+                        is_improved[v] = True
+                        improved[n_improved] = v
+                        n_improved += 1
+            elif remote:
+                remote_targets[n_remote] = target
+                remote_dists[n_remote] = cand
+                remote_parents[n_remote] = u_global
+                n_remote += 1
+    return n_improved, n_remote
+
+
+@_kernel
+def _bfs_queue(indptr, indices, sources, depth_limit, dist, parent):
+    """Run BFS from `sources` over a one-owner CSR, filling dist/parent; stop after depth_limit levels if >= 0."""
+    queue = np.empty(dist.shape[0], dtype=np.int64)
+    no_remote = np.empty(0, dtype=np.int64)
+    tail = 0
+    for i in range(sources.shape[0]):
+        s = sources[i]
+        if dist[s] == -1:
+            dist[s] = 0
+            queue[tail] = s
+            tail += 1
+    level_start = 0
+    level = 0
+    while level_start < tail and (depth_limit < 0 or level < depth_limit):
+        level_end = tail
+        n_next, _ = _top_down_step(indptr, indices, 0, queue[level_start:level_end], dist, parent,
+                                   level, False, queue[level_end:], no_remote, no_remote)
+        tail = level_end + n_next
+        level_start = level_end
+        level += 1
+
+
+@_kernel
+def _heap_push(keys, ids, size, key, vertex):
+    """Push (key, vertex) onto the binary min-heap in keys/ids[:size]; return the new size.
+
+    The caller guarantees capacity (keys.shape[0] > size).
+    """
+    child = size
+    while child > 0:
+        up = (child - 1) // 2
+        if keys[up] <= key:
+            break
+        keys[child] = keys[up]
+        ids[child] = ids[up]
+        child = up
+    keys[child] = key
+    ids[child] = vertex
+    return size + 1
+
+
+@_kernel
+def _heap_pop(keys, ids, size):
+    """Remove the minimum of the heap in keys/ids[:size]; return (key, vertex, new size)."""
+    top_key = keys[0]
+    top_id = ids[0]
+    size -= 1
+    last_key = keys[size]
+    last_id = ids[size]
+    hole = 0
+    while True:
+        child = 2 * hole + 1
+        if child >= size:
+            break
+        if child + 1 < size and keys[child + 1] < keys[child]:
+            child += 1
+        if last_key <= keys[child]:
+            break
+        keys[hole] = keys[child]
+        ids[hole] = ids[child]
+        hole = child
+    keys[hole] = last_key
+    ids[hole] = last_id
+    return top_key, top_id, size
+
+
+@_kernel
+def _dijkstra_heap(indptr, indices, weights, sources, dist, parent):
+    """Settle every vertex reachable from `sources` in order of distance, filling dist/parent."""
+    # Each strict improvement pushes once, so len(sources) + nnz bounds the heap; start at
+    # len(sources) + n and double when full rather than reserving a slot per edge up front.
+    capacity = sources.shape[0] + dist.shape[0] + 1
+    keys = np.empty(capacity, dtype=np.float64)
+    ids = np.empty(capacity, dtype=np.int64)
+    size = 0
+    for i in range(sources.shape[0]):
+        s = sources[i]
+        if dist[s] != 0.0:
+            dist[s] = 0.0
+            size = _heap_push(keys, ids, size, 0.0, s)
+    while size > 0:
+        du, u, size = _heap_pop(keys, ids, size)
+        if du > dist[u]:
+            continue
+        for e in range(indptr[u], indptr[u + 1]):
+            v = np.int64(indices[e])
+            cand = du + weights[e]
+            if cand < dist[v]:
+                dist[v] = cand
+                parent[v] = u
+                if size == keys.shape[0]:
+                    keys = np.concatenate((keys, np.empty_like(keys)))
+                    ids = np.concatenate((ids, np.empty_like(ids)))
+                size = _heap_push(keys, ids, size, cand, v)
+
+
+# ---------------------------------------------------------------------------------------------
+# Contract: the functions the driver calls
+# ---------------------------------------------------------------------------------------------
+
+
+def bfs_expand(indptr, indices, offset, frontier, dist, parent, level, remote):
+    """Expand one BFS level of one owner; mutate `dist` and `parent` in place.
+
+    Parameters
+    ----------
+    indptr : int64[n_local + 1]
+        CSR row pointers of the owner's vertices.
+    indices : int32 or int64[nnz]
+        Global target ids of the out-edges.
+    offset : int
+        Global id of the owner's local vertex 0.
+    frontier : int64[k]
+        Unique local ids, all at distance `level`.
+    dist : int32[n_local]
+        BFS distances, -1 = unvisited.
+    parent : int64[n_local]
+        Global parent ids, -1 = none.
+    level : int
+        Distance of the frontier.
+    remote : bool
+        Whether to report edges whose target is owned elsewhere.
+
+    Returns
+    -------
+    next_frontier : int64[k']
+        Local ids claimed in this call, each once; they now have dist = level + 1 and parent =
+        the global id of the frontier vertex that claimed them.
+    remote_targets, remote_parents : int64[r]
+        One row per edge u->v with v outside offset..offset+n_local-1: v and offset + u, raw
+        (not deduplicated). Empty when `remote` is False.
+    """
+    total = _frontier_degree(indptr, frontier)
+    n_remote_max = total if remote else 0
+    next_frontier = np.empty(min(total, dist.shape[0]), dtype=np.int64)
+    remote_targets = np.empty(n_remote_max, dtype=np.int64)
+    remote_parents = np.empty(n_remote_max, dtype=np.int64)
+    if total == 0:
+        return next_frontier, remote_targets, remote_parents
+    n_next, n_remote = _top_down_step(indptr, indices, int(offset), frontier, dist, parent,
+                                      int(level), bool(remote),
+                                      next_frontier, remote_targets, remote_parents)
+    return next_frontier[:n_next], remote_targets[:n_remote], remote_parents[:n_remote]
+
+
+def sssp_relax(indptr, indices, weights, offset, frontier, frontier_dist, dist, parent, remote):
+    """Relax the out-edges of one owner's frontier once; mutate `dist` and `parent` in place.
+
+    Parameters
+    ----------
+    indptr, indices, offset, frontier, remote
+        As in `bfs_expand`.
+    weights : float64[nnz]
+        Edge weights, aligned with `indices`; may be negative or zero.
+    frontier_dist : float64[k]
+        Distance of each frontier vertex when the round began; edges relax from these values.
+    dist : float64[n_local]
+        Distances, +inf = unreached.
+    parent : int64[n_local]
+        Global parent ids, -1 = none.
+
+    Returns
+    -------
+    improved : int64[k']
+        Local ids whose distance strictly decreased in this call, each once. For each,
+        parent = offset + u for a frontier edge u->v with frontier_dist + w == dist[v] exactly;
+        no other parent changes.
+    remote_targets, remote_dists, remote_parents : int64[r], float64[r], int64[r]
+        One row per edge u->v with v owned elsewhere: v, frontier_dist + w, offset + u; raw.
+        Empty when `remote` is False.
+    """
+    total = _frontier_degree(indptr, frontier)
+    n_remote_max = total if remote else 0
+    improved = np.empty(min(total, dist.shape[0]), dtype=np.int64)
+    remote_targets = np.empty(n_remote_max, dtype=np.int64)
+    remote_dists = np.empty(n_remote_max, dtype=np.float64)
+    remote_parents = np.empty(n_remote_max, dtype=np.int64)
+    if total == 0:
+        return improved, remote_targets, remote_dists, remote_parents
+    # np.zeros is calloc: pages a round never touches cost nothing, so a fresh flag array per
+    # call is cheap even when the frontier is small.
+    is_improved = np.zeros(dist.shape[0], dtype=np.bool_)
+    n_improved, n_remote = _relax_step(indptr, indices, weights, int(offset), frontier,
+                                       frontier_dist, dist, parent, bool(remote), is_improved,
+                                       improved, remote_targets, remote_dists, remote_parents)
+    return (improved[:n_improved], remote_targets[:n_remote], remote_dists[:n_remote],
+            remote_parents[:n_remote])
+
+
+def bfs(indptr, indices, sources, depth_limit):
+    """Breadth-first search over a one-owner CSR (offset 0), all in one compiled call.
+
+    Parameters
+    ----------
+    indptr : int64[n + 1]
+    indices : int32 or int64[nnz]
+    sources : int64[s]
+        Start vertices, all at distance 0 with parent -1; repeats are harmless.
+    depth_limit : int
+        Reach only vertices at most this many edges from a source; -1 means no limit.
+
+    Returns
+    -------
+    dist : int32[n]
+        Edges on a shortest path from the nearest source, -1 = not reached.
+    parent : int64[n]
+        The vertex that claimed each one (a BFS tree), -1 for sources and unreached vertices.
+
+    Examples
+    --------
+    The path 0 -> 1 -> 2 -> 3, searched from 0 to depth 2:
+
+    >>> indptr = np.array([0, 1, 2, 3, 3])
+    >>> indices = np.array([1, 2, 3], dtype=np.int32)
+    >>> bfs(indptr, indices, np.array([0]), 2)
+    (array([ 0,  1,  2, -1], dtype=int32), array([-1,  0,  1, -1]))
+    """
+    n = indptr.shape[0] - 1
+    dist = np.full(n, -1, dtype=np.int32)
+    parent = np.full(n, -1, dtype=np.int64)
+    _bfs_queue(indptr, indices, np.asarray(sources, dtype=np.int64), int(depth_limit),
+               dist, parent)
+    return dist, parent
+
+
+def dijkstra(indptr, indices, weights, sources):
+    """Single- or multi-source shortest paths over a one-owner CSR with non-negative weights.
+
+    Parameters
+    ----------
+    indptr : int64[n + 1]
+    indices : int32 or int64[nnz]
+    weights : float64[nnz]
+        Non-negative; of parallel edges the lightest wins.
+    sources : int64[s]
+        Start vertices, all at distance 0 with parent -1.
+
+    Returns
+    -------
+    dist : float64[n]
+        Shortest distance from the nearest source, +inf = not reached.
+    parent : int64[n]
+        Predecessor on a shortest path, -1 for sources and unreached vertices. It changes only
+        on strict improvement, so among equally short paths the first one found is kept.
+
+    Examples
+    --------
+    0 -> 1 costs 5 directly and 3 through 2:
+
+    >>> indptr = np.array([0, 2, 2, 3])
+    >>> indices = np.array([1, 2, 1], dtype=np.int32)
+    >>> dijkstra(indptr, indices, np.array([5.0, 1.0, 2.0]), np.array([0]))
+    (array([0., 3., 1.]), array([-1,  2,  0]))
+    """
+    n = indptr.shape[0] - 1
+    dist = np.full(n, np.inf, dtype=np.float64)
+    parent = np.full(n, -1, dtype=np.int64)
+    _dijkstra_heap(indptr, indices, weights, np.asarray(sources, dtype=np.int64), dist, parent)
+    return dist, parent

@@ -1,0 +1,468 @@
+"""Tests of gpipe.kernels.cpu against scipy.sparse.csgraph, on random graphs and one written out by hand.
+
+The step kernels (bfs_expand, sssp_relax) are turned into whole traversals by a small driver
+below that plays the part of gpipe/traverse.py: one owner with remote=False, or several owners
+with remote=True whose remote lists are routed and pruned here, level by level.
+"""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.sparse import csgraph
+
+from gpipe.kernels import cpu
+
+INDEX_DTYPES = [np.int32, np.int64]
+
+
+# ---------------------------------------------------------------------------------------------
+# Graphs
+# ---------------------------------------------------------------------------------------------
+
+
+def random_edges(seed, n=300, m=1200, directed=True, dag=False):
+    """Edge arrays (src, dst, w) with repeated pairs of different weights, zero weights, no self-loops.
+
+    Undirected graphs are stored both ways, as partitions store them. With dag=True every edge
+    goes from a lower to a higher id and a third of the weights are negative.
+    """
+    rng = np.random.default_rng(seed)
+    src = rng.integers(0, n, m)
+    dst = rng.integers(0, n, m)
+    again = rng.integers(0, m, m // 5)
+    src = np.concatenate([src, src[again]])
+    dst = np.concatenate([dst, dst[again]])
+    w = rng.uniform(0.0, 10.0, src.size)
+    w[rng.random(src.size) < 0.1] = 0.0
+    if dag:
+        src, dst = np.minimum(src, dst), np.maximum(src, dst)
+        w[rng.random(src.size) < 0.33] *= -1.0
+    keep = src != dst
+    src, dst, w = src[keep], dst[keep], w[keep]
+    if not directed:
+        src, dst, w = np.concatenate([src, dst]), np.concatenate([dst, src]), np.concatenate([w, w])
+    return src.astype(np.int64), dst.astype(np.int64), w
+
+
+def csr_rows(src, dst, w, lo, hi, index_dtype):
+    """CSR of the rows lo..hi-1 (an owner's vertices): indptr int64, global target ids, weights."""
+    mine = (src >= lo) & (src < hi)
+    rows, cols, wts = src[mine] - lo, dst[mine], w[mine]
+    order = np.argsort(rows, kind="stable")
+    indptr = np.zeros(hi - lo + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=hi - lo), out=indptr[1:])
+    return indptr, cols[order].astype(index_dtype), wts[order].astype(np.float64)
+
+
+def scipy_graph(src, dst, w, n):
+    """The graph as scipy sees it: one entry per (src, dst), the lightest weight, zeros kept as edges."""
+    order = np.lexsort((w, dst, src))
+    src, dst, w = src[order], dst[order], w[order]
+    first = np.ones(src.size, dtype=bool)
+    first[1:] = (src[1:] != src[:-1]) | (dst[1:] != dst[:-1])
+    src, dst, w = src[first], dst[first], w[first]
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
+    return sp.csr_matrix((w, dst, indptr), shape=(n, n))
+
+
+class Owner:
+    """One partition: the rows offset..offset+n_local-1 of the graph."""
+
+    def __init__(self, src, dst, w, lo, hi, index_dtype):
+        self.offset, self.n_local = lo, hi - lo
+        self.indptr, self.indices, self.weights = csr_rows(src, dst, w, lo, hi, index_dtype)
+
+
+def split(src, dst, w, n, parts, index_dtype):
+    chunk = -(-n // parts)
+    return [Owner(src, dst, w, lo, min(n, lo + chunk), index_dtype) for lo in range(0, n, chunk)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Test-local driver: level-synchronous rounds over the step kernels
+# ---------------------------------------------------------------------------------------------
+
+
+def owned_by(owner, targets):
+    return (targets >= owner.offset) & (targets < owner.offset + owner.n_local)
+
+
+def local_sources(owner, sources):
+    mine = np.unique(sources[owned_by(owner, sources)])
+    return (mine - owner.offset).astype(np.int64)
+
+
+def assert_unique(ids):
+    assert ids.dtype == np.int64
+    assert np.unique(ids).size == ids.size
+
+
+def drive_bfs(owners, sources):
+    """BFS over owners with bfs_expand; remote candidates claimed by their owner, first one wins."""
+    remote = len(owners) > 1
+    dist = [np.full(o.n_local, -1, dtype=np.int32) for o in owners]
+    parent = [np.full(o.n_local, -1, dtype=np.int64) for o in owners]
+    frontier = [local_sources(o, sources) for o in owners]
+    for d, f in zip(dist, frontier):
+        d[f] = 0
+    level = 0
+    while any(f.size for f in frontier):
+        steps = [cpu.bfs_expand(o.indptr, o.indices, o.offset, f, d, p, level, remote)
+                 for o, f, d, p in zip(owners, frontier, dist, parent)]
+        targets = np.concatenate([s[1] for s in steps])
+        parents = np.concatenate([s[2] for s in steps])
+        if not remote:
+            assert targets.size == 0
+        for q, o in enumerate(owners):
+            mine = owned_by(o, targets)
+            t, first = np.unique(targets[mine] - o.offset, return_index=True)
+            fresh = dist[q][t] == -1
+            dist[q][t[fresh]] = level + 1
+            parent[q][t[fresh]] = parents[mine][first][fresh]
+            frontier[q] = np.concatenate([steps[q][0], t[fresh]])
+            assert_unique(frontier[q])
+        level += 1
+    return np.concatenate(dist), np.concatenate(parent)
+
+
+def drive_sssp(owners, sources, max_rounds):
+    """Frontier Bellman-Ford over owners with sssp_relax; remote candidates pruned to the lightest per target."""
+    remote = len(owners) > 1
+    dist = [np.full(o.n_local, np.inf) for o in owners]
+    parent = [np.full(o.n_local, -1, dtype=np.int64) for o in owners]
+    frontier = [local_sources(o, sources) for o in owners]
+    for d, f in zip(dist, frontier):
+        d[f] = 0.0
+    rounds = 0
+    while any(f.size for f in frontier):
+        rounds += 1
+        assert rounds <= max_rounds, "no convergence: negative cycle or a kernel bug"
+        steps = [cpu.sssp_relax(o.indptr, o.indices, o.weights, o.offset, f, d[f].copy(), d, p, remote)
+                 for o, f, d, p in zip(owners, frontier, dist, parent)]
+        targets = np.concatenate([s[1] for s in steps])
+        cands = np.concatenate([s[2] for s in steps])
+        parents = np.concatenate([s[3] for s in steps])
+        if not remote:
+            assert targets.size == 0
+        for q, o in enumerate(owners):
+            mine = owned_by(o, targets)
+            t, c, p = targets[mine] - o.offset, cands[mine], parents[mine]
+            order = np.lexsort((c, t))
+            t, c, p = t[order], c[order], p[order]
+            t, first = np.unique(t, return_index=True)
+            c, p = c[first], p[first]
+            better = c < dist[q][t]
+            dist[q][t[better]] = c[better]
+            parent[q][t[better]] = p[better]
+            assert_unique(steps[q][0])
+            frontier[q] = np.union1d(steps[q][0], t[better]).astype(np.int64)
+    return np.concatenate(dist), np.concatenate(parent)
+
+
+# ---------------------------------------------------------------------------------------------
+# Checks, written the plain way
+# ---------------------------------------------------------------------------------------------
+
+
+def assert_tree(src, dst, w, dist, parent, sources, reached):
+    """Every parent is an edge with dist[parent] + w == dist[v]; parents form a forest rooted at sources."""
+    n = dist.size
+    has_parent = parent >= 0
+    assert not (has_parent & ~reached).any(), "an unreached vertex has a parent"
+    roots = reached & ~has_parent
+    assert np.isin(np.flatnonzero(roots), sources).all(), "a reached non-source has no parent"
+    assert (dist[roots] == 0).all()
+    fits = (parent[dst] == src) & reached[src] & (dist[src] + w == dist[dst])
+    explained = np.zeros(n, dtype=bool)
+    explained[dst[fits]] = True
+    assert explained[has_parent].all(), "a parent without an edge u->v of dist[u] + w == dist[v]"
+    top = np.arange(n)
+    for _ in range(n):
+        top = np.where(parent[top] >= 0, parent[top], top)
+    assert (parent[top] == -1).all(), "the parent graph has a cycle"
+
+
+def scipy_bfs_dist(graph, sources):
+    d = csgraph.dijkstra(graph, directed=True, indices=sources, unweighted=True, min_only=True)
+    return np.where(np.isinf(d), -1, d).astype(np.int32)
+
+
+def scipy_sssp_dist(graph, sources, negative=False):
+    if negative:
+        return csgraph.bellman_ford(graph, directed=True, indices=sources).min(axis=0)
+    return csgraph.dijkstra(graph, directed=True, indices=sources, min_only=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# A graph small enough to answer by hand
+# ---------------------------------------------------------------------------------------------
+#
+#   0 --4--> 1 --1--> 3 --1--> 0      vertex 4 has no edges
+#   0 --1--> 2 --2--> 1
+#            2 --5--> 3
+#   and a heavier copy 0 --9--> 2
+
+TINY_SRC = np.array([0, 0, 0, 1, 2, 2, 3])
+TINY_DST = np.array([1, 2, 2, 3, 1, 3, 0])
+TINY_W = np.array([4.0, 1.0, 9.0, 1.0, 2.0, 5.0, 1.0])
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+def test_tiny_graph_by_hand(index_dtype):
+    indptr, indices, weights = csr_rows(TINY_SRC, TINY_DST, TINY_W, 0, 5, index_dtype)
+    sources = np.array([0])
+
+    dist, parent = cpu.bfs(indptr, indices, sources, -1)
+    np.testing.assert_array_equal(dist, [0, 1, 1, 2, -1])
+    np.testing.assert_array_equal(parent, [-1, 0, 0, 1, -1])  # 1 is scanned before 2
+    assert dist.dtype == np.int32 and parent.dtype == np.int64
+
+    dist, parent = cpu.dijkstra(indptr, indices, weights, sources)
+    np.testing.assert_array_equal(dist, [0.0, 3.0, 1.0, 4.0, np.inf])
+    np.testing.assert_array_equal(parent, [-1, 2, 0, 1, -1])
+
+    owner = split(TINY_SRC, TINY_DST, TINY_W, 5, 1, index_dtype)
+    dist, parent = drive_sssp(owner, sources, max_rounds=6)
+    np.testing.assert_array_equal(dist, [0.0, 3.0, 1.0, 4.0, np.inf])
+    np.testing.assert_array_equal(parent, [-1, 2, 0, 1, -1])
+
+    # Owners {0, 1, 2} and {3, 4}: from 0 the first step claims 1 and 2 and sends nothing away.
+    first, second = split(TINY_SRC, TINY_DST, TINY_W, 5, 2, index_dtype)
+    d, p = np.array([0, -1, -1], dtype=np.int32), np.full(3, -1, dtype=np.int64)
+    nxt, targets, parents = cpu.bfs_expand(first.indptr, first.indices, 0, np.array([0]), d, p, 0, True)
+    np.testing.assert_array_equal(nxt, [1, 2])
+    assert targets.size == 0 and parents.size == 0
+    # The next step, from 1 and 2, sends 1->3 and 2->3 to the second owner, raw.
+    nxt, targets, parents = cpu.bfs_expand(first.indptr, first.indices, 0, nxt, d, p, 1, True)
+    assert nxt.size == 0
+    np.testing.assert_array_equal(targets, [3, 3])
+    np.testing.assert_array_equal(parents, [1, 2])
+    # The second owner's vertex 3 (local 0) relaxes 3->0 at distance 4: a remote candidate of 5.
+    d2, p2 = np.array([4.0, np.inf]), np.full(2, -1, dtype=np.int64)
+    improved, targets, cands, parents = cpu.sssp_relax(
+        second.indptr, second.indices, second.weights, 3, np.array([0]), np.array([4.0]), d2, p2, True)
+    assert improved.size == 0
+    np.testing.assert_array_equal(targets, [0])
+    np.testing.assert_array_equal(cands, [5.0])
+    np.testing.assert_array_equal(parents, [3])
+
+
+# ---------------------------------------------------------------------------------------------
+# Random graphs against scipy
+# ---------------------------------------------------------------------------------------------
+
+CASES = [(seed, directed, index_dtype)
+         for seed, directed in [(1, True), (2, False)]
+         for index_dtype in INDEX_DTYPES]
+
+
+@pytest.mark.parametrize("seed,directed,index_dtype", CASES)
+def test_bfs_matches_scipy(seed, directed, index_dtype):
+    n = 300
+    src, dst, w = random_edges(seed, n=n, directed=directed)
+    graph = scipy_graph(src, dst, w, n)
+    indptr, indices, _ = csr_rows(src, dst, w, 0, n, index_dtype)
+    unit = np.ones_like(w)
+    for sources in (np.array([7]), np.array([3, 150, 3, 299])):
+        expected = scipy_bfs_dist(graph, sources)
+        dist, parent = cpu.bfs(indptr, indices, sources, -1)
+        np.testing.assert_array_equal(dist, expected)
+        assert_tree(src, dst, unit, dist, parent, sources, dist >= 0)
+        for parts in (1, 2, 3):
+            owners = split(src, dst, w, n, parts, index_dtype)
+            dist_p, parent_p = drive_bfs(owners, sources)
+            np.testing.assert_array_equal(dist_p, expected)
+            assert_tree(src, dst, unit, dist_p, parent_p, sources, dist_p >= 0)
+            if parts == 1:
+                np.testing.assert_array_equal(parent_p, parent)  # bfs is bfs_expand, level by level
+
+
+def test_bfs_reaches_what_breadth_first_order_reaches():
+    n = 300
+    src, dst, w = random_edges(5, n=n, m=400)
+    graph = scipy_graph(src, dst, w, n)
+    indptr, indices, _ = csr_rows(src, dst, w, 0, n, np.int32)
+    order, _ = csgraph.breadth_first_order(graph, 11, directed=True)
+    dist, _ = cpu.bfs(indptr, indices, np.array([11]), -1)
+    np.testing.assert_array_equal(np.flatnonzero(dist >= 0), np.sort(order))
+    assert (np.diff(dist[order]) >= 0).all()  # scipy's order visits level by level too
+
+
+@pytest.mark.parametrize("depth_limit", [0, 1, 2, 3])
+def test_bfs_depth_limit(depth_limit):
+    n = 300
+    src, dst, w = random_edges(3, n=n, m=500)
+    graph = scipy_graph(src, dst, w, n)
+    indptr, indices, _ = csr_rows(src, dst, w, 0, n, np.int64)
+    sources = np.array([0, 42])
+    full = scipy_bfs_dist(graph, sources)
+    expected = np.where(full <= depth_limit, full, -1)
+    dist, parent = cpu.bfs(indptr, indices, sources, depth_limit)
+    np.testing.assert_array_equal(dist, expected)
+    assert_tree(src, dst, np.ones_like(w), dist, parent, sources, dist >= 0)
+
+
+@pytest.mark.parametrize("seed,directed,index_dtype", CASES)
+def test_sssp_matches_scipy(seed, directed, index_dtype):
+    n = 300
+    src, dst, w = random_edges(seed, n=n, directed=directed)
+    graph = scipy_graph(src, dst, w, n)
+    indptr, indices, weights = csr_rows(src, dst, w, 0, n, index_dtype)
+    for sources in (np.array([7]), np.array([3, 150, 3, 299])):
+        expected = scipy_sssp_dist(graph, sources)
+        dist, parent = cpu.dijkstra(indptr, indices, weights, sources)
+        np.testing.assert_allclose(dist, expected)
+        assert_tree(src, dst, w, dist, parent, sources, np.isfinite(dist))
+        for parts in (1, 2, 3):
+            owners = split(src, dst, w, n, parts, index_dtype)
+            dist_p, parent_p = drive_sssp(owners, sources, max_rounds=n)
+            np.testing.assert_allclose(dist_p, expected)
+            assert_tree(src, dst, w, dist_p, parent_p, sources, np.isfinite(dist_p))
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+def test_sssp_relax_negative_weights_match_bellman_ford(index_dtype):
+    n = 200
+    src, dst, w = random_edges(4, n=n, m=800, dag=True)
+    assert (w < 0).any() and (w == 0).any()
+    graph = scipy_graph(src, dst, w, n)
+    sources = np.array([0, 5])
+    expected = scipy_sssp_dist(graph, sources, negative=True)
+    for parts in (1, 2):
+        owners = split(src, dst, w, n, parts, index_dtype)
+        dist, parent = drive_sssp(owners, sources, max_rounds=n)
+        np.testing.assert_allclose(dist, expected)
+        assert_tree(src, dst, w, dist, parent, sources, np.isfinite(dist))
+
+
+def test_lightest_duplicate_wins():
+    # 0->1 three times (5, 2, 7) and 0->2 (4), 2->1 (0): 1 is at 2 through the middle copy.
+    src, dst, w = np.array([0, 0, 0, 0, 2]), np.array([1, 1, 1, 2, 1]), np.array([5.0, 2.0, 7.0, 4.0, 0.0])
+    indptr, indices, weights = csr_rows(src, dst, w, 0, 3, np.int32)
+    dist, parent = cpu.dijkstra(indptr, indices, weights, np.array([0]))
+    np.testing.assert_array_equal(dist, [0.0, 2.0, 4.0])
+    np.testing.assert_array_equal(parent, [-1, 0, 0])
+    d, p = np.array([0.0, np.inf, np.inf]), np.full(3, -1, dtype=np.int64)
+    improved, *_ = cpu.sssp_relax(indptr, indices, weights, 0, np.array([0]), np.array([0.0]), d, p, False)
+    np.testing.assert_array_equal(improved, [1, 2])
+    np.testing.assert_array_equal(d, [0.0, 2.0, 4.0])
+    np.testing.assert_array_equal(p, [-1, 0, 0])
+
+
+def test_zero_weight_ties_keep_the_first_parent():
+    # 0->1 (1), 0->2 (1), 2->1 (0): 1 is at 1 both ways; the later, equal path must not move its parent.
+    src, dst, w = np.array([0, 0, 2]), np.array([1, 2, 1]), np.array([1.0, 1.0, 0.0])
+    indptr, indices, weights = csr_rows(src, dst, w, 0, 3, np.int64)
+    dist, parent = cpu.dijkstra(indptr, indices, weights, np.array([0]))
+    np.testing.assert_array_equal(dist, [0.0, 1.0, 1.0])
+    np.testing.assert_array_equal(parent, [-1, 0, 0])
+
+
+# ---------------------------------------------------------------------------------------------
+# One step on the second of two owners: the remote lists, edge by edge
+# ---------------------------------------------------------------------------------------------
+
+
+def frontier_edges(owner, frontier):
+    """(u, edge index) for every out-edge of the frontier, in the plain slow way."""
+    pairs = [(i, e) for i, u in enumerate(frontier) for e in range(owner.indptr[u], owner.indptr[u + 1])]
+    return np.array(pairs, dtype=np.int64).reshape(-1, 2)
+
+
+def sorted_rows(*columns):
+    order = np.lexsort(columns[::-1])
+    return [np.asarray(c)[order] for c in columns]
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+def test_bfs_expand_step_on_second_owner(index_dtype):
+    n = 300
+    src, dst, w = random_edges(6, n=n, directed=False)
+    _, owner = split(src, dst, w, n, 2, index_dtype)
+    rng = np.random.default_rng(0)
+    frontier = rng.choice(owner.n_local, 20, replace=False).astype(np.int64)
+    dist = np.where(rng.random(owner.n_local) < 0.3, 1, -1).astype(np.int32)
+    dist[frontier] = 2
+    before = dist.copy()
+    parent = np.full(owner.n_local, -1, dtype=np.int64)
+
+    nxt, targets, parents = cpu.bfs_expand(owner.indptr, owner.indices, owner.offset, frontier,
+                                           dist, parent, 2, True)
+
+    i, e = frontier_edges(owner, frontier).T
+    target = owner.indices[e].astype(np.int64)
+    local = owned_by(owner, target)
+    assert local.any() and (~local).any()
+    got = sorted_rows(targets, parents)
+    want = sorted_rows(target[~local], owner.offset + frontier[i[~local]])
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+
+    assert_unique(nxt)
+    fresh = target[local] - owner.offset
+    np.testing.assert_array_equal(np.sort(nxt), np.unique(fresh[before[fresh] == -1]))
+    assert (dist[nxt] == 3).all()
+    np.testing.assert_array_equal(np.flatnonzero(dist != before), np.sort(nxt))
+    claimed_by = set(zip((target[local] - owner.offset).tolist(), (owner.offset + frontier[i[local]]).tolist()))
+    assert all((v, parent[v]) in claimed_by for v in nxt.tolist())
+
+    nothing = cpu.bfs_expand(owner.indptr, owner.indices, owner.offset, frontier, dist, parent, 2, False)
+    assert [a.size for a in nothing] == [0, 0, 0]
+    assert all(a.dtype == np.int64 for a in nothing)
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+def test_sssp_relax_step_on_second_owner(index_dtype):
+    n = 300
+    src, dst, w = random_edges(7, n=n, directed=False)
+    _, owner = split(src, dst, w, n, 2, index_dtype)
+    rng = np.random.default_rng(1)
+    frontier = rng.choice(owner.n_local, 25, replace=False).astype(np.int64)
+    dist = np.where(rng.random(owner.n_local) < 0.5, rng.uniform(0, 12, owner.n_local), np.inf)
+    frontier_dist = rng.uniform(0, 3, frontier.size)
+    dist[frontier] = frontier_dist + rng.uniform(0, 1, frontier.size)  # dist[u] must not be used
+    before = dist.copy()
+    parent = np.full(owner.n_local, -1, dtype=np.int64)
+
+    improved, targets, cands, parents = cpu.sssp_relax(
+        owner.indptr, owner.indices, owner.weights, owner.offset, frontier, frontier_dist.copy(),
+        dist, parent, True)
+
+    i, e = frontier_edges(owner, frontier).T
+    target = owner.indices[e].astype(np.int64)
+    cand = frontier_dist[i] + owner.weights[e]
+    local = owned_by(owner, target)
+    assert local.any() and (~local).any()
+    got = sorted_rows(targets, cands, parents)
+    want = sorted_rows(target[~local], cand[~local], owner.offset + frontier[i[~local]])
+    for g, x in zip(got, want):
+        np.testing.assert_array_equal(g, x)
+
+    v = target[local] - owner.offset
+    best = before.copy()
+    np.minimum.at(best, v, cand[local])
+    np.testing.assert_array_equal(dist, best)
+    assert_unique(improved)
+    np.testing.assert_array_equal(np.sort(improved), np.flatnonzero(best < before))
+    unchanged = np.ones(owner.n_local, dtype=bool)
+    unchanged[improved] = False
+    assert (parent[unchanged] == -1).all()
+    exact = set(zip(v[cand[local] == dist[v]].tolist(), (owner.offset + frontier[i[local]])[cand[local] == dist[v]].tolist()))
+    assert all((x, parent[x]) in exact for x in improved.tolist())
+
+    nothing = cpu.sssp_relax(owner.indptr, owner.indices, owner.weights, owner.offset, frontier,
+                             frontier_dist, dist, parent, False)
+    assert nothing[0].size == 0  # nothing improves twice from the same snapshot
+    assert [a.size for a in nothing[1:]] == [0, 0, 0]
+
+
+def test_empty_frontier():
+    indptr, indices, weights = csr_rows(TINY_SRC, TINY_DST, TINY_W, 0, 5, np.int32)
+    empty = np.empty(0, dtype=np.int64)
+    dist, parent = np.full(5, -1, dtype=np.int32), np.full(5, -1, dtype=np.int64)
+    out = cpu.bfs_expand(indptr, indices, 0, empty, dist, parent, 0, True)
+    assert [(a.size, a.dtype) for a in out] == [(0, np.int64)] * 3
+    out = cpu.sssp_relax(indptr, indices, weights, 0, empty, np.empty(0), np.full(5, np.inf), parent, True)
+    assert [a.size for a in out] == [0, 0, 0, 0]
+    assert [a.dtype for a in out] == [np.int64, np.int64, np.float64, np.int64]

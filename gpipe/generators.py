@@ -92,8 +92,11 @@ def kronecker_edges(scale, edge_factor=16, *, a=0.57, b=0.19, c=0.19, seed=0, we
     rng = _Random(xp, seed)
     n = 1 << scale
     m = edge_factor * n
-    src = xp.zeros(m, dtype=xp.int64)
-    dst = xp.zeros(m, dtype=xp.int64)
+    # Ids are built bit by bit in the narrowest integer type that holds them (less memory
+    # traffic per pass); the relabelling gather below returns int64.
+    bits_dtype = xp.int32 if scale <= 31 else xp.int64
+    src = xp.zeros(m, dtype=bits_dtype)
+    dst = xp.zeros(m, dtype=bits_dtype)
     # Per level: the source bit is 1 (bottom half) with probability c + d = 1 - (a + b);
     # given it, the target bit is 1 with probability d / (c + d) (bottom) or b / (a + b) (top).
     ab = a + b
@@ -101,9 +104,11 @@ def kronecker_edges(scale, edge_factor=16, *, a=0.57, b=0.19, c=0.19, seed=0, we
     a_norm = a / ab
     for level in range(scale):  # one vectorized pass over all edges per bit level
         src_bit = rng.random(m) > ab
-        dst_bit = rng.random(m) > xp.where(src_bit, c_norm, a_norm)
-        src += src_bit.astype(xp.int64) << level
-        dst += dst_bit.astype(xp.int64) << level
+        draw = rng.random(m)
+        dst_bit = xp.where(src_bit, draw > c_norm, draw > a_norm)
+        bit = bits_dtype(1 << level)
+        src += src_bit * bit
+        dst += dst_bit * bit
 
     relabel = rng.permutation(n)
     order = rng.permutation(m)
@@ -203,7 +208,10 @@ class _Random:
         self._rng = np.random.default_rng(seed) if self._numpy else xp.random.RandomState(seed)
 
     def random(self, size):
-        return self._rng.random(size) if self._numpy else self._rng.random_sample(size)
+        """Uniform floats in [0, 1), float32: 24 bits are plenty to compare with a probability."""
+        if self._numpy:
+            return self._rng.random(size, dtype=np.float32)
+        return self._rng.random_sample(size, dtype=np.float32)
 
     def integers(self, low, high, size):
         """Integers in ``low .. high - 1``."""
@@ -231,7 +239,7 @@ def _array_module(xp):
 
 def _frame(xp, columns):
     if xp is np:
-        return pd.DataFrame(columns)
+        return pd.DataFrame(columns, copy=False)
     import cudf
 
     return cudf.DataFrame(columns)

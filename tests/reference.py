@@ -216,7 +216,7 @@ def expected_networkx(edges, sources, *, directed, src="src", dst="dst", weight=
         frame[src], frame[dst] = np.minimum(a, b), np.maximum(a, b)
     frame = frame.groupby([src, dst], as_index=False)["w"].min()
     graph.add_weighted_edges_from(
-        (a.item(), b.item(), w) for a, b, w in frame.itertuples(index=False))
+        (int(a), int(b), float(w)) for a, b, w in frame.itertuples(index=False))
     sources = [int(s) for s in np.atleast_1d(sources)]
     if weight is not None and (frame["w"] < 0).any():
         assert len(sources) == 1

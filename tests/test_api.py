@@ -1,0 +1,525 @@
+"""gpipe.bfs, gpipe.sssp, gpipe.Graph and gpipe.read_edges against SciPy, on every path.
+
+Each test takes the ``engine`` fixture (tests/conftest.py), so it runs with no Dask client,
+on a 2-worker LocalCluster, and (marked ``gpu``) on cuDF partitions. Every result is checked
+four ways: the frame's columns, dtypes and partition type; the distances against
+``scipy.sparse.csgraph`` (tests/reference.py); the parent tree with ``gpipe.verify``; and the
+row set (one row per vertex of the edge list).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import gpipe
+import reference
+from gpipe.verify import check_bfs_tree, check_sssp_tree
+
+pytestmark = pytest.mark.timeout(180)
+
+
+# ---------------------------------------------------------------------------------------------
+# Running one query and checking everything about its result.
+
+
+def check_frame(engine, result, *, id_dtype, kind):
+    """Compute ``result``; check columns, partition type and dtypes; return it as pandas."""
+    computed = engine.compute(result)
+    assert list(computed.columns) == ["vertex", "distance", "parent"]
+    assert list(result.columns) == ["vertex", "distance", "parent"]
+    dtypes = computed.dtypes
+    assert dtypes["vertex"] == np.dtype(id_dtype), (
+        f"vertex dtype {dtypes['vertex']}, input ids are {id_dtype}")
+    if kind == "bfs":
+        assert pd.api.types.is_integer_dtype(dtypes["distance"]), (
+            f"BFS distance dtype {dtypes['distance']} is not an integer dtype")
+    else:
+        assert dtypes["distance"] == np.dtype("float64"), (
+            f"SSSP distance dtype {dtypes['distance']}, expected float64")
+    assert pd.api.types.is_integer_dtype(dtypes["parent"]), (
+        f"parent dtype {dtypes['parent']} is not an integer dtype")
+    meta = result._meta.dtypes
+    for column in computed.columns:
+        assert str(meta[column]) == str(dtypes[column]), (
+            f"column {column}: meta says {meta[column]}, partitions hold {dtypes[column]}")
+    return engine.pandas(computed)
+
+
+def run_bfs(engine, edges, sources, *, directed, depth_limit=None, npartitions=3,
+            src="src", dst="dst"):
+    """gpipe.bfs on ``edges`` (pandas, turned into the engine's frame); all checks; the result."""
+    frame = engine.frame(edges, npartitions)
+    result = gpipe.bfs(frame, sources, directed=directed, depth_limit=depth_limit,
+                       src=src, dst=dst)
+    out = check_frame(engine, result, id_dtype=edges[src].dtype, kind="bfs")
+    expected = reference.expected_bfs(edges, sources, directed=directed,
+                                      depth_limit=depth_limit, src=src, dst=dst)
+    reference.assert_distances(out, expected)
+    check_bfs_tree(edges, out, sources, directed=directed, depth_limit=depth_limit,
+                   src=src, dst=dst)
+    return out
+
+
+def run_sssp(engine, edges, sources, *, directed, npartitions=3, src="src", dst="dst",
+             weight="weight"):
+    frame = engine.frame(edges, npartitions)
+    result = gpipe.sssp(frame, sources, directed=directed, src=src, dst=dst, weight=weight)
+    out = check_frame(engine, result, id_dtype=edges[src].dtype, kind="sssp")
+    expected = reference.expected_sssp(edges, sources, directed=directed, src=src, dst=dst,
+                                       weight=weight)
+    reference.assert_distances(out, expected, exact=False)
+    check_sssp_tree(edges, out, sources, directed=directed, src=src, dst=dst, weight=weight)
+    return out
+
+
+def chunks(frame, count):
+    bounds = np.linspace(0, len(frame), count + 1).astype(int)
+    return [frame.iloc[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def sorted_frame(frame):
+    return frame.sort_values("vertex").reset_index(drop=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# BFS.
+
+BFS_CASES = {
+    "directed": dict(graph=dict(n=400, m=1600), directed=True),
+    "undirected": dict(graph=dict(n=400, m=600), directed=False),
+    "dense-ids-with-holes": dict(graph=dict(n=1500, m=700), directed=False),
+    "sparse-int64-ids": dict(graph=dict(n=600, m=2000, ids="sparse"), directed=True),
+    "negative-ids": dict(graph=dict(n=400, m=700, ids="negative"), directed=False),
+    "int32-ids": dict(graph=dict(n=400, m=1200, ids="shuffled", dtype="int32"), directed=True),
+    "multi-source": dict(graph=dict(n=500, m=900, ids="sparse"), directed=True, sources=4),
+    "duplicates-and-self-loops": dict(
+        graph=dict(n=300, m=700, duplicates=300, self_loops=40, loop_only_vertex=True,
+                   ids="negative"),
+        directed=True),
+    "components": dict(graph=dict(n=600, m=900, components=3, ids="sparse"), directed=False,
+                       sources=2),
+    "one-partition": dict(graph=dict(n=200, m=600), directed=True, npartitions=1),
+    "many-partitions": dict(graph=dict(n=300, m=900, ids="shuffled"), directed=False,
+                            npartitions=8),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BFS_CASES))
+def test_bfs_matches_scipy(engine, name):
+    case = BFS_CASES[name]
+    edges = reference.random_edges(seed=len(name), **case["graph"])
+    sources = reference.pick_sources(edges, case.get("sources", 1), seed=7)
+    if len(sources) == 1 and name != "multi-source":
+        sources = sources[0]
+    out = run_bfs(engine, edges, sources, directed=case["directed"],
+                  npartitions=case.get("npartitions", 3))
+    assert out["distance"].notna().sum() > 1, "degenerate case: nothing reached"
+
+
+@pytest.mark.parametrize("depth_limit", [0, 1, 2])
+@pytest.mark.parametrize("directed", [True, False], ids=["directed", "undirected"])
+def test_bfs_depth_limit(engine, depth_limit, directed):
+    edges = reference.random_edges(300, 500, seed=3, ids="sparse")
+    sources = reference.pick_sources(edges, 2, seed=3)
+    out = run_bfs(engine, edges, sources, directed=directed, depth_limit=depth_limit)
+    reached = out.loc[out["distance"].notna(), "distance"]
+    assert reached.max() == depth_limit
+    if depth_limit == 0:
+        assert sorted(out.loc[out["distance"].notna(), "vertex"]) == sorted(sources)
+
+
+def test_bfs_depth_limit_beyond_eccentricity_changes_nothing(engine):
+    edges = reference.random_edges(200, 400, seed=5)
+    source = reference.pick_sources(edges, 1, seed=5)[0]
+    full = run_bfs(engine, edges, source, directed=True)
+    limited = run_bfs(engine, edges, source, directed=True, depth_limit=10_000)
+    pd.testing.assert_frame_equal(sorted_frame(full), sorted_frame(limited))
+
+
+def test_bfs_hand_made(engine):
+    """A path, a branch, an unreachable pair and a vertex seen only in a self-loop."""
+    edges = pd.DataFrame({"src": [10, 20, 20, 30, 50, 70], "dst": [20, 30, 40, 40, 60, 70]})
+    out = sorted_frame(run_bfs(engine, edges, 10, directed=True))
+    assert out["vertex"].tolist() == [10, 20, 30, 40, 50, 60, 70]
+    assert out["distance"].iloc[:4].tolist() == [0, 1, 2, 2]
+    assert out["distance"].iloc[4:].isna().all()
+    assert out["parent"].iloc[0:1].isna().all() and out["parent"].iloc[4:].isna().all()
+    assert out["parent"].iloc[1:4].tolist() == [10, 20, 20]
+    # Undirected from 40: 20 and 30 at 1, 10 at 2.
+    out = sorted_frame(run_bfs(engine, edges, 40, directed=False))
+    assert out["distance"].iloc[:4].tolist() == [2, 1, 1, 0]
+
+
+def test_self_loop_only_vertex(engine):
+    edges = pd.DataFrame({"src": [1, 2, 9], "dst": [2, 3, 9]})
+    out = sorted_frame(run_bfs(engine, edges, 1, directed=True))
+    assert out["vertex"].tolist() == [1, 2, 3, 9]
+    assert out["distance"].isna().tolist() == [False, False, False, True]
+    out = sorted_frame(run_bfs(engine, edges, [1, 9], directed=True))
+    row = out[out["vertex"] == 9]
+    assert row["distance"].tolist() == [0] and row["parent"].isna().all()
+    out = sorted_frame(run_sssp(engine, edges.assign(weight=[1.0, 2.0, -5.0]), 9,
+                                directed=True))
+    assert out["distance"].isna().tolist() == [True, True, True, False]
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "uint16", "uint32", "uint64"])
+def test_id_dtype_is_kept(engine, dtype):
+    edges = reference.random_edges(100, 300, seed=11, ids="shuffled", dtype=dtype)
+    source = reference.pick_sources(edges, 1, seed=11)[0]
+    run_bfs(engine, edges, source, directed=False)
+    run_sssp(engine, edges.assign(weight=np.linspace(1, 2, len(edges))), source, directed=True)
+
+
+def test_extreme_int64_ids(engine):
+    ids = np.array([np.iinfo(np.int64).min, -1, 0, 1, 2**40, np.iinfo(np.int64).max])
+    edges = pd.DataFrame({"src": ids[[0, 1, 2, 3, 4]], "dst": ids[[1, 2, 3, 4, 5]]})
+    out = sorted_frame(run_bfs(engine, edges, int(ids[0]), directed=True))
+    assert out["distance"].tolist() == [0, 1, 2, 3, 4, 5]
+    assert out["parent"].iloc[1:].tolist() == ids[:-1].tolist()
+
+
+def test_huge_uint64_ids(engine):
+    top = np.iinfo(np.uint64).max
+    ids = np.array([0, 5, 2**63, top - 1, top], dtype=np.uint64)
+    edges = pd.DataFrame({"src": ids[[0, 1, 2, 3]], "dst": ids[[1, 2, 3, 4]],
+                          "weight": [1.0, 2.0, 3.0, 4.0]})
+    out = sorted_frame(run_sssp(engine, edges, int(ids[1]), directed=True))
+    assert out["distance"].isna().tolist() == [True, False, False, False, False]
+    assert out["distance"].iloc[1:].tolist() == [0.0, 2.0, 5.0, 9.0]
+
+
+@pytest.mark.parametrize("form", ["int", "numpy-scalar", "list-of-one", "list"])
+def test_source_forms(engine, form):
+    edges = reference.random_edges(200, 500, seed=13, ids="negative", dtype="int32")
+    a, b = reference.pick_sources(edges, 2, seed=13)
+    source = {"int": a, "numpy-scalar": np.int32(a), "list-of-one": [a], "list": [a, b]}[form]
+    sources = [a, b] if form == "list" else a
+    out = run_bfs(engine, edges, source, directed=True)
+    if form != "list":
+        reference.assert_distances(
+            out, reference.expected_bfs(edges, sources, directed=True))
+
+
+def test_networkx_agrees(engine):
+    edges = reference.random_edges(150, 400, seed=17, ids="negative", weights="positive",
+                                   duplicates=50, self_loops=5)
+    sources = reference.pick_sources(edges, 2, seed=17)
+    for directed in (True, False):
+        out = run_bfs(engine, edges, sources, directed=directed)
+        reference.assert_distances(
+            out, reference.expected_networkx(edges, sources, directed=directed))
+        out = run_sssp(engine, edges, sources, directed=directed)
+        reference.assert_distances(
+            out, reference.expected_networkx(edges, sources, directed=directed,
+                                             weight="weight"), exact=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# SSSP.
+
+SSSP_CASES = {
+    "directed-positive-sparse-ids": dict(
+        graph=dict(n=500, m=2000, weights="positive", ids="sparse"), directed=True),
+    "undirected-negative-ids": dict(
+        graph=dict(n=400, m=800, weights="positive", ids="negative"), directed=False),
+    "zero-weights-duplicates-self-loops": dict(
+        graph=dict(n=300, m=900, weights="nonnegative", duplicates=300, self_loops=30,
+                   loop_only_vertex=True), directed=True),
+    "zero-weights-undirected": dict(
+        graph=dict(n=300, m=600, weights="nonnegative", ids="shuffled"), directed=False),
+    "int32-ids": dict(
+        graph=dict(n=300, m=900, weights="positive", ids="shuffled", dtype="int32"),
+        directed=False),
+    "multi-source": dict(
+        graph=dict(n=500, m=1000, weights="positive", ids="sparse"), directed=True, sources=3),
+    "components": dict(
+        graph=dict(n=600, m=1000, weights="positive", components=3), directed=False,
+        sources=2),
+    "negative-weights-dag": dict(
+        graph=dict(n=400, m=1600, weights="dag_negative", ids="sparse"), directed=True,
+        widest=True),
+    "negative-weights-duplicates": dict(
+        graph=dict(n=300, m=1000, weights="dag_negative", duplicates=300, self_loops=20,
+                   ids="negative"), directed=True, widest=True),
+    "dense-ids-many-partitions": dict(
+        graph=dict(n=400, m=1500, weights="positive"), directed=True, npartitions=7),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SSSP_CASES))
+def test_sssp_matches_scipy(engine, name):
+    case = SSSP_CASES[name]
+    edges = reference.random_edges(seed=len(name), **case["graph"])
+    if case.get("widest"):
+        sources = reference.widest_source(edges, directed=case["directed"])
+    else:
+        sources = reference.pick_sources(edges, case.get("sources", 1), seed=9)
+        if len(sources) == 1:
+            sources = sources[0]
+    out = run_sssp(engine, edges, sources, directed=case["directed"],
+                   npartitions=case.get("npartitions", 3))
+    assert out["distance"].notna().sum() > 5, "degenerate case: nothing reached"
+    if case["graph"]["weights"] == "dag_negative":
+        assert (out["distance"] < 0).any(), "degenerate case: no negative distance"
+
+
+def test_sssp_hand_made(engine):
+    edges = pd.DataFrame({"src": [0, 0, 0, 1, 2, 3, 5], "dst": [1, 2, 2, 3, 3, 4, 6],
+                          "weight": [1.0, 4.0, 2.0, 2.0, 1.0, 3.0, 1.0]})
+    out = sorted_frame(run_sssp(engine, edges, 0, directed=True))
+    assert out["distance"].iloc[:5].tolist() == [0.0, 1.0, 2.0, 3.0, 6.0]
+    assert out["distance"].iloc[5:].isna().all() and out["parent"].iloc[5:].isna().all()
+    assert out["parent"].iloc[[1, 2, 4]].tolist() == [0, 0, 3]
+    assert out["parent"].iloc[3] in (1, 2)
+
+
+def test_sssp_integer_weight_column(engine):
+    edges = reference.random_edges(300, 900, seed=19, weights="integer", ids="sparse")
+    assert edges["weight"].dtype == np.int64
+    source = reference.pick_sources(edges, 1, seed=19)[0]
+    run_sssp(engine, edges, source, directed=True)
+
+
+def test_custom_column_names(engine):
+    edges = reference.random_edges(300, 900, seed=23, weights="positive", ids="negative",
+                                   src="a", dst="b", weight="cost")
+    edges["unrelated"] = 1.5
+    source = reference.pick_sources(edges, 1, seed=23, src="a")[0]
+    run_bfs(engine, edges, source, directed=True, src="a", dst="b")
+    run_sssp(engine, edges, source, directed=False, src="a", dst="b", weight="cost")
+
+
+def negative_cycle_graph():
+    """A DAG of negative and positive weights, plus a back edge 3 -> 1 closing a cycle of
+    weight -1; vertex 0 reaches it, vertex 10 (in its own component) does not."""
+    return pd.DataFrame({
+        "src": [0, 1, 2, 3, 3, 10, 11],
+        "dst": [1, 2, 3, 4, 1, 11, 12],
+        "weight": [1.0, -2.0, 4.0, 1.0, -3.0, 1.0, -1.0],
+    })
+
+
+def raises_in_call_or_compute(error, fn):
+    with pytest.raises(error):
+        result = fn()
+        result.compute()
+
+
+def test_reachable_negative_cycle_raises(engine):
+    frame = engine.frame(negative_cycle_graph(), npartitions=2)
+    raises_in_call_or_compute(gpipe.NegativeCycleError, lambda: gpipe.sssp(frame, 0))
+    raises_in_call_or_compute(gpipe.NegativeCycleError, lambda: gpipe.sssp(frame, [10, 2]))
+
+
+def test_unreachable_negative_cycle_does_not_raise(engine):
+    edges = negative_cycle_graph()
+    out = sorted_frame(run_sssp(engine, edges, 10, directed=True))
+    assert out.set_index("vertex")["distance"].dropna().to_dict() == {
+        10: 0.0, 11: 1.0, 12: 0.0}
+    # 4 is reached only through the cycle... from 4 nothing is reachable but itself.
+    run_sssp(engine, edges, 4, directed=True)
+
+
+def test_negative_self_loop_is_ignored(engine):
+    edges = pd.DataFrame({"src": [0, 1, 1], "dst": [1, 1, 2], "weight": [1.0, -5.0, 2.0]})
+    out = sorted_frame(run_sssp(engine, edges, 0, directed=True))
+    assert out["distance"].tolist() == [0.0, 1.0, 3.0]
+
+
+def test_undirected_negative_edge_is_a_negative_cycle(engine):
+    edges = reference.random_edges(200, 500, seed=29, weights="positive")
+    edges.loc[len(edges)] = [edges["src"].iloc[0], edges["dst"].iloc[1], -0.5]
+    source = edges["src"].iloc[0].item()
+    frame = engine.frame(edges)
+    raises_in_call_or_compute(gpipe.NegativeCycleError,
+                              lambda: gpipe.sssp(frame, source, directed=False))
+
+
+def test_undirected_negative_edge_unreachable_does_not_raise(engine):
+    edges = pd.DataFrame({"src": [0, 1, 5], "dst": [1, 2, 6], "weight": [1.0, 2.0, -1.0]})
+    out = sorted_frame(run_sssp(engine, edges, 0, directed=False))
+    assert out["distance"].iloc[:3].tolist() == [0.0, 1.0, 3.0]
+    assert out["distance"].iloc[3:].isna().all()
+
+
+# ---------------------------------------------------------------------------------------------
+# Partitions of the input.
+
+
+def _rows_from(part, cut):
+    return part[part.index >= cut]
+
+
+def test_input_with_an_empty_partition(engine):
+    edges = reference.random_edges(300, 1000, seed=31, weights="positive", ids="sparse")
+    frame = engine.frame(edges, npartitions=5)
+    cut = len(edges) // 4
+    frame = frame.map_partitions(_rows_from, cut)  # the first partition is now empty
+    assert len(frame.partitions[0]) == 0
+    kept = edges.iloc[cut:]
+    source = reference.pick_sources(kept, 1, seed=31)[0]
+    out = check_frame(engine, gpipe.bfs(frame, source), id_dtype=np.int64, kind="bfs")
+    reference.assert_distances(out, reference.expected_bfs(kept, source, directed=True))
+    check_bfs_tree(kept, out, source, directed=True)
+    out = check_frame(engine, gpipe.sssp(frame, source), id_dtype=np.int64, kind="sssp")
+    reference.assert_distances(out, reference.expected_sssp(kept, source, directed=True),
+                               exact=False)
+
+
+def test_partition_count_does_not_change_the_answer(engine):
+    edges = reference.random_edges(300, 900, seed=37, weights="positive", ids="negative")
+    source = reference.pick_sources(edges, 1, seed=37)[0]
+    answers = [run_sssp(engine, edges, source, directed=True, npartitions=k)
+               for k in (1, 4)]
+    pd.testing.assert_series_equal(reference.result_distances(answers[0]),
+                                   reference.result_distances(answers[1]))
+
+
+# ---------------------------------------------------------------------------------------------
+# Graph: built once, queried many times.
+
+
+def test_graph_reuse_matches_one_shot(engine):
+    edges = reference.random_edges(400, 1200, seed=41, weights="positive", ids="sparse",
+                                   duplicates=50, self_loops=10)
+    s1, s2 = reference.pick_sources(edges, 2, seed=41)
+    frame = engine.frame(edges)
+    for directed in (True, False):
+        graph = gpipe.Graph.from_edges(frame, directed=directed, weight="weight")
+        queries = [
+            (lambda: graph.bfs(s1), lambda: gpipe.bfs(frame, s1, directed=directed), "bfs"),
+            (lambda: graph.sssp(s2), lambda: gpipe.sssp(frame, s2, directed=directed),
+             "sssp"),
+            (lambda: graph.bfs([s1, s2], depth_limit=2),
+             lambda: gpipe.bfs(frame, [s1, s2], directed=directed, depth_limit=2), "bfs"),
+            (lambda: graph.sssp([s1, s2]),
+             lambda: gpipe.sssp(frame, [s1, s2], directed=directed), "sssp"),
+            (lambda: graph.bfs(s1), lambda: gpipe.bfs(frame, s1, directed=directed), "bfs"),
+        ]
+        for from_graph, one_shot, kind in queries:
+            got = check_frame(engine, from_graph(), id_dtype=np.int64, kind=kind)
+            want = check_frame(engine, one_shot(), id_dtype=np.int64, kind=kind)
+            pd.testing.assert_series_equal(reference.result_distances(got),
+                                           reference.result_distances(want))
+        last = check_frame(engine, graph.sssp(s1), id_dtype=np.int64, kind="sssp")
+        check_sssp_tree(edges, last, s1, directed=directed, src="src", dst="dst",
+                        weight="weight")
+        reference.assert_distances(
+            last, reference.expected_sssp(edges, s1, directed=directed), exact=False)
+
+
+def test_graph_keeps_its_partitions(engine, tmp_path):
+    """After the first query the graph no longer needs the input files."""
+    edges = reference.random_edges(300, 900, seed=43, weights="positive", ids="negative")
+    folder = tmp_path / "edges"
+    folder.mkdir()
+    for i, part in enumerate(chunks(edges, 3)):
+        pq.write_table(pa.Table.from_pandas(part, preserve_index=False),
+                       folder / f"part-{i}.parquet")
+    frame = read(engine, folder, weight="weight")
+    graph = gpipe.Graph.from_edges(frame, weight="weight")
+    source = reference.pick_sources(edges, 1, seed=43)[0]
+    first = check_frame(engine, graph.bfs(source), id_dtype=np.int64, kind="bfs")
+    shutil.rmtree(folder)
+    again = check_frame(engine, graph.bfs(source), id_dtype=np.int64, kind="bfs")
+    pd.testing.assert_frame_equal(sorted_frame(first), sorted_frame(again))
+    out = check_frame(engine, graph.sssp(source), id_dtype=np.int64, kind="sssp")
+    reference.assert_distances(out, reference.expected_sssp(edges, source, directed=True),
+                               exact=False)
+
+
+def test_result_can_be_computed_twice(engine):
+    edges = reference.random_edges(200, 600, seed=47, weights="positive")
+    source = reference.pick_sources(edges, 1, seed=47)[0]
+    result = gpipe.sssp(engine.frame(edges), source)
+    a = check_frame(engine, result, id_dtype=np.int64, kind="sssp")
+    b = check_frame(engine, result, id_dtype=np.int64, kind="sssp")
+    pd.testing.assert_frame_equal(sorted_frame(a), sorted_frame(b))
+
+
+# ---------------------------------------------------------------------------------------------
+# read_edges.
+
+
+def read(engine, path, **kwargs):
+    """gpipe.read_edges with the default backend ("auto"), as the engine's frame type."""
+    frame = gpipe.read_edges(path, **kwargs)
+    if engine.gpu:
+        assert type(frame._meta).__module__.startswith("cudf"), (
+            "read_edges(backend='auto') did not pick cuDF on a GPU machine")
+    elif not isinstance(frame._meta, pd.DataFrame):
+        frame = frame.to_backend("pandas")  # "auto" picked the GPU; this test is the CPU path
+    return frame
+
+
+@pytest.fixture
+def parquet_edges(tmp_path):
+    edges = reference.random_edges(300, 1000, seed=53, weights="positive", ids="sparse",
+                                   src="from", dst="to", weight="w")
+    single = tmp_path / "single.parquet"
+    pq.write_table(pa.Table.from_pandas(edges, preserve_index=False), single)
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    for i, part in enumerate(chunks(edges, 4)):
+        pq.write_table(pa.Table.from_pandas(part, preserve_index=False),
+                       folder / f"part-{i:02d}.parquet")
+    return edges, {"file": str(single), "directory": str(folder),
+                   "glob": os.path.join(str(folder), "part-*.parquet")}
+
+
+@pytest.mark.parametrize("where", ["file", "directory", "glob"])
+def test_read_edges(engine, parquet_edges, where):
+    edges, paths = parquet_edges
+    frame = read(engine, paths[where], src="from", dst="to", weight="w")
+    got = engine.pandas(frame.compute())
+    assert {"from", "to", "w"} <= set(got.columns)
+    key = ["from", "to", "w"]
+    pd.testing.assert_frame_equal(
+        got[key].sort_values(key).reset_index(drop=True),
+        edges[key].sort_values(key).reset_index(drop=True), check_dtype=True)
+    source = reference.pick_sources(edges, 1, seed=53, src="from")[0]
+    out = check_frame(engine, gpipe.sssp(frame, source, src="from", dst="to", weight="w"),
+                      id_dtype=np.int64, kind="sssp")
+    reference.assert_distances(
+        out, reference.expected_sssp(edges, source, directed=True, src="from", dst="to",
+                                     weight="w"), exact=False)
+    check_sssp_tree(edges, out, source, directed=True, src="from", dst="to", weight="w")
+
+
+def test_read_edges_without_weight(engine, parquet_edges):
+    edges, paths = parquet_edges
+    frame = read(engine, paths["glob"], src="from", dst="to")
+    assert {"from", "to"} <= set(frame.columns)
+    source = reference.pick_sources(edges, 1, seed=59, src="from")[0]
+    out = check_frame(engine, gpipe.bfs(frame, source, directed=False, src="from", dst="to"),
+                      id_dtype=np.int64, kind="bfs")
+    reference.assert_distances(
+        out, reference.expected_bfs(edges, source, directed=False, src="from", dst="to"))
+
+
+# ---------------------------------------------------------------------------------------------
+# A real default client (the engine's ``cluster`` path uses ``Client.as_current``).
+
+
+def test_with_a_default_client(dask_client2):
+    from distributed import Client
+
+    edges = reference.random_edges(300, 900, seed=61, weights="positive", ids="sparse")
+    source = reference.pick_sources(edges, 1, seed=61)[0]
+    import dask.dataframe as dd
+
+    with Client(dask_client2.scheduler.address) as client:
+        assert client is not None
+        frame = dd.from_pandas(edges, npartitions=3)
+        out = gpipe.sssp(frame, source).compute()
+    reference.assert_distances(out, reference.expected_sssp(edges, source, directed=True),
+                               exact=False)
+    check_sssp_tree(edges, out, source, directed=True, src="src", dst="dst", weight="weight")

@@ -123,7 +123,7 @@ def run(config):
     client = None
     try:
         if settings["cluster"] is None:
-            log.info("no cluster: running in this process")
+            log.info("no cluster configured: using the active Dask client if any, else this process")
         else:
             with _step("connect", timings):
                 client = _connect(settings["cluster"])

@@ -176,12 +176,17 @@ def test_run_rejects_bad_configs_naming_the_key(graph, tmp_path, capsys, changes
     assert not (tmp_path / "out").exists()
 
 
-def test_shipped_pipeline_configs_are_valid():
+def test_shipped_pipeline_configs_are_valid_and_follow_the_demo():
+    from gpipe.demo import _hub
+    from gpipe.generators import kronecker_edges
     from pipelines.traverse_parquet import _validate, load_config
 
+    demo_source, _ = _hub(kronecker_edges(16, weights=True))
     for name in ("bfs", "sssp"):
         config = load_config(ROOT / "conf" / "pipelines" / f"{name}.yaml")
-        assert _validate(config)["algorithm"] == name
+        settings = _validate(config)
+        assert settings["algorithm"] == name
+        assert settings["edges"]["path"] == "out/demo/edges" and settings["source"] == demo_source
         cluster = yaml.safe_load(Path(config["cluster"]).read_text())
         assert cluster["kind"] == "local-cpu"
 

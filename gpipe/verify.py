@@ -312,7 +312,10 @@ def _to_pandas(frame):
     if hasattr(frame, "__dask_graph__"):
         frame = frame.compute()
     if not isinstance(frame, pd.DataFrame):
-        frame = frame.to_pandas()
+        try:  # cuDF: nullable pandas dtypes keep integer ids exact (no float64 detour)
+            frame = frame.to_pandas(nullable=True)
+        except TypeError:
+            frame = frame.to_pandas()
     return frame
 
 

@@ -169,7 +169,11 @@ class Engine:
         return computed
 
     def pandas(self, computed):
-        return computed if isinstance(computed, pd.DataFrame) else computed.to_pandas()
+        """pandas from pandas or cuDF; cuDF columns become nullable pandas dtypes, so integer
+        columns with nulls stay exact instead of turning into float64."""
+        if isinstance(computed, pd.DataFrame):
+            return computed
+        return computed.to_pandas(nullable=True)
 
     def run(self, result):
         """Compute a result and return it as pandas."""

@@ -192,32 +192,46 @@ def _owner_result(part, ids, state: State, _round, kind, vertex_dtype):
 
 def _bfs_one_owner(part: Partition, ids, sources, depth_limit, vertex_dtype):
     """The whole BFS of a one-owner graph, in this task."""
-    kernels = backends.get(part.backend).kernels
-    xp = part.xp
-    sources = xp.asarray(np.unique(sources).astype(np.int64))
-    if hasattr(kernels, "bfs"):
-        limit = -1 if depth_limit is None else depth_limit
-        dist, parent = kernels.bfs(part.indptr, part.indices, sources, limit)
-    else:
-        state = _initial_state(part, sources, BFS)
-        level = 0
-        while state.frontier.size and (depth_limit is None or level < depth_limit):
-            state.frontier, _, _ = kernels.bfs_expand(
-                part.indptr, part.indices, 0, state.frontier, state.dist, state.parent, level, False
-            )
-            level += 1
-        dist, parent = state.dist, state.parent
+    dist, parent = bfs_arrays(part, sources, depth_limit)
     return owner_frame(part, ids, dist, parent, BFS, vertex_dtype)
 
 
 def _sssp_one_owner(part: Partition, ids, sources, negative_weights, vertex_dtype):
     """The whole SSSP of a one-owner graph, in this task."""
+    dist, parent = sssp_arrays(part, sources, negative_weights)
+    return owner_frame(part, ids, dist, parent, SSSP, vertex_dtype)
+
+
+def bfs_arrays(part: Partition, sources, depth_limit=None):
+    """BFS over a one-owner partition from global ids ``sources``: ``(dist int32, parent int64)``.
+
+    ``dist`` is -1 and ``parent`` -1 where unreached. The arrays stay on the partition's device.
+    """
+    kernels = backends.get(part.backend).kernels
+    xp = part.xp
+    sources = xp.asarray(np.unique(sources).astype(np.int64))
+    if hasattr(kernels, "bfs"):
+        return kernels.bfs(part.indptr, part.indices, sources, -1 if depth_limit is None else depth_limit)
+    state = _initial_state(part, sources, BFS)
+    level = 0
+    while state.frontier.size and (depth_limit is None or level < depth_limit):
+        state.frontier, _, _ = kernels.bfs_expand(
+            part.indptr, part.indices, 0, state.frontier, state.dist, state.parent, level, False
+        )
+        level += 1
+    return state.dist, state.parent
+
+
+def sssp_arrays(part: Partition, sources, negative_weights: bool):
+    """SSSP over a one-owner partition from global ids ``sources``: ``(dist float64, parent int64)``.
+
+    ``dist`` is +inf and ``parent`` -1 where unreached. Raises NegativeCycleError.
+    """
     kernels = backends.get(part.backend).kernels
     xp = part.xp
     sources = xp.asarray(np.unique(sources).astype(np.int64))
     if not negative_weights and hasattr(kernels, "dijkstra"):
-        dist, parent = kernels.dijkstra(part.indptr, part.indices, part.weights, sources)
-        return owner_frame(part, ids, dist, parent, SSSP, vertex_dtype)
+        return kernels.dijkstra(part.indptr, part.indices, part.weights, sources)
     state = _initial_state(part, sources, SSSP)
     round_no = 0
     while state.frontier.size:
@@ -231,7 +245,7 @@ def _sssp_one_owner(part: Partition, ids, sources, negative_weights, vertex_dtyp
             round_no > part.n or (_cycle_check_due(round_no) and _has_parent_cycle(part.backend, state.parent))
         ):
             raise NegativeCycleError("a negative-weight cycle is reachable from the source")
-    return owner_frame(part, ids, state.dist, state.parent, SSSP, vertex_dtype)
+    return state.dist, state.parent
 
 
 def _has_parent_cycle(backend_name, *parents) -> bool:

@@ -43,7 +43,7 @@ class Built:
     layout: Layout
     parts: list  # handles to Partition, one per owner
     ids: object  # handle to the sorted distinct input ids, or None when ids are kept as they are
-    vertex_dtype: np.dtype
+    vertex_dtype: object  # NumPy dtype, or the input's pandas extension dtype
     n_edges_input: int
     negative_weights: bool
 
@@ -53,7 +53,7 @@ def build(executor, edges, *, directed, src, dst, weight) -> Built:
     edges = validate.edge_frame(edges, src, dst, weight)
     backend_name = backends.name_of_frame(edges)
     columns = (src, dst, weight)
-    vertex_dtype = np.result_type(validate.numpy_dtype(edges.dtypes[src]), validate.numpy_dtype(edges.dtypes[dst]))
+    vertex_dtype = _vertex_dtype(edges.dtypes[src], edges.dtypes[dst])
 
     inputs = executor.partitions(edges)
     surveys = executor.gather([executor.submit(_survey, backend_name, p, columns) for p in inputs])
@@ -92,6 +92,14 @@ def build(executor, edges, *, directed, src, dst, weight) -> Built:
         n_edges_input=rows,
         negative_weights=any(s.negative for s in surveys),
     )
+
+
+def _vertex_dtype(src_dtype, dst_dtype):
+    """The dtype of result ids: the input's own when both columns share it (pandas extension
+    dtypes such as ``Int64`` included), else the NumPy type that holds both."""
+    if src_dtype == dst_dtype:
+        return src_dtype
+    return np.result_type(validate.numpy_dtype(src_dtype), validate.numpy_dtype(dst_dtype))
 
 
 def _arrays(backend_name, frame, columns):

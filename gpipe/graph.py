@@ -114,6 +114,8 @@ class Graph:
 
         Non-negative weights take the fast path; negative weights are handled by
         Bellman-Ford-style relaxation. Parallel edges count with their lightest weight.
+        With several sources, each distance is the shortest from any of them: a source that
+        another source reaches by a negative path gets that (negative) distance and a parent.
 
         Parameters
         ----------

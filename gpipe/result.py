@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpipe import backend as backends
+from gpipe.validate import numpy_dtype
 
 BFS = "bfs"
 SSSP = "sssp"
@@ -20,6 +21,7 @@ def owner_frame(part, ids, dist, parent, kind: str, vertex_dtype):
     """
     be = backends.get(part.backend)
     xp = be.xp
+    array_dtype = numpy_dtype(vertex_dtype)
     local = xp.arange(part.n_local, dtype="int64")
     if part.present is not None:
         local = local[part.present]
@@ -33,15 +35,24 @@ def owner_frame(part, ids, dist, parent, kind: str, vertex_dtype):
     if ids is not None:
         vertex = ids[vertex]
         parent = ids[xp.where(has_parent, parent, 0)]
-    return be.result_frame(
-        vertex.astype(vertex_dtype, copy=False),
+    frame = be.result_frame(
+        vertex.astype(array_dtype, copy=False),
         dist.astype(DISTANCE_DTYPE[kind], copy=False),
         reached,
-        parent.astype(vertex_dtype, copy=False),
+        parent.astype(array_dtype, copy=False),
         has_parent,
     )
+    return _with_id_dtype(frame, vertex_dtype)
+
+
+def _with_id_dtype(frame, vertex_dtype):
+    """Give ``vertex`` and ``parent`` the input's extension dtype (``Int64``...), if it had one."""
+    if isinstance(vertex_dtype, np.dtype):
+        return frame
+    return frame.astype({"vertex": vertex_dtype, "parent": vertex_dtype})
 
 
 def meta(backend_name: str, kind: str, vertex_dtype):
     """The empty frame that tells Dask the result's columns and dtypes."""
-    return backends.get(backend_name).empty_result(vertex_dtype, DISTANCE_DTYPE[kind])
+    empty = backends.get(backend_name).empty_result(numpy_dtype(vertex_dtype), DISTANCE_DTYPE[kind])
+    return _with_id_dtype(empty, vertex_dtype)

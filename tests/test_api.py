@@ -564,3 +564,13 @@ def test_with_a_default_client(dask_client2):
     reference.assert_distances(out, reference.expected_sssp(edges, source, directed=True),
                                exact=False)
     check_sssp_tree(edges, out, source, directed=True, src="src", dst="dst", weight="weight")
+
+
+@pytest.mark.parametrize("dtype", ["Int64", "int32[pyarrow]"])
+def test_pandas_extension_id_dtypes_are_kept(cpu_engine, dtype):
+    edges = pd.DataFrame({"src": pd.array([5, 6, 7], dtype=dtype), "dst": pd.array([6, 7, 8], dtype=dtype)})
+    result = gpipe.bfs(cpu_engine.frame(edges, 1), 5)
+    out = sorted_frame(result.compute())
+    assert out["vertex"].dtype == edges["src"].dtype and out["parent"].dtype == edges["src"].dtype
+    assert out["vertex"].tolist() == [5, 6, 7, 8]
+    assert out["distance"].tolist() == [0, 1, 2, 3]

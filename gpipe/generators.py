@@ -23,7 +23,8 @@ WEIGHT_LOW = 1
 WEIGHT_HIGH = 255
 
 
-def kronecker_edges(scale, edge_factor=16, *, a=0.57, b=0.19, c=0.19, seed=0, weights=False, xp=None):
+def kronecker_edges(scale, edge_factor=16, *, a=0.57, b=0.19, c=0.19, seed=0, weights=False, xp=None,
+                    frame=True):
     """Generate a Graph500 Kronecker (R-MAT) edge list with ``2**scale`` vertex ids.
 
     Each edge picks its endpoints one bit at a time: at every bit level the adjacency matrix
@@ -48,6 +49,8 @@ def kronecker_edges(scale, edge_factor=16, *, a=0.57, b=0.19, c=0.19, seed=0, we
     xp : module or str, optional
         Array module to generate with: ``numpy`` (default, returns pandas) or ``cupy``
         (generates on the GPU, returns cuDF). The strings ``"numpy"``/``"cupy"`` also work.
+    frame : bool, default True
+        False returns the columns as a dict of ``xp`` arrays instead of a frame (no cuDF needed).
 
     Returns
     -------
@@ -115,10 +118,10 @@ def kronecker_edges(scale, edge_factor=16, *, a=0.57, b=0.19, c=0.19, seed=0, we
     columns = {"src": relabel[src][order], "dst": relabel[dst][order]}
     if weights:
         columns["weight"] = rng.integers(WEIGHT_LOW, WEIGHT_HIGH + 1, m).astype(xp.float64)
-    return _frame(xp, columns)
+    return _frame(xp, columns) if frame else columns
 
 
-def grid_edges(side, *, weights=False, seed=0, xp=None):
+def grid_edges(side, *, weights=False, seed=0, xp=None, frame=True):
     """Generate the 3-D grid graph of ``side**3`` vertices, each undirected edge once.
 
     Vertex ``(x, y, z)`` with ``0 <= x, y, z < side`` has id ``x + side * (y + side * z)``
@@ -136,6 +139,8 @@ def grid_edges(side, *, weights=False, seed=0, xp=None):
         Seed of the weights' random generator (the grid itself is not random).
     xp : module or str, optional
         ``numpy`` (default, returns pandas) or ``cupy`` (returns cuDF).
+    frame : bool, default True
+        False returns the columns as a dict of ``xp`` arrays instead of a frame.
 
     Returns
     -------
@@ -176,7 +181,7 @@ def grid_edges(side, *, weights=False, seed=0, xp=None):
     if weights:
         rng = _Random(xp, seed)
         columns["weight"] = rng.integers(WEIGHT_LOW, WEIGHT_HIGH + 1, len(src)).astype(xp.float64)
-    return _frame(xp, columns)
+    return _frame(xp, columns) if frame else columns
 
 
 def grid_centre(side):

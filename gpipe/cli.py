@@ -7,6 +7,8 @@
     gpipe sssp EDGES --source S --out DIR [--weight COL] [...same options but --depth-limit]
     gpipe demo [--scale 16] [--out DIR] [--cpu] [--workers N]
     gpipe run CONFIG
+    gpipe bench (--scale S | --grid SIDE | --edges PATH) [--algo bfs|sssp|both] [--sources N]
+                [--backend auto|cpu|gpu] [--workers K] [--compare-scipy] [--end-to-end] [--json PATH] ...
 
 ``bfs`` and ``sssp`` are the pipeline of ``pipelines/traverse_parquet.py`` with its settings
 taken from the options: read the edges, traverse, write the result atomically. Without
@@ -82,6 +84,12 @@ def _demo(args, pipeline):
     return 0
 
 
+def _bench(args, pipeline):
+    from gpipe import bench  # imports nothing of the GPU's until a GPU run asks for it
+
+    return bench.main(args)
+
+
 def _pipeline():
     """The traverse_parquet pipeline module: packaged in a wheel, or at the checkout's root."""
     try:
@@ -142,4 +150,38 @@ def _parser():
     run = commands.add_parser("run", help="run a pipeline configuration (conf/pipelines/*.yaml)")
     run.set_defaults(command=_run)
     run.add_argument("config", help="pipeline YAML file")
+
+    _add_bench_parser(commands)
     return parser
+
+
+def _add_bench_parser(commands):
+    summary = "time BFS/SSSP on a Kronecker, grid or Parquet graph; validate every result (BENCHMARKS.md)"
+    bench = commands.add_parser("bench", help=summary, description=summary)
+    bench.set_defaults(command=_bench)
+    graph = bench.add_mutually_exclusive_group(required=True)
+    graph.add_argument("--scale", type=int, metavar="S", help="Graph500 Kronecker graph, 2**S vertex ids, 16 edges each")
+    graph.add_argument("--grid", type=int, metavar="SIDE", help="3-D grid of SIDE**3 vertices (degree 6)")
+    graph.add_argument("--edges", metavar="PATH", help="Parquet edge list (file, directory or glob)")
+    bench.add_argument("--src", default="src", metavar="COL", help="--edges source column (default: src)")
+    bench.add_argument("--dst", default="dst", metavar="COL", help="--edges target column (default: dst)")
+    bench.add_argument("--weight", metavar="COL", help="--edges weight column (default: none)")
+    bench.add_argument("--weights", action="store_true", help="add integer weights 1..255 (SSSP adds them anyway)")
+    bench.add_argument("--seed", type=int, default=0, help="seed of the graph and of the sources (default: 0)")
+    bench.add_argument("--algo", default="bfs", choices=("bfs", "sssp", "both"), help="default: bfs")
+    bench.add_argument("--sources", type=int, default=8, metavar="N",
+                       help="random non-isolated sources, one traversal each (grid: the centre first; default: 8)")
+    bench.add_argument("--repeat", type=int, default=1, metavar="R", help="timed runs per source (default: 1)")
+    bench.add_argument("--backend", default="auto", choices=("auto", "cpu", "gpu"), help="default: auto")
+    bench.add_argument("--workers", type=int, default=0, metavar="K",
+                       help="0: no Dask cluster, in-process (default); K: a local cluster of K workers")
+    bench.add_argument("--compare-scipy", action="store_true",
+                       help="also time scipy.sparse.csgraph breadth_first_order / dijkstra on the same graph")
+    bench.add_argument("--end-to-end", action="store_true",
+                       help="also time Parquet read + persist, build, traverse, result frame (cold and warm)")
+    bench.add_argument("--build-repeat", type=int, default=1, metavar="R",
+                       help="builds of the graph from the persisted edges, each timed (default: 1)")
+    bench.add_argument("--no-scipy-check", action="store_true",
+                       help="skip comparing the first source's distances with SciPy (done up to 2**22 vertices)")
+    bench.add_argument("--tmpdir", metavar="DIR", help="where --end-to-end writes its Parquet files")
+    bench.add_argument("--json", metavar="PATH", help="write the full report here")

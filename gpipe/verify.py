@@ -359,3 +359,182 @@ def _fail_edges(graph, bad, v, u, message, **fields):
 
 def _format(message, vertex_id, i, fields):
     return message.format(v=vertex_id, **{key: value[i] for key, value in fields.items()})
+
+
+# ---------------------------------------------------------------------------------------------
+# Array-level check of one traversal against a CSR partition (the benchmark's validator).
+
+__all__.append("check_traversal_arrays")
+
+# Edges scanned per vectorized pass: bounds the checker's extra memory (a few int64 arrays of
+# this length) however large the graph, so it also fits beside a kron27 CSR on one GPU.
+_EDGE_CHUNK = 1 << 25
+
+
+def check_traversal_arrays(xp, indptr, indices, weights, dist, parent, sources, *, offset=0,
+                           symmetric=False, chunk=_EDGE_CHUNK):
+    """Check one traversal's distances and parents against a CSR; raise AssertionError on a fault.
+
+    The array twin of :func:`check_bfs_tree` / :func:`check_sssp_tree`, for the arrays that
+    :func:`gpipe.traverse.bfs_arrays` and :func:`gpipe.traverse.sssp_arrays` return. It runs
+    where the arrays live (NumPy or CuPy, whichever ``xp`` is), never copies the graph to the
+    host and never loops over vertices or edges in Python: the edges are scanned in
+    vectorized chunks of ``chunk`` edges, the row of each edge found by ``searchsorted`` on
+    ``indptr``. It checks conditions 2, 3 and 5 of the module docstring:
+
+    - every source has distance 0 and parent -1; an unreached vertex has parent -1;
+    - every reached non-source vertex ``v`` is *justified*: some edge ``parent[v] -> v`` of
+      weight ``w`` has ``dist[parent[v]] + w == dist[v]`` (so ``parent[v]`` is reached).
+      Checking "some parallel edge" is the same as checking the lightest one, given the next
+      condition;
+    - every edge ``u -> v`` with ``u`` reached has ``v`` reached and ``dist[v] <= dist[u] + w``.
+
+    With only positive weights (always for BFS) the parent pointers strictly decrease the
+    distance, so they cannot form a cycle; with a weight ``<= 0`` the parents are also
+    checked for cycles by pointer jumping.
+
+    Parameters
+    ----------
+    xp : module
+        ``numpy`` or ``cupy``: the array module of every array argument (the partition's ``xp``).
+    indptr : int64[n_local + 1]
+        CSR row pointers of the rows ``offset .. offset + n_local - 1``.
+    indices : int32 or int64[nnz]
+        Global target ids.
+    weights : float64[nnz] or None
+        Edge weights; None means every edge weighs 1 (BFS).
+    dist : int32[n] or float64[n]
+        Distances of all ``n`` global vertices: integer hops with -1 for unreached (BFS), or
+        float with +inf for unreached (SSSP).
+    parent : int64[n]
+        Global parent ids, -1 for sources and unreached vertices.
+    sources : sequence of int
+        Global ids of the sources.
+    offset : int, optional (default=0)
+        Global id of the CSR's first row; 0 with ``n_local == n`` for a one-owner graph.
+    symmetric : bool, optional (default=False)
+        The CSR holds both directions of every edge with equal weights (an undirected
+        graph). Then the parent edge ``p -> v`` is found as its twin ``v -> p`` in ``v``'s own
+        row, so each owner of a partitioned graph checks its own vertices. Otherwise the
+        partition must hold every row (``offset == 0``, ``n_local == n``).
+    chunk : int, optional
+        Edges per vectorized pass.
+
+    Returns
+    -------
+    dict
+        ``reached`` (reached vertices among the CSR's rows), ``reached_edges`` (stored
+        directed edges whose source is reached: Graph500's traversed edges, times two for an
+        undirected graph) and ``max_distance`` (over the CSR's rows, 0 if none is reached).
+
+    Raises
+    ------
+    AssertionError
+        Naming the first vertex found that breaks a condition, and what is wrong with it.
+
+    Examples
+    --------
+    The path 0 - 1 - 2 stored both ways, BFS from 0, then a planted wrong distance:
+
+    >>> indptr = np.array([0, 1, 3, 4]); indices = np.array([1, 0, 2, 1], dtype=np.int32)
+    >>> dist = np.array([0, 1, 2], dtype=np.int32); parent = np.array([-1, 0, 1])
+    >>> check_traversal_arrays(np, indptr, indices, None, dist, parent, [0])["reached_edges"]
+    4
+    >>> dist[2] = 3
+    >>> check_traversal_arrays(np, indptr, indices, None, dist, parent, [0])
+    Traceback (most recent call last):
+    ...
+    AssertionError: vertex 2: distance 3 but its in-neighbour 1 has distance 1 and the edge weighs 1
+    """
+    n_local = int(indptr.shape[0]) - 1
+    n = int(dist.shape[0])
+    if not symmetric and (offset != 0 or n_local != n):
+        raise ValueError("a partial CSR (offset > 0 or fewer rows than vertices) needs symmetric=True")
+    hops = dist.dtype.kind in "iu"
+    reached = dist >= 0 if hops else xp.isfinite(dist)
+    # Unreached distances replaced by 0 so that arithmetic below never meets inf or -1.
+    d = xp.where(reached, dist, 0).astype("int64" if hops else "float64")
+    rows = slice(offset, offset + n_local)
+
+    sources = xp.asarray(np.unique(np.asarray(sources, dtype=np.int64)))
+    wrong = (dist[sources] != 0) | (parent[sources] != -1)
+    if bool(wrong.any()):
+        s = int(sources[xp.argmax(wrong)])
+        raise AssertionError(f"vertex {s}: a source, but has distance {dist[s]} and parent {int(parent[s])}")
+    stray = ~reached[rows] & (parent[rows] != -1)
+    stray |= (parent[rows] < -1) | (parent[rows] >= n)
+    if bool(stray.any()):
+        v = offset + int(xp.argmax(stray))
+        raise AssertionError(f"vertex {v}: parent {int(parent[v])} is not -1 or a vertex id "
+                             f"(distance {dist[v]}, unreached counts as no parent)")
+
+    justified = xp.zeros(n_local if symmetric else n, dtype=bool)
+    nnz = int(indices.shape[0])
+    for start in range(0, nnz, chunk):
+        stop = min(nnz, start + chunk)
+        u_row = xp.searchsorted(indptr, xp.arange(start, stop, dtype=indptr.dtype), side="right") - 1
+        u = u_row + offset
+        v = indices[start:stop].astype("int64")
+        w = 1 if weights is None else weights[start:stop]
+        reached_u, reached_v = reached[u], reached[v]
+        du, dv = d[u], d[v]
+        missed = reached_u & ~reached_v
+        if bool(missed.any()):
+            e = int(xp.argmax(missed))
+            raise AssertionError(f"vertex {int(v[e])}: unreached, but its in-neighbour {int(u[e])} "
+                                 f"is reached at distance {du[e]}")
+        longer = reached_u & (dv > du + w + _slack_xp(xp, du + w, hops))
+        if bool(longer.any()):
+            e = int(xp.argmax(longer))
+            raise AssertionError(f"vertex {int(v[e])}: distance {dv[e]} but its in-neighbour {int(u[e])} "
+                                 f"has distance {du[e]} and the edge weighs {_at(w, e)}")
+        if symmetric:  # u -> v is the twin of v -> u: it justifies u when v is u's parent
+            hit = reached_u & (parent[u] == v) & _equal(xp, dv + w, du, hops)
+            justified[u_row[hit]] = True
+        else:
+            hit = reached_v & (parent[v] == u) & _equal(xp, du + w, dv, hops)
+            justified[v[hit]] = True
+
+    is_source = xp.zeros(n, dtype=bool)
+    is_source[sources] = True
+    unjustified = reached[rows] & ~is_source[rows] & ~justified[rows if not symmetric else slice(None)]
+    if bool(unjustified.any()):
+        v = offset + int(xp.argmax(unjustified))
+        p = int(parent[v])
+        raise AssertionError(f"vertex {v}: distance {dist[v]}, but no edge from its parent {p} "
+                             f"(distance {dist[p] if 0 <= p < n else 'none'}) leads to it with "
+                             f"dist[parent] + weight == dist[vertex]")
+    if weights is not None and nnz and float(weights.min()) <= 0:
+        _check_no_parent_cycle(xp, parent, reached)
+
+    reached_rows = reached[rows]
+    degree = indptr[1:] - indptr[:-1]
+    return {
+        "reached": int(reached_rows.sum()),
+        "reached_edges": int(degree[reached_rows].sum()),
+        "max_distance": (int if hops else float)(d[rows].max()) if n_local else 0,
+    }
+
+
+def _slack_xp(xp, value, hops):
+    """Float slack of a comparison with ``value`` (0 for integer hops); see ``_RTOL``."""
+    return 0 if hops else _RTOL * xp.abs(value)
+
+
+def _equal(xp, a, b, hops):
+    return a == b if hops else xp.abs(a - b) <= _RTOL * xp.maximum(xp.abs(a), xp.abs(b))
+
+
+def _at(w, e):
+    return w if isinstance(w, int) else float(w[e])
+
+
+def _check_no_parent_cycle(xp, parent, reached):
+    """Raise if following parents from a reached vertex never reaches a root (pointer jumping)."""
+    n = int(parent.shape[0])
+    node = xp.where(parent >= 0, parent, xp.arange(n, dtype=parent.dtype))
+    for _ in range(max(1, int(np.ceil(np.log2(max(n, 2))))) + 1):
+        node = node[node]
+    cyclic = reached & (parent[node] >= 0)
+    if bool(cyclic.any()):
+        raise AssertionError(f"vertex {int(xp.argmax(cyclic))}: its parent pointers run into a cycle")

@@ -1,0 +1,959 @@
+"""``gpipe bench``: time BFS and SSSP on a generated or given graph, and validate every result.
+
+What is timed (all clocks are ``time.perf_counter`` in the process that runs the work):
+
+* **Build**: ``Graph.from_edges`` (undirected, as Graph500 counts) from an edge frame that is
+  already in memory (persisted), with the peak device memory of the build.
+* **Per source, graph built**: one traversal with distances and parents from one source.
+  With one owner (no Dask client, or one worker) the timed call is
+  :func:`gpipe.traverse.bfs_arrays` / :func:`~gpipe.traverse.sssp_arrays` on the partition,
+  run where the partition lives, followed by a device synchronization on GPU; a first
+  traversal (compilation, caches) is timed apart as the warm-up. With several owners the
+  timed call is the driver behind ``graph.bfs(...)``/``graph.sssp(...)`` up to the point where
+  every owner's result partition exists (``executor.wait``), not ``.compute()``.
+* **End to end** (``end_to_end=True``): the edges are written to Parquet first (not timed),
+  then ``read_edges`` + persist, build, traverse and ``.compute()`` of the result frame are
+  timed as phases of one run; the first run in the process is "cold", the second "warm".
+
+Figures: the median over sources of the per-source time (itself the median of ``repeat``
+runs); **GTEPS** per source = (stored directed edges whose source vertex was reached) / 2 /
+time, which for an undirected graph stored in both directions is Graph500's count of
+traversed undirected edges (duplicates kept, self-loops dropped); the table shows the
+harmonic mean over sources, as Graph500 does.
+
+**Peak device memory** (GPU) is an approximation read from CuPy's default memory pool: the
+pool's cached blocks are freed before the measured step (``free_all_blocks``), and after it
+``total_bytes()`` minus the bytes that were live before is the step's high-water mark (the
+pool keeps every block it has allocated until freed, so its size only grows; block rounding
+and fragmentation can make it a little larger than the true peak, and memory taken outside
+the pool, such as cuDF's through RMM, is not seen). A traversal's figure adds the graph's
+own CSR bytes to it. On CPU the figure is the CSR's bytes plus the result arrays' bytes.
+
+Validation: every traversal's arrays are checked where they live by
+:func:`gpipe.verify.check_traversal_arrays` (vectorized, chunked over the edges, no host copy
+of the graph); with several owners each owner checks its own rows against the computed
+result. Where the graph has at most ``SCIPY_CHECK_MAX_VERTICES`` vertices, the first source's
+distances are also compared with SciPy's (on the CPU, from a host copy of the CSR).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import logging
+import os
+import platform
+import shlex
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+import numpy as np
+
+from gpipe import backend as backends
+from gpipe import generators, traverse, verify
+from gpipe.errors import InputError
+from gpipe.graph import Graph
+from gpipe.result import BFS, SSSP
+
+__all__ = ["run", "main", "format_table", "TARGETS"]
+
+log = logging.getLogger("gpipe.bench")
+
+SCIPY_CHECK_MAX_VERTICES = 2**22
+
+# The targets the benchmark is used to check: (graph, algorithm, backend) -> (figure, bound).
+# "median_ms" must be at most the bound, "scipy_ratio" at least.
+TARGETS = {
+    ("kron25", "bfs", "gpu"): ("median_ms", 10.0),
+    ("kron27", "bfs", "gpu"): ("median_ms", 50.0),
+    ("grid215", "bfs", "gpu"): ("median_ms", 10.0),
+    ("kron22", "sssp", "gpu"): ("median_ms", 20.0),
+    ("kron25", "sssp", "gpu"): ("median_ms", 150.0),
+    ("kron20", "bfs", "cpu"): ("scipy_ratio", 7.0),
+    ("kron20", "sssp", "cpu"): ("scipy_ratio", 3.0),
+}
+# End to end, warm, total seconds; and the build alone: seconds and peak / input bytes.
+E2E_TARGETS = {("kron24", "gpu"): 1.0}
+BUILD_TARGETS = {("kron23", "gpu"): (0.4, 2.5)}
+
+
+def run(*, scale=None, grid=None, edges=None, src="src", dst="dst", weight=None, weights=False,
+        seed=0, algo="bfs", sources=4, repeat=1, backend="auto", workers=0, compare_scipy=False,
+        end_to_end=False, build_repeat=1, scipy_check=True, tmpdir=None, command=None) -> dict:
+    """Build one graph, time BFS and/or SSSP from several sources, validate, and report.
+
+    Parameters
+    ----------
+    scale : int, optional
+        Graph500 Kronecker graph of ``2**scale`` vertex ids and ``16 * 2**scale`` edges
+        (A=0.57, B=0.19, C=0.19), from :func:`gpipe.generators.kronecker_edges`.
+    grid : int, optional
+        3-D grid of ``grid**3`` vertices (degree 6), :func:`gpipe.generators.grid_edges`; the
+        first source is its centre.
+    edges : str, optional
+        Parquet edge list (file, directory or glob), read with :func:`gpipe.read_edges`.
+        Exactly one of `scale`, `grid` and `edges` is given.
+    src, dst, weight : str
+        Columns of `edges` (`weight` may be None).
+    weights : bool
+        Add integer weights 1..255 (generated graphs always get them when SSSP runs; for
+        `edges` without a `weight` column they are drawn per partition).
+    seed : int
+        Seed of the generator and of the choice of sources.
+    algo : {"bfs", "sssp", "both"}
+    sources : int
+        Number of sources, drawn at random among the non-isolated vertices (grid: the centre,
+        then random ones). Each is traversed on its own.
+    repeat : int
+        Timed runs per source; its time is their median.
+    backend : {"auto", "cpu", "gpu"}
+        GPU generates, stores and traverses the graph on the device (CuPy/cuDF).
+    workers : int
+        0: no Dask client, everything in this process. K > 0: a local cluster of K workers
+        (:func:`gpipe.cluster.start_local_cluster`, CUDA workers on GPU), closed at the end.
+    compare_scipy : bool
+        Also time ``scipy.sparse.csgraph.breadth_first_order`` / ``dijkstra`` (with
+        predecessors) from the same sources on a host copy of the same CSR.
+    end_to_end : bool
+        Write the edges to Parquet (not timed), then time read + persist, build, traverse
+        and ``.compute()``, twice (cold, then warm), per algorithm, from the first source.
+    build_repeat : int
+        Builds of the graph from the persisted edge frame, each timed (the last is kept).
+    scipy_check : bool
+        Compare the first source's distances with SciPy's where the graph has at most
+        ``2**22`` vertices.
+    tmpdir : str, optional
+        Where the end-to-end Parquet files go (default: the system's temporary directory).
+    command : str, optional
+        The command line to record (default: the ``gpipe bench`` command with these options).
+
+    Returns
+    -------
+    dict
+        ``machine``, ``command``, ``options``, ``graph`` (name, vertices, directed edges,
+        bytes), ``build`` (times and memory), ``results`` (per algorithm: warm-up, every
+        per-source time, reached edges, GTEPS, memory, the median, SciPy's times and ratio)
+        and, when asked, ``end_to_end``. Every traversal has been validated when it returns.
+
+    Raises
+    ------
+    InputError
+        Bad options (no graph or several, an unknown algorithm, SSSP without weights, ...).
+    AssertionError
+        A traversal's result failed validation (the message names the vertex).
+
+    Examples
+    --------
+    >>> report = run(scale=8, algo="both", sources=2)  # doctest: +SKIP
+    >>> sorted(report["results"][0])[:3]  # doctest: +SKIP
+    ['algo', 'backend', 'gteps']
+    """
+    if sum(x is not None for x in (scale, grid, edges)) != 1:
+        raise InputError("give exactly one graph: --scale S, --grid SIDE or --edges PATH")
+    algos = {"bfs": [BFS], "sssp": [SSSP], "both": [BFS, SSSP]}.get(algo)
+    if algos is None:
+        raise InputError(f"algo must be 'bfs', 'sssp' or 'both', not {algo!r}")
+    if sources < 1 or repeat < 1 or build_repeat < 1 or workers < 0:
+        raise InputError("--sources, --repeat and --build-repeat must be at least 1, --workers at least 0")
+    backend_name = backends.resolve(backend)
+    weighted = SSSP in algos or weights or (edges is not None and weight is not None)
+    spec = _GraphSpec(scale, grid, edges, src, dst, weight if edges is not None else "weight", weighted, seed)
+    if edges is not None and SSSP in algos and weight is None and not weights:
+        raise InputError("sssp needs weights: name the column with --weight, or add random ones with --weights")
+    options = dict(scale=scale, grid=grid, edges=edges, src=src, dst=dst, weight=weight, weights=weights,
+                   seed=seed, algo=algo, sources=sources, repeat=repeat, backend=backend_name,
+                   workers=workers, compare_scipy=compare_scipy, end_to_end=end_to_end,
+                   build_repeat=build_repeat, scipy_check=scipy_check)
+    report = {
+        "machine": _machine(backend_name),
+        "command": command if command is not None else _command_line(options),
+        "argv": sys.argv,
+        "options": options,
+    }
+    with _cluster(backend_name, workers) as client:
+        _Bench(spec, algos, backend_name, client, sources, repeat, seed, compare_scipy, end_to_end,
+               build_repeat, scipy_check, tmpdir, report).run()
+    return report
+
+
+def main(args) -> int:
+    """The ``gpipe bench`` command: run the benchmark with the parsed `args`, print the table.
+
+    Writes the full report as JSON to ``args.json`` when given. Returns the exit status (0).
+    """
+    report = run(
+        scale=args.scale, grid=args.grid, edges=args.edges, src=args.src, dst=args.dst,
+        weight=args.weight, weights=args.weights, seed=args.seed, algo=args.algo,
+        sources=args.sources, repeat=args.repeat, backend=args.backend, workers=args.workers,
+        compare_scipy=args.compare_scipy, end_to_end=args.end_to_end,
+        build_repeat=args.build_repeat, scipy_check=not args.no_scipy_check, tmpdir=args.tmpdir,
+    )
+    if args.json:
+        directory = os.path.dirname(os.path.abspath(args.json))
+        os.makedirs(directory, exist_ok=True)
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=1)
+    print(format_table(report))
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# The run, step by step.
+
+
+class _GraphSpec:
+    """Which graph: a generated Kronecker or grid graph, or a Parquet edge list."""
+
+    def __init__(self, scale, grid, path, src, dst, weight, weighted, seed):
+        self.scale, self.grid, self.path = scale, grid, path
+        self.src, self.dst = src, dst
+        self.weight = (weight or "weight") if weighted else None  # the column the graph is built with
+        self.input_weight = weight  # the column as read (None: draw weights when weighted)
+        self.weighted, self.seed = weighted, seed
+        if scale is not None:
+            self.name = f"kron{scale}"
+        elif grid is not None:
+            self.name = f"grid{grid}"
+        else:
+            self.name = os.path.basename(os.path.normpath(path))
+
+    @property
+    def first_source(self):
+        """The input id every run starts from, if the graph has one (the grid's centre)."""
+        return generators.grid_centre(self.grid) if self.grid is not None else None
+
+
+class _Bench:
+    def __init__(self, spec, algos, backend_name, client, n_sources, repeat, seed, compare_scipy,
+                 end_to_end, build_repeat, scipy_check, tmpdir, report):
+        self.spec, self.algos, self.backend, self.client = spec, algos, backend_name, client
+        self.n_sources, self.repeat, self.seed = n_sources, repeat, seed
+        self.compare_scipy, self.end_to_end, self.build_repeat = compare_scipy, end_to_end, build_repeat
+        self.scipy_check, self.tmpdir, self.report = scipy_check, tmpdir, report
+
+    def run(self):
+        report, spec = self.report, self.spec
+        log.info("bench: generating/reading %s on %s", spec.name, self.backend)
+        t0 = time.perf_counter()
+        edges = self._edge_frame()
+        rows = len(edges)
+        input_bytes = rows * sum(_itemsize(t) for t in edges.dtypes)
+        report["graph"] = {"name": spec.name, "input_edges": rows, "input_bytes": input_bytes,
+                           "weighted": spec.weighted, "generate_s": time.perf_counter() - t0}
+
+        e2e_frames = []
+        if self.end_to_end:
+            report["end_to_end"], e2e_frames = self._end_to_end(edges)
+
+        builds = []
+        graph = None
+        for i in range(self.build_repeat):
+            graph = None
+            _free_pools(self.backend, self.client)
+            mark = _pool_mark_all(self.backend, self.client)
+            t0 = time.perf_counter()
+            graph = Graph.from_edges(edges, directed=False, src=spec.src, dst=spec.dst, weight=spec.weight)
+            _sync_all(graph)
+            seconds = time.perf_counter() - t0
+            peak = _pool_peak_all(graph, mark)
+            builds.append({"time_s": seconds, "peak_device_bytes": peak,
+                           "first_in_process": i == 0 and not self.end_to_end})
+            log.info("bench: build %d: %.3f s", i + 1, seconds)
+        del edges
+        _free_pools(self.backend, self.client)
+
+        info = _graph_info(graph)
+        report["graph"].update(vertices=info["n"], present_vertices=graph.num_vertices,
+                               directed_edges=info["directed_edges"], graph_bytes=info["bytes"],
+                               owners=graph.num_partitions)
+        peak = builds[-1]["peak_device_bytes"]
+        report["build"] = {
+            "runs": builds,
+            "time_s": builds[-1]["time_s"],
+            "peak_device_bytes": peak,
+            "input_bytes": input_bytes,
+            "peak_over_input": peak / input_bytes if peak is not None else None,
+            "memory_note": "CuPy pool high-water of the build (see gpipe.bench)" if peak is not None else None,
+        }
+
+        chosen = _pick_sources(graph, self.n_sources, self.seed, spec.first_source)
+        input_ids = _input_ids(graph, chosen)
+        host_csr = None
+        if self.compare_scipy or (self.scipy_check and info["n"] <= SCIPY_CHECK_MAX_VERTICES):
+            host_csr = _host_csr(graph)
+        report["results"] = []
+        for kind in self.algos:
+            log.info("bench: %s from %d source(s)", kind, len(chosen))
+            if graph.num_partitions == 1:
+                result = self._one_owner(graph, kind, chosen, host_csr is not None)
+            else:
+                result = self._owners(graph, kind, chosen, host_csr is not None)
+            first_dist = result.pop("first_dist")
+            for row, input_id in zip(result["sources"], input_ids):
+                row["source"] = int(input_id)
+                row["source_global"] = int(row.pop("global"))
+            _summarize(result, info["bytes"])
+            result.update(algo=kind, backend=self.backend, workers=self.report["options"]["workers"],
+                          owners=graph.num_partitions, validated=True)
+            if (host_csr is not None and self.scipy_check and info["n"] <= SCIPY_CHECK_MAX_VERTICES
+                    and not graph._built.negative_weights):
+                _check_with_scipy(host_csr, kind, int(chosen[0]), first_dist)
+                result["scipy_checked"] = True
+            if self.compare_scipy:
+                result["scipy"] = _time_scipy(host_csr, kind, chosen)
+                result["scipy"]["ratio"] = result["scipy"]["median_s"] / result["median_s"]
+            report["results"].append(result)
+
+        for kind, frame in e2e_frames:  # the end-to-end results, checked against this graph
+            _check_frame(graph, kind, frame, _global_ids(graph, [self.report["end_to_end"]["source"]]))
+        if e2e_frames:
+            report["end_to_end"]["validated"] = True
+
+    # --- the graph's edges ---------------------------------------------------------------
+
+    def _edge_frame(self):
+        """The edge list as a Dask DataFrame whose partitions are in memory (persisted)."""
+        import dask
+        import dask.dataframe as dd
+
+        spec, gpu = self.spec, self.backend == backends.GPU
+        if spec.path is not None:
+            import gpipe
+
+            frame = gpipe.read_edges(spec.path, src=spec.src, dst=spec.dst, weight=spec.input_weight,
+                                     backend=self.backend)
+            if spec.weighted and spec.input_weight is None:
+                meta = frame._meta.assign(weight=np.empty(0, dtype=np.float64))
+                frame = frame.map_partitions(_add_weights, spec.seed, meta=meta)
+            return _persist(frame, self.client)
+        xp = "cupy" if gpu else "numpy"
+        args = ("kron" if spec.scale is not None else "grid", spec.scale if spec.scale is not None else spec.grid,
+                spec.weighted, spec.seed, xp)
+        meta = _empty_edges(self.backend, spec.weighted)
+        if self.client is not None:  # generated on a worker: the edges never pass through here
+            part = dask.delayed(_generate, pure=False)(*args)
+            return _persist(dd.from_delayed([part], meta=meta, verify_meta=False), self.client)
+        frame = _generate(*args)
+        # A named delayed: Dask does not hash the (large) frame to name it.
+        part = dask.delayed(frame, name=f"gpipe-bench-edges-{uuid.uuid4().hex}")
+        return dd.from_delayed([part], meta=meta, verify_meta=False)
+
+    # --- traversals from every source ---------------------------------------------------------
+
+    def _one_owner(self, graph, kind, chosen, keep_first):
+        ex, built = graph._executor, graph._built
+        handle = ex.submit(_time_one_owner, built.parts[0], kind, chosen, self.repeat,
+                           built.negative_weights, keep_first, owner=0)
+        return ex.gather([handle])[0]
+
+    def _owners(self, graph, kind, chosen, keep_first):
+        warm = time.perf_counter()
+        _traverse_frames(graph, kind, chosen[:1])
+        _sync_all(graph)
+        result = {"warmup_s": time.perf_counter() - warm, "sources": [], "first_dist": None}
+        for i, source in enumerate(chosen):
+            times, peaks = [], []
+            for _ in range(self.repeat):
+                frames = None
+                mark = _pool_mark_all(self.backend, self.client)
+                t0 = time.perf_counter()
+                frames = _traverse_frames(graph, kind, chosen[i:i + 1])
+                _sync_all(graph)
+                times.append(time.perf_counter() - t0)
+                peaks.append(_pool_peak_all(graph, mark))
+            frame = graph._frame(frames, kind).compute()
+            stats, dist = _check_frame(graph, kind, frame, chosen[i:i + 1])
+            if i == 0 and keep_first:
+                result["first_dist"] = dist
+            result["sources"].append(_source_row(source, times, stats, peaks[-1], None))
+        return result
+
+    # --- end to end -------------------------------------------------------------------------
+
+    def _end_to_end(self, edges):
+        """Parquet -> read + persist -> build -> traverse -> result frame, cold then warm."""
+        import gpipe
+
+        spec = self.spec
+        out = {"runs": {}, "source": None}
+        frames = []
+        with tempfile.TemporaryDirectory(prefix="gpipe-bench-", dir=self.tmpdir) as directory:
+            path = os.path.join(directory, "edges")
+            t0 = time.perf_counter()
+            edges.to_parquet(path, write_index=False)
+            out["write_parquet_s"] = time.perf_counter() - t0
+            for kind in self.algos:
+                weight = spec.weight if kind == SSSP else None
+                for label in ("cold", "warm"):
+                    phases = {}
+                    t0 = time.perf_counter()
+                    frame = gpipe.read_edges(path, src=spec.src, dst=spec.dst, weight=weight, backend=self.backend)
+                    frame = _persist(frame, self.client)
+                    _sync(self.backend)
+                    phases["read_persist_s"] = _lap(t0)
+                    t0 = time.perf_counter()
+                    graph = Graph.from_edges(frame, directed=False, src=spec.src, dst=spec.dst, weight=weight)
+                    _sync_all(graph)
+                    phases["build_s"] = _lap(t0)
+                    if out["source"] is None:  # not timed: the first source of the main run
+                        first = _pick_sources(graph, 1, self.seed, spec.first_source)
+                        out["source"] = int(_input_ids(graph, first)[0])
+                    t0 = time.perf_counter()
+                    handles = _frame_handles(graph, kind, out["source"])
+                    _sync_all(graph)
+                    phases["traverse_s"] = _lap(t0)
+                    t0 = time.perf_counter()
+                    result = graph._frame(handles, kind).compute()
+                    _sync_all(graph)
+                    phases["result_s"] = _lap(t0)
+                    phases["total_s"] = sum(phases.values())
+                    phases["result_rows"] = len(result)
+                    out["runs"].setdefault(kind, {})[label] = phases
+                    log.info("bench: end to end %s %s: %.3f s", kind, label, phases["total_s"])
+                    if label == "warm":
+                        frames.append((kind, _to_pandas(result)))
+                    del result, handles, graph, frame
+                    _free_pools(self.backend, self.client)
+        return out, frames
+
+
+def _itemsize(dtype):
+    try:
+        return np.dtype(dtype).itemsize
+    except TypeError:  # an extension dtype (nullable, Arrow): its values' width
+        return np.dtype(getattr(dtype, "numpy_dtype", "int64")).itemsize
+
+
+def _lap(t0):
+    return time.perf_counter() - t0
+
+
+# ---------------------------------------------------------------------------------------------
+# Work on an owner's worker (or in this process): module-level so that Dask can ship it.
+
+
+def _generate(kind, size, weighted, seed, xp):
+    if kind == "kron":
+        return generators.kronecker_edges(size, seed=seed, weights=weighted, xp=xp)
+    return generators.grid_edges(size, seed=seed, weights=weighted, xp=xp)
+
+
+def _add_weights(frame, seed, partition_info=None):
+    """``frame`` with a ``weight`` column of integers 1..255 (float64), drawn on its device."""
+    number = partition_info["number"] if partition_info else 0
+    be = backends.get(backends.name_of_frame(frame))
+    rng = generators._Random(be.xp, seed + 1 + number)
+    values = rng.integers(generators.WEIGHT_LOW, generators.WEIGHT_HIGH + 1, len(frame)).astype("float64")
+    return frame.assign(weight=values)
+
+
+def _time_one_owner(part, kind, chosen, repeat, negative_weights, keep_first):
+    """Time and validate a traversal from each of ``chosen`` (global ids) on a one-owner graph."""
+    xp = part.xp
+
+    def traversal(source):
+        if kind == BFS:
+            return traverse.bfs_arrays(part, [source])
+        return traverse.sssp_arrays(part, [source], negative_weights)
+
+    t0 = time.perf_counter()
+    dist, parent = traversal(int(chosen[0]))
+    _sync(part.backend)
+    result = {"warmup_s": time.perf_counter() - t0, "sources": [], "first_dist": None}
+    for i, source in enumerate(chosen):
+        source = int(source)
+        times = []
+        dist = parent = None  # the previous arrays are not live while the next run is measured
+        mark = _pool_mark(part.backend)
+        for _ in range(repeat):
+            dist = parent = None
+            t0 = time.perf_counter()
+            dist, parent = traversal(source)
+            _sync(part.backend)
+            times.append(time.perf_counter() - t0)
+        peak = _pool_peak(part.backend, mark)
+        stats = verify.check_traversal_arrays(xp, part.indptr, part.indices, part.weights if kind == SSSP else None,
+                                              dist, parent, [source])
+        if i == 0 and keep_first:
+            result["first_dist"] = backends.get(part.backend).to_host(dist)
+        result["sources"].append(_source_row(source, times, stats, peak, int(dist.nbytes + parent.nbytes)))
+    return result
+
+
+def _source_row(source, times, stats, peak, array_bytes):
+    seconds = statistics.median(times)
+    return {
+        "global": int(source),
+        "times_s": times,
+        "time_s": seconds,
+        "reached": stats["reached"],
+        "reached_edges": stats["reached_edges"],
+        "max_distance": stats["max_distance"],
+        "gteps": stats["reached_edges"] / 2 / seconds / 1e9,
+        "traversal_device_bytes": peak,
+        "result_array_bytes": array_bytes,
+    }
+
+
+def _check_owner(part, kind, dist, parent, global_sources):
+    """Validate one owner's rows against the whole result, given as host arrays."""
+    xp = part.xp
+    return verify.check_traversal_arrays(
+        xp, part.indptr, part.indices, part.weights if kind == SSSP else None,
+        xp.asarray(dist), xp.asarray(parent), global_sources, offset=part.offset, symmetric=True)
+
+
+def _part_info(part):
+    arrays = (part.indptr, part.indices, part.weights, part.present)
+    return {"n_local": part.n_local, "n": part.n, "directed_edges": part.n_edges,
+            "bytes": int(sum(a.nbytes for a in arrays if a is not None))}
+
+
+def _nonisolated_count(part):
+    return int((part.indptr[1:] > part.indptr[:-1]).sum())
+
+
+def _nonisolated_at(part, ranks):
+    """Global ids of the non-isolated vertices of rank ``ranks`` among this owner's."""
+    xp = part.xp
+    ids = xp.flatnonzero(part.indptr[1:] > part.indptr[:-1])[xp.asarray(ranks)] + part.offset
+    return backends.get(part.backend).to_host(ids).astype(np.int64)
+
+
+def _host_part(part):
+    be = backends.get(part.backend)
+    weights = be.to_host(part.weights) if part.weights is not None else None
+    return part.offset, be.to_host(part.indptr), be.to_host(part.indices), weights
+
+
+def _host_ids(backend_name, ids):
+    return backends.get(backend_name).to_host(ids)
+
+
+# --- the device: synchronization and CuPy's memory pool (the only GPU-specific code here) ---
+
+
+def _sync(backend_name):
+    """Wait for the device's queued work: kernels run asynchronously to the clock."""
+    if backend_name == backends.GPU:
+        import cupy
+
+        cupy.cuda.get_current_stream().synchronize()
+
+
+def _pool():
+    """CuPy's default memory pool, or None when CuPy allocates through something else (RMM)."""
+    import cupy
+
+    pool = cupy.get_default_memory_pool()
+    return pool if getattr(cupy.cuda.get_allocator(), "__self__", None) is pool else None
+
+
+def _pool_mark(backend_name):
+    """Free the pool's cached blocks; return the bytes still live (None on CPU)."""
+    if backend_name != backends.GPU or _pool() is None:
+        return None
+    _sync(backend_name)
+    pool = _pool()
+    pool.free_all_blocks()
+    return pool.used_bytes()
+
+
+def _pool_peak(backend_name, mark):
+    """Pool bytes allocated since :func:`_pool_mark`: the step's high-water mark, approximately."""
+    if mark is None:
+        return None
+    return int(_pool().total_bytes() - mark)
+
+
+def _free_pools(backend_name, client):
+    if backend_name == backends.GPU:
+        _pool_mark(backend_name)
+        if client is not None:
+            client.run(_pool_mark, backend_name)
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers that run here and reach the owners through the graph's executor.
+
+
+def _pool_mark_all(backend_name, client):
+    """Per worker (or for this process): the bytes live after freeing the cached blocks."""
+    if backend_name != backends.GPU:
+        return None
+    if client is None:
+        return {None: _pool_mark(backend_name)}
+    return client.run(_pool_mark, backend_name)
+
+
+def _pool_peak_all(graph, mark):
+    """Sum over devices of the pool's growth since ``mark`` (None on CPU or without CuPy's pool)."""
+    if mark is None:
+        return None
+    backend_name = graph.backend
+    if list(mark) == [None]:
+        return _pool_peak(backend_name, mark[None])
+    client = graph._executor.client
+    peaks = client.run(_pool_total)
+    if any(m is None for m in mark.values()):
+        return None
+    return int(sum(peaks[w] - mark[w] for w in mark))
+
+
+def _pool_total():
+    pool = _pool()
+    return pool.total_bytes() if pool is not None else 0
+
+
+def _sync_all(graph):
+    """Wait for every owner's device (no-op on CPU)."""
+    if graph.backend != backends.GPU:
+        return
+    ex = graph._executor
+    ex.gather([ex.submit(_sync, graph.backend, owner=p) for p in range(graph.num_partitions)])
+
+
+def _graph_info(graph):
+    ex, parts = graph._executor, graph._built.parts
+    infos = ex.gather([ex.submit(_part_info, part, owner=p) for p, part in enumerate(parts)])
+    return {"n": infos[0]["n"], "directed_edges": sum(i["directed_edges"] for i in infos),
+            "bytes": sum(i["bytes"] for i in infos), "per_owner": infos}
+
+
+def _pick_sources(graph, count, seed, first_input_id=None) -> np.ndarray:
+    """Global ids of ``count`` random non-isolated vertices (seeded); ``first_input_id`` first."""
+    ex, parts = graph._executor, graph._built.parts
+    counts = ex.gather([ex.submit(_nonisolated_count, part, owner=p) for p, part in enumerate(parts)])
+    total = sum(counts)
+    if total == 0:
+        raise InputError("the graph has no edges besides self-loops: no source to start from")
+    # One draw at a time, repeats redrawn: the first k sources are the same whatever the count.
+    rng = np.random.default_rng(seed)
+    ranks = []
+    while len(ranks) < min(count, total):
+        rank = int(rng.integers(total))
+        if rank not in ranks:
+            ranks.append(rank)
+    ranks = np.array(ranks, dtype=np.int64)
+    bounds = np.cumsum([0] + counts)
+    owners = np.searchsorted(bounds, ranks, side="right") - 1
+    chosen = np.empty(len(ranks), dtype=np.int64)
+    for p in np.unique(owners).tolist():
+        at = owners == p
+        chosen[at] = ex.gather([ex.submit(_nonisolated_at, parts[p], ranks[at] - bounds[p], owner=p)])[0]
+    if first_input_id is not None:
+        first = _global_ids(graph, [first_input_id])[0]
+        chosen = np.concatenate([[first], chosen[chosen != first]])[:count]
+    return chosen
+
+
+def _global_ids(graph, input_ids) -> np.ndarray:
+    return graph._global_sources(list(input_ids))
+
+
+def _input_ids(graph, global_ids) -> np.ndarray:
+    built = graph._built
+    if built.ids is None:
+        return np.asarray(global_ids, dtype=np.int64)
+    ex = graph._executor
+    return ex.gather([ex.submit(_host_ids, built.backend, built.ids)])[0][np.asarray(global_ids)]
+
+
+def _traverse_frames(graph, kind, global_sources):
+    """What ``graph.bfs``/``graph.sssp`` runs, up to the per-owner result partitions, waited for."""
+    ex, built = graph._executor, graph._built
+    if kind == BFS:
+        frames = traverse.bfs(ex, built, np.asarray(global_sources, dtype=np.int64), None)
+    else:
+        frames = traverse.sssp(ex, built, np.asarray(global_sources, dtype=np.int64))
+    ex.wait(frames)
+    return frames
+
+
+def _frame_handles(graph, kind, input_id):
+    """The public query's work, through the same driver: source lookup, traversal, wait."""
+    return _traverse_frames(graph, kind, graph._global_sources(input_id))
+
+
+def _check_frame(graph, kind, frame, global_sources):
+    """Validate a computed result frame: to dense global arrays, then each owner checks its rows.
+
+    Returns the summed statistics and the distances (host, dense, global ids).
+    """
+    frame = _to_pandas(frame)
+    built = graph._built
+    n = built.layout.n
+    vertex = frame["vertex"].to_numpy(dtype=np.int64)
+    parent_ids = frame["parent"]
+    has_parent = parent_ids.notna().to_numpy()
+    parent_input = parent_ids.to_numpy(dtype=np.int64, na_value=-1)
+    if built.ids is None:
+        position, parent_global = vertex, parent_input
+    else:
+        ids = _input_ids(graph, np.arange(n))
+        position = np.searchsorted(ids, vertex)
+        parent_global = np.searchsorted(ids, parent_input)
+    distance = frame["distance"]
+    if kind == BFS:
+        dist = np.full(n, -1, dtype=np.int32)
+        dist[position] = distance.to_numpy(dtype=np.int64, na_value=-1)
+    else:
+        dist = np.full(n, np.inf)
+        dist[position] = distance.to_numpy(dtype=np.float64, na_value=np.inf)
+    parent = np.full(n, -1, dtype=np.int64)
+    parent[position] = np.where(has_parent, parent_global, -1)
+    ex = graph._executor
+    checks = ex.gather([
+        ex.submit(_check_owner, part, kind, dist, parent, np.asarray(global_sources), owner=p)
+        for p, part in enumerate(built.parts)
+    ])
+    stats = {"reached": sum(c["reached"] for c in checks),
+             "reached_edges": sum(c["reached_edges"] for c in checks),
+             "max_distance": max(c["max_distance"] for c in checks)}
+    return stats, dist
+
+
+def _to_pandas(frame):
+    """pandas from pandas or cuDF (nullable dtypes, so integer ids with nulls stay exact)."""
+    return frame.to_pandas(nullable=True) if hasattr(frame, "to_pandas") else frame
+
+
+def _persist(frame, client):
+    frame = frame.persist()
+    if client is not None:
+        from distributed import wait
+
+        wait(frame)
+    return frame
+
+
+def _empty_edges(backend_name, weighted):
+    columns = {"src": np.empty(0, np.int64), "dst": np.empty(0, np.int64)}
+    if weighted:
+        columns["weight"] = np.empty(0, np.float64)
+    return backends.get(backend_name).frames.DataFrame(columns)
+
+
+# ---------------------------------------------------------------------------------------------
+# SciPy: the reference times and the distance check of the first source.
+
+
+def _host_csr(graph):
+    """The whole graph as one SciPy CSR matrix on the host (int32 indices where they fit)."""
+    import scipy.sparse as sp
+
+    ex, parts = graph._executor, graph._built.parts
+    pieces = ex.gather([ex.submit(_host_part, part, owner=p) for p, part in enumerate(parts)])
+    pieces.sort(key=lambda piece: piece[0])
+    n = graph._built.layout.n
+    nnz = sum(len(piece[2]) for piece in pieces)
+    index = np.int32 if max(n, nnz) < 2**31 else np.int64
+    starts = np.cumsum([0] + [len(piece[2]) for piece in pieces])
+    indptr = np.concatenate([piece[1][:-1] + start for piece, start in zip(pieces, starts)] + [[nnz]]).astype(index)
+    indices = np.concatenate([piece[2] for piece in pieces]).astype(index, copy=False)
+    if all(piece[3] is not None for piece in pieces):
+        data = np.concatenate([piece[3] for piece in pieces])
+    else:
+        data = np.ones(nnz)
+    return sp.csr_matrix((data, indices, indptr), shape=(n, n))
+
+
+def _time_scipy(csr, kind, chosen) -> dict:
+    from scipy.sparse.csgraph import breadth_first_order, dijkstra
+
+    times = []
+    for source in chosen:
+        t0 = time.perf_counter()
+        if kind == BFS:
+            breadth_first_order(csr, int(source), directed=True, return_predecessors=True)
+        else:
+            dijkstra(csr, directed=True, indices=int(source), return_predecessors=True)
+        times.append(time.perf_counter() - t0)
+    function = "breadth_first_order" if kind == BFS else "dijkstra"
+    return {"function": f"scipy.sparse.csgraph.{function}", "times_s": times, "median_s": statistics.median(times)}
+
+
+def _check_with_scipy(csr, kind, source, dist):
+    """The first source's distances must equal SciPy's (BFS: hop counts; unreached: inf)."""
+    from scipy.sparse.csgraph import dijkstra
+
+    expected = dijkstra(csr, directed=True, indices=source, unweighted=kind == BFS)
+    ours = dist.astype(np.float64)
+    if kind == BFS:
+        ours[dist < 0] = np.inf
+    same = np.isclose(ours, expected, rtol=1e-9, atol=0)
+    if not same.all():
+        v = int(np.argmin(same))
+        raise AssertionError(f"vertex {v}: distance {ours[v]} from {source}, SciPy says {expected[v]}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Summaries, the machine, the table.
+
+
+def _summarize(result, graph_bytes):
+    rows = result["sources"]
+    result["median_s"] = statistics.median(r["time_s"] for r in rows)
+    result["median_ms"] = result["median_s"] * 1e3
+    rates = [r["gteps"] for r in rows]
+    result["gteps_hmean"] = statistics.harmonic_mean(rates) if all(rates) else 0.0
+    result["gteps_median"] = statistics.median(rates)
+    device = [r["traversal_device_bytes"] for r in rows]
+    if all(d is not None for d in device):
+        result["peak_memory_bytes"] = graph_bytes + max(device)
+        result["memory_note"] = "graph CSR bytes + CuPy pool high-water of the traversal"
+    else:
+        arrays = [r["result_array_bytes"] for r in rows if r["result_array_bytes"] is not None]
+        result["peak_memory_bytes"] = graph_bytes + max(arrays) if arrays else None
+        result["memory_note"] = "graph CSR bytes + result arrays (host)" if arrays else None
+
+
+def _machine(backend_name) -> dict:
+    import dask
+
+    machine = {
+        "hostname": socket.gethostname(),
+        "cpu_count": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "dask": dask.__version__,
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "gpu": None,
+        "git_commit": _git_commit(),
+    }
+    if backend_name == backends.GPU:
+        import cupy
+
+        props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+        name = props["name"]
+        machine["gpu"] = name.decode() if isinstance(name, bytes) else name
+        machine["gpu_count"] = cupy.cuda.runtime.getDeviceCount()
+        machine["cupy"] = cupy.__version__
+    return machine
+
+
+def _command_line(options) -> str:
+    """The ``gpipe bench`` command that runs with ``options`` (defaults left out)."""
+    flags = {"scale": "--scale", "grid": "--grid", "edges": "--edges", "src": "--src", "dst": "--dst",
+             "weight": "--weight", "seed": "--seed", "algo": "--algo", "sources": "--sources",
+             "repeat": "--repeat", "backend": "--backend", "workers": "--workers",
+             "build_repeat": "--build-repeat"}
+    defaults = {"src": "src", "dst": "dst", "weight": None, "seed": 0, "repeat": 1, "workers": 0,
+                "build_repeat": 1}
+    words = ["gpipe", "bench"]
+    for key, flag in flags.items():
+        value = options[key]
+        if value is not None and defaults.get(key, object()) != value:
+            words += [flag, str(value)]
+    switches = {"weights": "--weights", "compare_scipy": "--compare-scipy", "end_to_end": "--end-to-end"}
+    words += [flag for key, flag in switches.items() if options[key]]
+    if not options["scipy_check"]:
+        words.append("--no-scipy-check")
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def _git_commit():
+    try:
+        here = os.path.dirname(os.path.abspath(__file__))
+        out = subprocess.run(["git", "-C", here, "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True, timeout=5)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+@contextlib.contextmanager
+def _cluster(backend_name, workers):
+    if not workers:
+        yield None
+        return
+    from gpipe.cluster import start_local_cluster
+
+    cluster, client = start_local_cluster("cuda" if backend_name == backends.GPU else "cpu",
+                                          n_workers=workers, dashboard=False)
+    try:
+        client.wait_for_workers(workers)
+        with client.as_current():
+            yield client
+    finally:
+        client.close()
+        cluster.close()
+
+
+def _target(report, result):
+    """``(text, met)`` for the target of this row, or ``("", None)`` when it has none."""
+    key = (report["graph"]["name"], result["algo"], result["backend"])
+    if key not in TARGETS:
+        return "", None
+    figure, bound = TARGETS[key]
+    if figure == "median_ms":
+        return f"<= {bound:g} ms", result["median_ms"] <= bound
+    ratio = result.get("scipy", {}).get("ratio")
+    return f">= {bound:g}x scipy", (ratio >= bound if ratio is not None else None)
+
+
+def _bytes(value):
+    if value is None:
+        return "-"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.2f} {unit}"
+        value /= 1024
+
+
+def format_table(report) -> str:
+    """The report as a plain-text table: one row per algorithm, then build and end-to-end lines."""
+    g = report["graph"]
+    header = ["graph", "vertices", "directed edges", "algo", "backend", "workers", "median ms",
+              "GTEPS", "peak memory", "scipy ms", "ratio", "target", "met?"]
+    rows = []
+    for r in report["results"]:
+        scipy_result = r.get("scipy")
+        text, met = _target(report, r)
+        rows.append([
+            g["name"], f"{g['vertices']:,}", f"{g['directed_edges']:,}", r["algo"], r["backend"],
+            str(r["workers"]), f"{r['median_ms']:.2f}", f"{r['gteps_hmean']:.4g}", _bytes(r["peak_memory_bytes"]),
+            f"{scipy_result['median_s'] * 1e3:.2f}" if scipy_result else "-",
+            f"{scipy_result['ratio']:.2f}x" if scipy_result else "-",
+            text or "-", {True: "yes", False: "NO", None: "-"}[met],
+        ])
+    widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(header)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths)),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows]
+
+    b = report["build"]
+    build = (f"build ({'first in process' if b['runs'][-1]['first_in_process'] else 'warm'}): "
+             f"{b['time_s']:.3f} s, input {_bytes(b['input_bytes'])}")
+    if b["peak_device_bytes"] is not None:
+        build += f", peak device {_bytes(b['peak_device_bytes'])} ({b['peak_over_input']:.2f}x input)"
+    key = (g["name"], report["options"]["backend"])
+    if key in BUILD_TARGETS:
+        seconds, ratio = BUILD_TARGETS[key]
+        met = b["time_s"] <= seconds and (b["peak_over_input"] or np.inf) <= ratio
+        build += f"; target <= {seconds:g} s and <= {ratio:g}x input: {'yes' if met else 'NO'}"
+    lines += ["", build]
+    for r in report["results"]:
+        lines.append(f"{r['algo']}: warm-up {r['warmup_s'] * 1e3:.1f} ms; per source ms: "
+                     + ", ".join(f"{s['time_s'] * 1e3:.2f}" for s in r["sources"]))
+    if "end_to_end" in report:
+        e2e = report["end_to_end"]
+        for kind, runs in e2e["runs"].items():
+            for label, p in runs.items():
+                line = (f"end to end {kind} {label}: read+persist {p['read_persist_s']:.3f} s, build "
+                        f"{p['build_s']:.3f} s, traverse {p['traverse_s']:.3f} s, result {p['result_s']:.3f} s, "
+                        f"total {p['total_s']:.3f} s")
+                bound = E2E_TARGETS.get(key)
+                if label == "warm" and bound is not None:
+                    line += f"; target <= {bound:g} s: {'yes' if p['total_s'] <= bound else 'NO'}"
+                lines.append(line)
+    m = report["machine"]
+    lines.append(f"machine: {m['hostname']}, {m['cpu_count']} CPUs, GPU {m['gpu'] or 'none'}, {m['date']}")
+    return "\n".join(lines)

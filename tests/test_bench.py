@@ -1,0 +1,259 @@
+"""`gpipe bench` and the array-level validator it relies on (CPU, small graphs).
+
+The validator tests plant faults in correct traversals and require the check to fail, naming
+the vertex: a benchmark whose validation cannot fail would prove nothing.
+"""
+
+from __future__ import annotations
+
+import json
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+
+import gpipe
+from gpipe import bench, cli, generators, traverse
+from gpipe.verify import check_traversal_arrays
+
+REPORT_KEYS = {"machine", "command", "options", "graph", "build", "results"}
+RESULT_KEYS = {"algo", "backend", "workers", "owners", "warmup_s", "sources", "median_s", "median_ms",
+               "gteps_hmean", "gteps_median", "peak_memory_bytes", "validated"}
+SOURCE_KEYS = {"source", "source_global", "times_s", "time_s", "reached", "reached_edges", "max_distance", "gteps"}
+
+
+@pytest.fixture(scope="module")
+def kron_part():
+    """A one-owner undirected weighted Kronecker graph (scale 8) and its Partition."""
+    edges = generators.kronecker_edges(8, weights=True, seed=3)
+    frame = dd.from_delayed([dask.delayed(edges, name="test-bench-kron8")], meta=edges.iloc[:0])
+    graph = gpipe.Graph.from_edges(frame, directed=False, weight="weight")
+    part = graph._built.parts[0]
+    source = int(np.argmax(np.diff(part.indptr)))  # the highest-degree vertex: a big component
+    return part, source
+
+
+def _check(part, dist, parent, source, weighted):
+    return check_traversal_arrays(np, part.indptr, part.indices, part.weights if weighted else None,
+                                  dist, parent, [source])
+
+
+# --- the command ---------------------------------------------------------------------------------
+
+
+def test_bench_command_writes_report(tmp_path, capsys):
+    path = tmp_path / "report.json"
+    status = cli.main(["-q", "bench", "--scale", "8", "--algo", "both", "--sources", "3",
+                       "--compare-scipy", "--json", str(path)])
+    assert status == 0
+    report = json.loads(path.read_text())
+    assert REPORT_KEYS <= set(report)
+    assert {"hostname", "cpu_count", "gpu", "date"} <= set(report["machine"])
+    assert report["command"].startswith("gpipe bench --scale 8")
+    assert report["graph"]["name"] == "kron8"
+    assert report["graph"]["vertices"] <= 256 and report["graph"]["directed_edges"] > 0
+    assert [r["algo"] for r in report["results"]] == ["bfs", "sssp"]
+    for result in report["results"]:
+        assert RESULT_KEYS <= set(result)
+        assert result["validated"] and result["scipy_checked"]
+        assert len(result["sources"]) == 3
+        for row in result["sources"]:
+            assert SOURCE_KEYS <= set(row)
+            assert row["reached_edges"] > 0 and row["gteps"] > 0
+        assert result["scipy"]["ratio"] > 0 and len(result["scipy"]["times_s"]) == 3
+    # the same sources for both algorithms, and the table names the graph
+    assert [s["source"] for s in report["results"][0]["sources"]] == [
+        s["source"] for s in report["results"][1]["sources"]]
+    out = capsys.readouterr().out
+    assert "kron8" in out and "median ms" in out and "GTEPS" in out
+
+
+def test_bench_grid_starts_at_centre():
+    report = bench.run(grid=6, algo="bfs", sources=2)
+    first = report["results"][0]["sources"][0]
+    assert first["source"] == generators.grid_centre(6)
+    assert first["reached"] == 6**3
+    assert first["max_distance"] == 9  # centre (3, 3, 3) to corner (0, 0, 0)
+    assert first["reached_edges"] == 2 * 3 * 6**2 * 5  # every edge, both directions
+
+
+def test_bench_end_to_end():
+    report = bench.run(scale=8, algo="bfs", sources=1, end_to_end=True, build_repeat=2)
+    runs = report["end_to_end"]["runs"]["bfs"]
+    for label in ("cold", "warm"):
+        phases = runs[label]
+        assert {"read_persist_s", "build_s", "traverse_s", "result_s", "total_s"} <= set(phases)
+        assert phases["result_rows"] == report["graph"]["present_vertices"]
+    assert report["end_to_end"]["validated"]
+    assert report["end_to_end"]["source"] == report["results"][0]["sources"][0]["source"]
+    assert len(report["build"]["runs"]) == 2
+
+
+def test_bench_parquet_edges_with_sparse_ids(tmp_path):
+    edges = generators.kronecker_edges(7, seed=1)
+    edges = edges.assign(src=edges.src * 1000 - 5, dst=edges.dst * 1000 - 5)  # renumbered ids
+    edges.to_parquet(tmp_path / "edges.parquet")
+    report = bench.run(edges=str(tmp_path / "edges.parquet"), algo="both", weights=True, sources=2)
+    for result in report["results"]:
+        assert result["validated"]
+        assert all(row["source"] % 1000 == 995 for row in result["sources"])  # input ids reported
+
+
+def test_bench_rejects_bad_options():
+    with pytest.raises(gpipe.InputError):
+        bench.run(scale=6, grid=4)
+    with pytest.raises(gpipe.InputError):
+        bench.run(scale=6, algo="dfs")
+
+
+def test_bench_fails_on_a_wrong_traversal(monkeypatch):
+    real = traverse.bfs_arrays
+
+    def off_by_one(part, sources, depth_limit=None):
+        dist, parent = real(part, sources, depth_limit)
+        dist = dist.copy()
+        dist[dist > 1] += 1
+        return dist, parent
+
+    monkeypatch.setattr(traverse, "bfs_arrays", off_by_one)
+    with pytest.raises(AssertionError, match="vertex"):
+        bench.run(scale=8, algo="bfs", sources=1)
+
+
+# --- the validator ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["bfs", "sssp"])
+def test_validator_accepts_correct_results(kron_part, kind):
+    part, source = kron_part
+    if kind == "bfs":
+        dist, parent = traverse.bfs_arrays(part, [source])
+    else:
+        dist, parent = traverse.sssp_arrays(part, [source], False)
+    stats = _check(part, dist, parent, source, kind == "sssp")
+    assert stats["reached"] > 1
+    degree = np.diff(part.indptr)
+    reached = dist >= 0 if kind == "bfs" else np.isfinite(dist)
+    assert stats["reached_edges"] == degree[reached].sum()
+
+
+@pytest.mark.parametrize("kind", ["bfs", "sssp"])
+def test_validator_fails_on_planted_bad_parent(kron_part, kind):
+    part, source = kron_part
+    if kind == "bfs":
+        dist, parent = traverse.bfs_arrays(part, [source])
+    else:
+        dist, parent = traverse.sssp_arrays(part, [source], False)
+    reached = np.flatnonzero((dist > 0) & np.isfinite(dist))
+    v = int(reached[-1])
+    neighbours = set(part.indices[part.indptr[v]:part.indptr[v + 1]].tolist())
+    # a reached vertex that is not adjacent to v: the edge parent -> v does not exist
+    stranger = next(int(u) for u in reached if int(u) not in neighbours and int(u) != v)
+    parent = parent.copy()
+    parent[v] = stranger
+    with pytest.raises(AssertionError, match=f"vertex {v}:"):
+        _check(part, dist, parent, source, kind == "sssp")
+
+
+def test_validator_fails_on_parent_along_a_longer_edge(kron_part):
+    part, source = kron_part
+    dist, parent = traverse.sssp_arrays(part, [source], False)
+    # v's parent replaced by a real neighbour through which v is strictly farther
+    for v in np.argsort(-dist[np.isfinite(dist)]).tolist():
+        nbrs = part.indices[part.indptr[v]:part.indptr[v + 1]]
+        w = part.weights[part.indptr[v]:part.indptr[v + 1]]
+        worse = nbrs[(dist[nbrs] + w > dist[v]) & np.isfinite(dist[nbrs])]
+        if v != source and len(worse):
+            break
+    parent = parent.copy()
+    parent[v] = int(worse[0])
+    with pytest.raises(AssertionError, match=f"vertex {v}:"):
+        _check(part, dist, parent, source, True)
+
+
+@pytest.mark.parametrize("kind", ["bfs", "sssp"])
+def test_validator_fails_on_planted_wrong_distance(kron_part, kind):
+    part, source = kron_part
+    if kind == "bfs":
+        dist, parent = traverse.bfs_arrays(part, [source])
+    else:
+        dist, parent = traverse.sssp_arrays(part, [source], False)
+    v = int(np.flatnonzero((dist > 0) & np.isfinite(dist))[0])
+    dist = dist.copy()
+    dist[v] += 1  # one too far: its parent no longer accounts for it, its neighbours undercut it
+    with pytest.raises(AssertionError, match="vertex"):
+        _check(part, dist, parent, source, kind == "sssp")
+
+
+def test_validator_fails_on_unreached_neighbour_and_bad_source(kron_part):
+    part, source = kron_part
+    dist, parent = traverse.bfs_arrays(part, [source])
+    leaves = np.flatnonzero(dist == dist.max())
+    cut = dist.copy(), parent.copy()
+    cut[0][leaves[0]] = -1
+    cut[1][leaves[0]] = -1
+    with pytest.raises(AssertionError, match="unreached, but its in-neighbour"):
+        _check(part, *cut, source, False)
+    bad = dist.copy()
+    bad[source] = 1
+    with pytest.raises(AssertionError, match=f"vertex {source}: a source"):
+        _check(part, bad, parent, source, False)
+
+
+def test_validator_per_owner_rows(kron_part):
+    """symmetric=True checks a slice of rows (one owner's) against the global arrays."""
+    part, source = kron_part
+    dist, parent = traverse.sssp_arrays(part, [source], False)
+    n = part.n_local
+    half = n // 2
+    lo = (part.indptr[:half + 1], slice(0, part.indptr[half]), 0)
+    hi = (part.indptr[half:] - part.indptr[half], slice(part.indptr[half], None), half)
+    total = 0
+    for indptr, edges, offset in (lo, hi):
+        stats = check_traversal_arrays(np, indptr, part.indices[edges], part.weights[edges], dist, parent,
+                                       [source], offset=offset, symmetric=True)
+        total += stats["reached_edges"]
+    assert total == np.diff(part.indptr)[np.isfinite(dist)].sum()
+    v = int(np.flatnonzero(np.isfinite(dist) & (parent >= 0))[-1])
+    assert v >= half
+    parent = parent.copy()
+    parent[v] = source if v not in part.indices[part.indptr[source]:part.indptr[source + 1]] else -1
+    indptr, edges, offset = hi
+    with pytest.raises(AssertionError, match=f"vertex {v}:"):
+        check_traversal_arrays(np, indptr, part.indices[edges], part.weights[edges], dist, parent, [source],
+                               offset=offset, symmetric=True)
+
+
+def test_format_table_marks_targets():
+    report = {
+        "graph": {"name": "kron20", "vertices": 2**20, "directed_edges": 10},
+        "options": {"backend": "cpu"},
+        "machine": {"hostname": "h", "cpu_count": 2, "gpu": None, "date": "d"},
+        "build": {"runs": [{"first_in_process": True}], "time_s": 1.0, "input_bytes": 8,
+                  "peak_device_bytes": None, "peak_over_input": None},
+        "results": [{"algo": "bfs", "backend": "cpu", "workers": 0, "median_ms": 10.0, "gteps_hmean": 1.0,
+                     "peak_memory_bytes": None, "warmup_s": 0.1, "sources": [{"time_s": 0.01}],
+                     "scipy": {"median_s": 0.05, "ratio": 5.0}}],
+    }
+    table = bench.format_table(report)
+    assert ">= 7x scipy" in table and "NO" in table
+    report["results"][0]["scipy"]["ratio"] = 8.0
+    assert "yes" in bench.format_table(report)
+
+
+def test_frame_check_matches_array_check(kron_part):
+    """The several-owner path validates result frames; a wrong frame must fail too."""
+    edges = generators.kronecker_edges(7, seed=2)
+    frame = dd.from_pandas(edges, npartitions=2)
+    graph = gpipe.Graph.from_edges(frame, directed=False)
+    result = graph.bfs(int(edges.src.iloc[0])).compute()
+    sources = graph._global_sources(int(edges.src.iloc[0]))
+    stats, _ = bench._check_frame(graph, "bfs", result, sources)
+    assert stats["reached"] == int(result.distance.notna().sum())
+    wrong = result.copy()
+    wrong["distance"] = wrong["distance"].where(wrong["distance"] != 2, 3)
+    with pytest.raises(AssertionError, match="vertex"):
+        bench._check_frame(graph, "bfs", wrong, sources)
+    assert isinstance(result, pd.DataFrame)

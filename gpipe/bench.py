@@ -862,9 +862,11 @@ def _command_line(options) -> str:
 def _git_commit():
     try:
         here = os.path.dirname(os.path.abspath(__file__))
-        out = subprocess.run(["git", "-C", here, "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True, timeout=5)
-        return out.stdout.strip() or None
+        head = subprocess.run(["git", "-C", here, "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, timeout=5).stdout.strip()
+        changes = subprocess.run(["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
+                                 capture_output=True, text=True, timeout=5).stdout.strip()
+        return (head + ("-dirty" if changes else "")) or None
     except (OSError, subprocess.SubprocessError):
         return None
 

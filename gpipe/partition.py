@@ -80,11 +80,15 @@ def build_partition(backend_name: str, layout: Layout, owner: int, track_presenc
     weighted = any(b[2] is not None for b in buckets)
     weights = _concat(xp, [b[2] for b in buckets if b[2] is not None], "float64") if weighted else None
 
-    order = xp.argsort(src)
-    indices = dst[order]
-    weights = weights[order] if weighted else None
-    indptr = xp.zeros(n_local + 1, dtype="int64")
-    xp.cumsum(xp.bincount(src, minlength=n_local), out=indptr[1:])
+    kernels = backends.get(backend_name).kernels
+    if hasattr(kernels, "build_csr"):  # GPU: degree count + atomic scatter, no sort
+        indptr, indices, weights = kernels.build_csr(src, dst, weights, n_local, layout.index_dtype())
+    else:
+        order = xp.argsort(src)
+        indices = dst[order]
+        weights = weights[order] if weighted else None
+        indptr = xp.zeros(n_local + 1, dtype="int64")
+        xp.cumsum(xp.bincount(src, minlength=n_local), out=indptr[1:])
 
     present = None
     if track_presence:

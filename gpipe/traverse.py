@@ -230,6 +230,8 @@ def sssp_arrays(part: Partition, sources, negative_weights: bool):
     kernels = backends.get(part.backend).kernels
     xp = part.xp
     sources = xp.asarray(np.unique(sources).astype(np.int64))
+    if not negative_weights and hasattr(kernels, "sssp"):
+        return kernels.sssp(part.indptr, part.indices, part.weights, sources)
     if not negative_weights and hasattr(kernels, "dijkstra"):
         return kernels.dijkstra(part.indptr, part.indices, part.weights, sources)
     state = _initial_state(part, sources, SSSP)

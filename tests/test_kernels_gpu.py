@@ -508,3 +508,330 @@ def test_modules_compile_once_per_device():
     first = cuda.function("bfs.cu", ("bfs_expand_edges",), "bfs_expand_edges", indices)
     again = cuda.function("bfs.cu", ("bfs_expand_edges",), "bfs_expand_edges", indices)
     assert first is again or first.ptr == again.ptr
+
+
+# ---------------------------------------------------------------------------------------------
+# gpu.sssp: the whole one-owner near-far SSSP (kernels/sssp_nearfar.cu)
+# ---------------------------------------------------------------------------------------------
+
+
+def two_components_edges(seed):
+    """Two random graphs on ids 0..199 and 250..449 (no edge between them), 200..249 isolated."""
+    src, dst, w = random_edges(seed, n=200, m=800, directed=False)
+    return (np.concatenate([src, src + 250]), np.concatenate([dst, dst + 250]),
+            np.concatenate([w, w[::-1]]))
+
+
+def device_csr(src, dst, w, n, index_dtype):
+    indptr, indices, weights = csr_rows(src, dst, w, 0, n, index_dtype)
+    return cupy.asarray(indptr), cupy.asarray(indices), cupy.asarray(weights)
+
+
+def check_sssp(src, dst, w, n, sources, index_dtype, delta=None, exact=True):
+    dist, parent = gpu.sssp(*device_csr(src, dst, w, n, index_dtype), cupy.asarray(sources), delta=delta)
+    assert dist.dtype == cupy.float64 and parent.dtype == cupy.int64
+    dist, parent = dist.get(), parent.get()
+    want = scipy_sssp_dist(scipy_graph(src, dst, w, n), np.unique(sources))
+    if exact:
+        np.testing.assert_array_equal(dist, want)
+    else:
+        np.testing.assert_allclose(dist, want)
+    assert_tree(src, dst, w, dist, parent, sources, np.isfinite(dist))  # exact dist[u] + w == dist[v]
+    return dist, parent
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+@pytest.mark.parametrize("seed,directed", [(1, True), (2, False), (3, True)])
+@pytest.mark.parametrize("delta", [None, 0.5, 7.0, np.inf])
+def test_near_far_sssp_matches_scipy(seed, directed, index_dtype, delta):
+    # Zero weights (10%), repeated pairs with other weights, multi-source with a repeat.
+    n = 300
+    src, dst, w = random_edges(seed, n=n, directed=directed)
+    assert (w == 0).any()
+    for sources in SOURCES:
+        check_sssp(src, dst, w, n, sources, index_dtype, delta)
+
+
+@pytest.mark.parametrize("delta", [None, 1.0, np.inf])
+def test_near_far_sssp_disconnected_and_isolated(delta):
+    src, dst, w = two_components_edges(5)
+    n = 460  # 450..459 never occur
+    dist, parent = check_sssp(src, dst, w, n, np.array([3]), np.int32, delta)
+    assert np.isinf(dist[250:]).all() and (parent[250:] == -1).all()
+    dist, _ = check_sssp(src, dst, w, n, np.array([3, 300]), np.int64, delta)
+    assert np.isfinite(dist[300]) and np.isinf(dist[200:250]).all()
+
+
+def test_near_far_sssp_zero_weight_cycles_keep_a_tree():
+    # A zero-weight clique reached through one edge: every member ties with every other.
+    k = 40
+    a, b = np.meshgrid(np.arange(1, k + 1), np.arange(1, k + 1))
+    keep = a != b
+    src = np.concatenate([[0], a[keep].ravel()])
+    dst = np.concatenate([[1], b[keep].ravel()])
+    w = np.concatenate([[3.0], np.zeros(keep.sum())])
+    for delta in (None, 1.0, np.inf):
+        dist, _ = check_sssp(src, dst, w, k + 1, np.array([0]), np.int32, delta)
+        assert (dist[1:] == 3.0).all()
+
+
+def test_near_far_sssp_real_weights():
+    n = 400
+    src, dst, w = random_edges(9, n=n, m=2000, directed=False, integer=False)
+    for delta in (None, 0.25, np.inf):
+        check_sssp(src, dst, w, n, np.array([0, 333]), np.int32, delta, exact=False)
+
+
+@pytest.mark.parametrize("n,m", [(2000, 6000), (300_000, 1_200_000)], ids=["small", "grid-stride"])
+def test_near_far_sssp_hub(n, m):
+    # One queue entry of n - 1 edges (the hub), then queues larger than the grid.
+    src, dst, w = hub_edges(11, n, m)
+    for sources in (np.array([0]), np.array([n - 1, 5])):
+        check_sssp(src, dst, w, n, sources, np.int32)
+
+
+def test_near_far_sssp_edge_cases():
+    # No edges at all; a source without out-edges; all-zero weights (default delta -> inf).
+    indptr = cupy.zeros(5, dtype=cupy.int64)
+    empty_i, empty_w = cupy.empty(0, dtype=cupy.int32), cupy.empty(0, dtype=cupy.float64)
+    dist, parent = gpu.sssp(indptr, empty_i, empty_w, cupy.array([2]))
+    assert dist.get().tolist() == [np.inf, np.inf, 0.0, np.inf] and (parent == -1).all()
+    src, dst = np.array([0, 1, 2]), np.array([1, 2, 0])
+    check_sssp(src, dst, np.zeros(3), 3, np.array([1]), np.int32)
+
+
+def gpu_backend_without_cudf(monkeypatch):
+    """The GPU backend with CuPy and the GPU kernels only (these tests need no cuDF frames)."""
+    from gpipe import backend as backends
+
+    monkeypatch.setattr(backends, "gpu_backend",
+                        lambda: backends.Backend(backends.GPU, cupy, None, "gpipe.kernels.gpu"))
+
+
+def test_sssp_arrays_uses_near_far(monkeypatch):
+    from gpipe import traverse
+    from gpipe.partition import Partition
+
+    gpu_backend_without_cudf(monkeypatch)
+    n = 300
+    src, dst, w = random_edges(2, n=n, directed=False)
+    indptr, indices, weights = device_csr(src, dst, w, n, np.int32)
+    part = Partition("gpu", 0, 0, n, n, indptr, indices, weights, None)
+    called = []
+    real = gpu.sssp
+    monkeypatch.setattr(gpu, "sssp", lambda *a, **k: called.append(1) or real(*a, **k))
+    dist, parent = traverse.sssp_arrays(part, np.array([7]), negative_weights=False)
+    assert called
+    np.testing.assert_array_equal(dist.get(), scipy_sssp_dist(scipy_graph(src, dst, w, n), [7]))
+
+
+# ---------------------------------------------------------------------------------------------
+# gpu.build_csr: degree count + atomic scatter (kernels/csr.cu), rows compared as multisets
+# ---------------------------------------------------------------------------------------------
+
+
+def numpy_rows(src, dst, w, n_local):
+    """Each row as a sorted list of (target, weight) pairs: the multiset a CSR row must hold."""
+    order = np.lexsort((w if w is not None else np.zeros(src.size), dst, src))
+    s, d = src[order], dst[order]
+    ww = w[order] if w is not None else np.zeros(src.size)
+    bounds = np.searchsorted(s, np.arange(n_local + 1))
+    return [list(zip(d[a:b].tolist(), ww[a:b].tolist())) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def device_rows(indptr, indices, weights):
+    indptr, indices = indptr.get(), indices.get().astype(np.int64)
+    weights = weights.get() if weights is not None else np.zeros(indices.size)
+    return [sorted(zip(indices[a:b].tolist(), weights[a:b].tolist())) for a, b in zip(indptr[:-1], indptr[1:])]
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+@pytest.mark.parametrize("input_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("weighted", [True, False])
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_build_csr_rows_match_numpy(index_dtype, input_dtype, weighted, symmetric):
+    rng = np.random.default_rng(3)
+    n, m = 500, 4000
+    src = rng.integers(0, n, m)
+    dst = rng.integers(0, n, m)
+    src[:50] = dst[:50]  # self-loops
+    src[50:100], dst[50:100] = src[100:150], dst[100:150]  # repeated pairs
+    src[-1] = n - 1  # the last row is not empty; rows with no edge occur too
+    w = rng.integers(0, 9, m).astype(np.float64) if weighted else None
+    for skip_loops in (False, True):
+        indptr, indices, weights = gpu.build_csr(
+            cupy.asarray(src.astype(input_dtype)), cupy.asarray(dst.astype(input_dtype)),
+            cupy.asarray(w) if weighted else None, n, index_dtype,
+            symmetric=symmetric, skip_loops=skip_loops)
+        assert indptr.dtype == cupy.int64 and indptr.shape == (n + 1,) and int(indptr[0]) == 0
+        assert indices.dtype == index_dtype and (weights is None) == (not weighted)
+        keep = (src != dst) if skip_loops else np.ones(m, dtype=bool)
+        s, d, ww = src[keep], dst[keep], (w[keep] if weighted else None)
+        if symmetric:
+            s, d = np.concatenate([s, d]), np.concatenate([d, s])
+            ww = np.concatenate([ww, ww]) if weighted else None
+        assert device_rows(indptr, indices, weights) == numpy_rows(s, d, ww, n)
+
+
+def test_build_csr_owner_rows_and_empty_input():
+    # A second owner's piece: local rows, global targets beyond n_local.
+    src_local = cupy.array([2, 0, 2, 1], dtype=cupy.int64)
+    dst = cupy.array([900, 5, 7, 900], dtype=cupy.int64)
+    indptr, indices, weights = gpu.build_csr(src_local, dst, cupy.array([1.0, 2.0, 3.0, 4.0]), 4, np.int32)
+    assert indptr.get().tolist() == [0, 1, 2, 4, 4]
+    assert device_rows(indptr, indices, weights) == [[(5, 2.0)], [(900, 4.0)], [(7, 3.0), (900, 1.0)], []]
+    indptr, indices, weights = gpu.build_csr(cupy.empty(0, cupy.int64), cupy.empty(0, cupy.int64), None, 3,
+                                             np.int64, symmetric=True)
+    assert indptr.get().tolist() == [0, 0, 0, 0] and indices.size == 0 and weights is None
+
+
+def test_build_partition_uses_build_csr(monkeypatch):
+    from gpipe.partition import Layout, build_partition
+
+    gpu_backend_without_cudf(monkeypatch)
+    rng = np.random.default_rng(8)
+    n, m = 300, 2000
+    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+    keep = src != dst
+    src, dst, w = src[keep], dst[keep], rng.random(keep.sum())
+    layout = Layout(n=n, n_owners=2)
+    lo = layout.offset(1)
+    mine = src >= lo
+    part = build_partition("gpu", layout, 1, False,
+                           (cupy.asarray(src[mine]), cupy.asarray(dst[mine]), cupy.asarray(w[mine]), None))
+    assert part.indices.dtype == cupy.int32 and part.offset == lo
+    assert device_rows(part.indptr, part.indices, part.weights) == numpy_rows(
+        src[mine] - lo, dst[mine], w[mine], layout.size(1))
+
+
+# ---------------------------------------------------------------------------------------------
+# gpu.bfs: the whole one-owner BFS in one cooperative kernel (kernels/bfs_persistent.cu)
+# ---------------------------------------------------------------------------------------------
+
+BFS_DIRECTIONS = {  # keyword arguments of gpu.bfs that pick the steps' direction
+    "heuristic": {},
+    "top-down": {"alpha": 0.0},
+    "bottom-up": {"alpha": np.inf, "beta": np.inf},  # every step after the switch at level 0
+}
+
+
+def bfs_device_csr(src, dst, n, index_dtype):
+    indptr, indices, _ = csr_rows(src, dst, np.ones(src.size), 0, n, index_dtype)
+    return cupy.asarray(indptr), cupy.asarray(indices)
+
+
+def check_whole_bfs(src, dst, n, sources, index_dtype, symmetric, depth_limit=-1, **direction):
+    """gpu.bfs against scipy (distances, cut at depth_limit) and the tree check; host results."""
+    indptr, indices = bfs_device_csr(src, dst, n, index_dtype)
+    trace = cupy.full((4 * n + 8, 5), -7, dtype=cupy.int64)
+    dist, parent = gpu.bfs(indptr, indices, cupy.asarray(sources), depth_limit, symmetric=symmetric,
+                           trace=trace, **direction)
+    assert dist.dtype == cupy.int32 and parent.dtype == cupy.int64
+    assert dist.shape == (n,) and parent.shape == (n,)
+    dist, parent, trace = dist.get(), parent.get(), trace.get()
+    want = scipy_bfs_dist(scipy_graph(src, dst, np.ones(src.size), n), np.unique(sources))
+    if depth_limit >= 0:
+        want[want > depth_limit] = -1
+    np.testing.assert_array_equal(dist, want)
+    assert_tree(src, dst, np.ones(src.size), dist, parent, sources, dist >= 0)
+    assert ((parent == -1) | (dist > 0)).all()
+    levels = int(np.flatnonzero(trace[:, 1] == -1)[0])  # the closing row
+    np.testing.assert_array_equal(trace[:levels, 0], np.arange(levels))
+    return dist, parent, trace[:levels]
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+@pytest.mark.parametrize("direction", list(BFS_DIRECTIONS))
+@pytest.mark.parametrize("seed,directed", [(1, True), (2, False), (5, False)])
+def test_whole_bfs_matches_scipy(seed, directed, direction, index_dtype):
+    n = 300
+    src, dst, _ = random_edges(seed, n=n, directed=directed)
+    for sources in SOURCES:
+        _, _, trace = check_whole_bfs(src, dst, n, sources, index_dtype, not directed,
+                                      **BFS_DIRECTIONS[direction])
+        bottom_up = trace[:, 1].astype(bool)
+        if directed or direction == "top-down":
+            assert not bottom_up.any(), "a bottom-up step without in-edges"
+        elif direction == "bottom-up":
+            assert bottom_up.all()
+
+
+@pytest.mark.parametrize("direction", list(BFS_DIRECTIONS))
+@pytest.mark.parametrize("depth_limit", [0, 1, 2, 4])
+def test_whole_bfs_depth_limit(depth_limit, direction):
+    n = 400
+    src, dst, _ = random_edges(3, n=n, m=900, directed=False)
+    for sources in SOURCES:
+        dist, _, trace = check_whole_bfs(src, dst, n, sources, np.int32, True, depth_limit,
+                                         **BFS_DIRECTIONS[direction])
+        assert dist.max() <= depth_limit and len(trace) <= depth_limit
+
+
+@pytest.mark.parametrize("direction", list(BFS_DIRECTIONS))
+def test_whole_bfs_grid(direction):
+    # The grid of the hierarchical-queue paper: uniform degree, 3 * (side - 1) levels from a corner.
+    from gpipe.generators import grid_centre, grid_edges
+
+    side = 11
+    edges = grid_edges(side)
+    src, dst = edges.src.to_numpy(), edges.dst.to_numpy()
+    src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
+    for sources in (np.array([grid_centre(side)]), np.array([0]), np.array([0, side**3 - 1])):
+        dist, _, trace = check_whole_bfs(src, dst, side**3, sources, np.int32, True,
+                                         **BFS_DIRECTIONS[direction])
+        if sources[0] == 0 and sources.size == 1:
+            assert dist.max() == 3 * (side - 1) and len(trace) == 3 * (side - 1) + 1
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_whole_bfs_hub_spread_over_blocks(symmetric, index_dtype):
+    # A hub of n - 1 edges: its one tile is split across all blocks (the merge-path split);
+    # the next level has n - 1 vertices, hundreds of tiles, more work items than the grid.
+    n = 300_000
+    src, dst, _ = hub_edges(11, n, 1_200_000)
+    if symmetric:
+        src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
+    for sources in (np.array([0]), np.array([n - 1]), np.array([5, 77, 5])):
+        check_whole_bfs(src, dst, n, sources, index_dtype, symmetric)
+
+
+def test_whole_bfs_switches_both_ways():
+    # Sparse random symmetric graph with isolated vertices, so that the heuristic goes
+    # top-down -> bottom-up -> top-down on its own; compared with scipy throughout.
+    n = 200_000
+    rng = np.random.default_rng(8)
+    m = 700_000
+    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+    keep = (src != dst) & (src % 7 != 0) & (dst % 7 != 0)  # every 7th vertex isolated
+    src, dst = src[keep], dst[keep]
+    src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
+    _, _, trace = check_whole_bfs(src, dst, n, np.array([1]), np.int32, True)
+    bottom_up = trace[:, 1].astype(int)
+    assert not bottom_up[0] and (np.diff(bottom_up) == 1).any() and (np.diff(bottom_up) == -1).any()
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+def test_whole_bfs_no_edges_and_isolated_sources(index_dtype):
+    n = 5
+    src, dst = np.array([1, 2], dtype=np.int64), np.array([2, 1], dtype=np.int64)
+    for symmetric in (True, False):
+        for sources in (np.array([0]), np.array([4, 4]), np.array([1])):
+            check_whole_bfs(src, dst, n, sources, index_dtype, symmetric)
+    indptr, indices = cupy.zeros(n + 1, dtype=cupy.int64), cupy.empty(0, dtype=index_dtype)
+    dist, parent = gpu.bfs(indptr, indices, cupy.array([3]), -1, symmetric=True)
+    assert dist.tolist() == [-1, -1, -1, 0, -1] and parent.tolist() == [-1] * n
+
+
+def test_whole_bfs_poisoned_outputs_are_overwritten():
+    # The kernel writes every element of dist and parent (no initialisation on the host): run it
+    # on memory the pool hands back dirty, twice.
+    n = 3000
+    src, dst, _ = random_edges(4, n=n, m=4000, directed=False)
+    indptr, indices = bfs_device_csr(src, dst, n, np.int32)
+    junk = cupy.full(4 * n, 123456789, dtype=cupy.int64)
+    del junk
+    first = [a.get() for a in gpu.bfs(indptr, indices, cupy.array([9]), symmetric=True)]
+    again = [a.get() for a in gpu.bfs(indptr, indices, cupy.array([9]), symmetric=True)]
+    np.testing.assert_array_equal(first[0], again[0])
+    assert_tree(src, dst, np.ones(src.size), again[0], again[1], np.array([9]), again[0] >= 0)

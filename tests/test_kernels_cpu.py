@@ -466,3 +466,141 @@ def test_empty_frontier():
     out = cpu.sssp_relax(indptr, indices, weights, 0, empty, np.empty(0), np.full(5, np.inf), parent, True)
     assert [a.size for a in out] == [0, 0, 0, 0]
     assert [a.dtype for a in out] == [np.int64, np.int64, np.float64, np.int64]
+
+
+# ---------------------------------------------------------------------------------------------
+# Direction-optimizing BFS and delta-stepping (the fast one-owner kernels) against scipy
+# ---------------------------------------------------------------------------------------------
+
+
+def transpose(indptr, indices, n):
+    """CSR of the in-edges: row v lists the sources u of the edges u->v."""
+    src = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
+    return csr_rows(indices.astype(np.int64), src, np.zeros(src.size), 0, n, indices.dtype)[:2]
+
+
+# (alpha, beta): GAPBS's; switch at every chance, both ways; bottom-up throughout; top-down throughout.
+SWITCHES = [(15, 18), (1e9, 1e-9), (1e9, 1e9), (1e-9, 18)]
+
+
+@pytest.mark.parametrize("alpha,beta", SWITCHES)
+@pytest.mark.parametrize("seed,directed,index_dtype", CASES)
+def test_direction_optimizing_bfs_matches_scipy(seed, directed, index_dtype, alpha, beta):
+    n = 300
+    src, dst, w = random_edges(seed, n=n, m=900, directed=directed)
+    graph = scipy_graph(src, dst, w, n)
+    indptr, indices, _ = csr_rows(src, dst, w, 0, n, index_dtype)
+    in_indptr, in_indices = (indptr, indices) if not directed else transpose(indptr, indices, n)
+    unit = np.ones_like(w)
+    for sources in (np.array([7]), np.array([3, 150, 3, 299])):
+        expected = scipy_bfs_dist(graph, sources)
+        for depth_limit in (-1, 0, 1, 2, 3):
+            dist, parent = cpu.bfs(indptr, indices, sources, depth_limit, in_indptr=in_indptr,
+                                   in_indices=in_indices, alpha=alpha, beta=beta)
+            want = expected if depth_limit < 0 else np.where(expected <= depth_limit, expected, -1)
+            np.testing.assert_array_equal(dist, want)
+            assert dist.dtype == np.int32 and parent.dtype == np.int64
+            assert_tree(src, dst, unit, dist, parent, sources, dist >= 0)
+
+
+def test_bottom_up_takes_the_first_in_neighbour_on_the_frontier():
+    # 0->1 and 3->1, sources 0 and 3. Top-down, 0 is scanned first and claims 1; bottom-up,
+    # 1 reads its in-edges in the order given (3 first) and takes 3.
+    indptr = np.array([0, 1, 1, 1, 2])
+    indices = np.array([1, 1], dtype=np.int32)
+    in_indptr = np.array([0, 0, 2, 2, 2])
+    in_indices = np.array([3, 0], dtype=np.int32)
+    sources = np.array([0, 3])
+    top_down = cpu.bfs(indptr, indices, sources, -1, in_indptr=in_indptr, in_indices=in_indices,
+                       alpha=1e-9)
+    bottom_up = cpu.bfs(indptr, indices, sources, -1, in_indptr=in_indptr, in_indices=in_indices,
+                        alpha=1e9)
+    np.testing.assert_array_equal(top_down[0], [0, 1, -1, 0])
+    np.testing.assert_array_equal(bottom_up[0], [0, 1, -1, 0])
+    assert top_down[1][1] == 0 and bottom_up[1][1] == 3
+
+
+@pytest.mark.parametrize("n_chunks", [1, 3, 8])
+def test_parallel_top_down_step_claims_each_vertex_once(n_chunks):
+    n = 2000
+    src, dst, w = random_edges(8, n=n, m=20000, directed=False)
+    indptr, indices, _ = csr_rows(src, dst, w, 0, n, np.int32)
+    rng = np.random.default_rng(2)
+    frontier = rng.choice(n, 100, replace=False).astype(np.int64)
+    dist = np.where(rng.random(n) < 0.3, 1, -1).astype(np.int32)
+    dist[frontier] = 2
+    before = dist.copy()
+    parent = np.full(n, -1, dtype=np.int64)
+    nxt, scout = cpu._top_down_parallel(indptr, indices, frontier, 2, dist, parent, n_chunks)
+    assert_unique(nxt)
+    i, e = frontier_edges(Owner(src, dst, w, 0, n, np.int32), frontier).T
+    target = indices[e].astype(np.int64)
+    np.testing.assert_array_equal(np.sort(nxt), np.unique(target[before[target] == -1]))
+    assert (dist[nxt] == 3).all()
+    np.testing.assert_array_equal(np.flatnonzero(dist != before), np.sort(nxt))
+    assert scout == (indptr[nxt + 1] - indptr[nxt]).sum()
+    claimed_by = set(zip(target.tolist(), frontier[i].tolist()))
+    assert all((v, parent[v]) in claimed_by for v in nxt.tolist())
+
+
+def test_bfs_large_enough_for_parallel_top_down_steps():
+    n = 20000
+    src, dst, w = random_edges(9, n=n, m=120000, directed=True)
+    graph = scipy_graph(src, dst, w, n)
+    indptr, indices, _ = csr_rows(src, dst, w, 0, n, np.int32)
+    in_indptr, in_indices = transpose(indptr, indices, n)
+    assert cpu.SERIAL_EDGES < indices.size // 4
+    sources = np.array([5, 17])
+    expected = scipy_bfs_dist(graph, sources)
+    for kwargs in ({}, {"in_indptr": in_indptr, "in_indices": in_indices}):
+        dist, parent = cpu.bfs(indptr, indices, sources, -1, **kwargs)
+        np.testing.assert_array_equal(dist, expected)
+        assert_tree(src, dst, np.ones_like(w), dist, parent, sources, dist >= 0)
+
+
+@pytest.mark.parametrize("delta", [None, 0.3, 2.0, 1e9])
+@pytest.mark.parametrize("seed,directed,index_dtype", CASES)
+def test_delta_stepping_matches_scipy(seed, directed, index_dtype, delta):
+    n = 300
+    src, dst, w = random_edges(seed, n=n, directed=directed)
+    graph = scipy_graph(src, dst, w, n)
+    indptr, indices, weights = csr_rows(src, dst, w, 0, n, index_dtype)
+    for sources in (np.array([7]), np.array([3, 150, 3, 299])):
+        expected = scipy_sssp_dist(graph, sources)
+        dist, parent = cpu.delta_stepping(indptr, indices, weights, sources, delta)
+        np.testing.assert_array_equal(dist, expected)  # the same sums: exact
+        assert_tree(src, dst, w, dist, parent, sources, np.isfinite(dist))
+
+
+@pytest.mark.parametrize("n_threads,outbox_capacity", [(1, 1), (2, 1), (3, 1), (5, 4), (2, 1 << 16)])
+def test_delta_stepping_owners_and_full_outboxes(n_threads, outbox_capacity):
+    # More owners than threads is still correct; a capacity of 1 (raised to the largest degree)
+    # makes outboxes fill and phases restart.
+    n = 400
+    src, dst, w = random_edges(10, n=n, m=3000, directed=False)
+    w = np.ceil(w)  # integer weights, many ties and zeros
+    graph = scipy_graph(src, dst, w, n)
+    indptr, indices, weights = csr_rows(src, dst, w, 0, n, np.int32)
+    sources = np.array([0, 399])
+    expected = scipy_sssp_dist(graph, sources)
+    for delta, n_slots in ((1.0, 12), (3.5, 5)):
+        dist = np.full(n, np.inf)
+        parent = np.full(n, -1, dtype=np.int64)
+        cpu._delta_stepping(indptr, indices, weights, sources, delta, n_slots, n_threads,
+                            outbox_capacity, dist, parent)
+        np.testing.assert_array_equal(dist, expected)
+        assert_tree(src, dst, w, dist, parent, sources, np.isfinite(dist))
+
+
+def test_delta_stepping_zero_weights_and_defaults():
+    indptr, indices, weights = csr_rows(TINY_SRC, TINY_DST, np.zeros(TINY_W.size), 0, 5, np.int32)
+    dist, parent = cpu.delta_stepping(indptr, indices, weights, np.array([0]))
+    np.testing.assert_array_equal(dist, [0.0, 0.0, 0.0, 0.0, np.inf])
+    assert parent[0] == -1 and parent[4] == -1 and (parent[1:4] >= 0).all()
+    assert cpu.default_delta(indptr, weights) == 1.0
+    with pytest.raises(ValueError, match="delta"):
+        cpu.delta_stepping(indptr, indices, weights, np.array([0]), 0.0)
+    indptr, indices, weights = csr_rows(TINY_SRC, TINY_DST, TINY_W, 0, 5, np.int64)
+    dist, parent = cpu.delta_stepping(indptr, indices, weights, np.array([0]))
+    np.testing.assert_array_equal(dist, [0.0, 3.0, 1.0, 4.0, np.inf])
+    np.testing.assert_array_equal(parent, [-1, 2, 0, 1, -1])

@@ -51,6 +51,21 @@ import numba
 import numpy as np
 
 _kernel = numba.njit(cache=True, nogil=True)
+_parallel = numba.njit(cache=True, nogil=True, parallel=True)
+
+# Direction-optimizing BFS: GAPBS's switch thresholds [2] and the smallest top-down step worth
+# a parallel region (below it, one thread finishes before the others would have started).
+ALPHA = 15
+BETA = 18
+SERIAL_EDGES = 1 << 14
+# Chunks per thread of a parallel top-down step (edge-balanced; a few per thread absorb hubs).
+CHUNKS_PER_THREAD = 4
+# Delta-stepping: bucket width DELTA_SCALE * max weight / average degree (see default_delta),
+# and at most MAX_SLOTS buckets in the ring.
+DELTA_SCALE = 1.0
+MAX_SLOTS = 1 << 14
+# Candidates a thread may send to the others in one phase before the outbox grows.
+OUTBOX_CAPACITY = 1 << 16
 
 _EMPTY_IDS = np.empty(0, dtype=np.int64)
 _EMPTY_DISTS = np.empty(0, dtype=np.float64)
@@ -128,27 +143,369 @@ def _relax_step(indptr, indices, weights, offset, frontier, frontier_dist, dist,
     return n_improved, n_remote
 
 
+# ---------------------------------------------------------------------------------------------
+# Direction-optimizing BFS [2]: top-down steps over a queue, bottom-up steps over a bitmap
+# ---------------------------------------------------------------------------------------------
+
+
 @_kernel
-def _bfs_queue(indptr, indices, sources, depth_limit, dist, parent):
-    """Run BFS from `sources` over a one-owner CSR, filling dist/parent; stop after depth_limit levels if >= 0."""
-    queue = np.empty(dist.shape[0], dtype=np.int64)
-    no_remote = np.empty(0, dtype=np.int64)
-    tail = 0
+def _claim_sources(indptr, sources, dist):
+    """Put the unvisited sources at distance 0; return them (unique) and their total out-degree."""
+    frontier = np.empty(sources.shape[0], dtype=np.int64)
+    k = 0
+    scout = 0
     for i in range(sources.shape[0]):
         s = sources[i]
         if dist[s] == -1:
             dist[s] = 0
-            queue[tail] = s
-            tail += 1
-    level_start = 0
+            frontier[k] = s
+            k += 1
+            scout += indptr[s + 1] - indptr[s]
+    return frontier[:k], scout
+
+
+@_parallel
+def _top_down_parallel(indptr, indices, frontier, level, dist, parent, n_chunks):
+    """One top-down step split over `n_chunks` edge-balanced slices of the frontier.
+
+    Returns the next frontier (unique) and its total out-degree (the "scout count" [2]).
+    Two threads may both find v unvisited and both claim it: they write the same distance and
+    each a valid parent, and one parent write survives. Each claim is logged as (v, u) in the
+    chunk's own slice of a log; after the step, a claim is kept only where parent[v] == u, so
+    exactly one chunk keeps v. No atomics needed.
+    """
+    k = frontier.shape[0]
+    edge_start = np.empty(k + 1, dtype=np.int64)  # prefix sum of the frontier's out-degrees
+    edge_start[0] = 0
+    for i in range(k):
+        u = frontier[i]
+        edge_start[i + 1] = edge_start[i] + indptr[u + 1] - indptr[u]
+    total = edge_start[k]
+    first = np.empty(n_chunks + 1, dtype=np.int64)  # chunk c scans frontier[first[c]:first[c + 1]]
+    i = 0
+    for c in range(n_chunks):
+        goal = total * c // n_chunks
+        while i < k and edge_start[i] < goal:
+            i += 1
+        first[c] = i
+    first[n_chunks] = k
+    claimed = np.empty(total, dtype=np.int64)  # chunk c logs from edge_start[first[c]] on
+    claimer = np.empty(total, dtype=np.int64)
+    count = np.zeros(n_chunks, dtype=np.int64)
+    for c in numba.prange(n_chunks):
+        base = edge_start[first[c]]
+        pos = base
+        for i in range(first[c], first[c + 1]):
+            u = frontier[i]
+            for e in range(indptr[u], indptr[u + 1]):
+                v = indices[e]
+                if dist[v] == -1:
+                    dist[v] = level + 1
+                    parent[v] = u
+                    claimed[pos] = v
+                    claimer[pos] = u
+                    pos += 1
+        count[c] = pos - base
+    for c in numba.prange(n_chunks):  # keep the claims whose parent write survived
+        base = edge_start[first[c]]
+        kept = 0
+        for j in range(base, base + count[c]):
+            v = claimed[j]
+            if parent[v] == claimer[j]:
+                claimed[base + kept] = v
+                kept += 1
+        count[c] = kept
+    out_start = np.empty(n_chunks + 1, dtype=np.int64)
+    out_start[0] = 0
+    for c in range(n_chunks):
+        out_start[c + 1] = out_start[c] + count[c]
+    next_frontier = np.empty(out_start[n_chunks], dtype=np.int64)
+    scout = 0
+    for c in numba.prange(n_chunks):
+        base = edge_start[first[c]]
+        for j in range(count[c]):
+            v = claimed[base + j]
+            next_frontier[out_start[c] + j] = v
+            scout += indptr[v + 1] - indptr[v]
+    return next_frontier, scout
+
+
+@_kernel
+def _top_down(indptr, indices, frontier, level, dist, parent, n_chunks):
+    """One top-down step; in one thread when the frontier has few edges (no parallel region to start)."""
+    total = _frontier_degree(indptr, frontier)
+    if n_chunks > 1 and total >= SERIAL_EDGES:
+        return _top_down_parallel(indptr, indices, frontier, level, dist, parent, n_chunks)
+    next_frontier = np.empty(min(total, dist.shape[0]), dtype=np.int64)
+    no_remote = np.empty(0, dtype=np.int64)
+    n_next, _ = _top_down_step(indptr, indices, 0, frontier, dist, parent, level, False,
+                               next_frontier, no_remote, no_remote)
+    next_frontier = next_frontier[:n_next]
+    return next_frontier, _frontier_degree(indptr, next_frontier)
+
+
+@_parallel
+def _bottom_up_step(in_indptr, in_indices, level, dist, parent, front, next_front):
+    """One bottom-up step: every unvisited vertex looks for an in-neighbour in `front`.
+
+    `front`/`next_front` are bitmaps, 64 vertices per int64 word. Each thread owns whole words
+    (vertices 64 w .. 64 w + 63), so it alone writes their dist, parent and next_front bits.
+    Returns how many vertices woke up (the next frontier's size).
+    """
+    n = dist.shape[0]
+    awake = 0
+    for w in numba.prange(front.shape[0]):
+        word = np.int64(0)
+        lo = w * 64
+        for v in range(lo, min(lo + 64, n)):
+            if dist[v] == -1:
+                for e in range(in_indptr[v], in_indptr[v + 1]):
+                    u = in_indices[e]
+                    if (front[u >> 6] >> (u & 63)) & 1:
+                        dist[v] = level + 1
+                        parent[v] = u
+                        word |= np.int64(1) << (v - lo)
+                        awake += 1
+                        break
+        next_front[w] = word
+    return awake
+
+
+@_kernel
+def _queue_to_bitmap(frontier, bitmap):
+    bitmap[:] = 0
+    for i in range(frontier.shape[0]):
+        v = frontier[i]
+        bitmap[v >> 6] |= np.int64(1) << (v & 63)
+
+
+@_kernel
+def _bitmap_to_queue(bitmap, size):
+    frontier = np.empty(size, dtype=np.int64)
+    k = 0
+    for w in range(bitmap.shape[0]):
+        word = bitmap[w]
+        if word != 0:
+            for b in range(64):
+                if (word >> b) & 1:
+                    frontier[k] = w * 64 + b
+                    k += 1
+    return frontier
+
+
+@_kernel
+def _bfs_direction_optimizing(indptr, indices, in_indptr, in_indices, sources, depth_limit,
+                              bottom_up, alpha, beta, n_chunks, dist, parent):
+    """Run BFS from `sources`, filling dist/parent; stop after depth_limit levels if >= 0.
+
+    The heuristic of [2] as GAPBS implements it: go bottom-up when the frontier's out-edges
+    (`scout`) exceed 1/alpha of the edges not yet checked; come back top-down once the frontier
+    shrinks and holds fewer than n/beta vertices.
+    """
+    n = dist.shape[0]
+    frontier, scout = _claim_sources(indptr, sources, dist)
+    edges_to_check = in_indices.shape[0]
+    front = np.zeros((n + 63) // 64, dtype=np.int64)
+    next_front = np.zeros((n + 63) // 64, dtype=np.int64)
     level = 0
-    while level_start < tail and (depth_limit < 0 or level < depth_limit):
-        level_end = tail
-        n_next, _ = _top_down_step(indptr, indices, 0, queue[level_start:level_end], dist, parent,
-                                   level, False, queue[level_end:], no_remote, no_remote)
-        tail = level_end + n_next
-        level_start = level_end
-        level += 1
+    while frontier.shape[0] > 0 and (depth_limit < 0 or level < depth_limit):
+        if bottom_up and scout * alpha > edges_to_check:
+            _queue_to_bitmap(frontier, front)
+            awake = frontier.shape[0]
+            while True:
+                previous = awake
+                awake = _bottom_up_step(in_indptr, in_indices, level, dist, parent, front, next_front)
+                front, next_front = next_front, front
+                level += 1
+                if awake == 0 or (depth_limit >= 0 and level >= depth_limit):
+                    break
+                if awake < previous and awake * beta <= n:
+                    break
+            frontier = _bitmap_to_queue(front, awake)
+            scout = 1
+        else:
+            edges_to_check -= scout
+            frontier, scout = _top_down(indptr, indices, frontier, level, dist, parent, n_chunks)
+            level += 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Delta-stepping SSSP [4]
+# ---------------------------------------------------------------------------------------------
+
+
+@_kernel
+def _improve(v, cand, u, t, delta, dist, parent, heads, next_in, prev_in, slot_of):
+    """Lower dist[v] to cand (parent u) and move v to the bucket of cand, in thread t's ring."""
+    n_slots = heads.shape[1]
+    slot = np.int64(cand / delta) % n_slots
+    dist[v] = cand
+    parent[v] = u
+    old = slot_of[v]
+    if old == slot:
+        return
+    if old >= 0:  # unlink from the old bucket
+        p = prev_in[v]
+        q = next_in[v]
+        if p >= 0:
+            next_in[p] = q
+        else:
+            heads[t, old] = q
+        if q >= 0:
+            prev_in[q] = p
+    head = heads[t, slot]
+    next_in[v] = head
+    prev_in[v] = -1
+    if head >= 0:
+        prev_in[head] = v
+    heads[t, slot] = v
+    slot_of[v] = slot
+
+
+@_kernel
+def _settle_bucket(t, bucket, indptr, indices, weights, delta, chunk, dist, parent, heads, next_in,
+                   prev_in, slot_of, frontier, progress, out_target, out_dist, out_parent, out_fill):
+    """Thread t relaxes its vertices of `bucket` until none is left there, or its outbox is full.
+
+    Targets owned by t are improved in place (and, if they fall in `bucket` again, relaxed in a
+    later pass of the loop); targets owned by another thread go to t's outbox as candidates.
+    frontier[t, progress[t, 0]:progress[t, 1]] is what remains of the current pass (kept when
+    the outbox fills, so the next call resumes there).
+    """
+    lo = t * chunk
+    hi = lo + chunk
+    slot = bucket % heads.shape[1]
+    cap = out_target.shape[1]
+    fill = out_fill[t]
+    while True:
+        if progress[t, 0] == progress[t, 1]:  # take the bucket's list as the next pass
+            v = heads[t, slot]
+            if v < 0:
+                break
+            heads[t, slot] = -1
+            k = 0
+            while v >= 0:
+                frontier[t, k] = v
+                k += 1
+                slot_of[v] = -1
+                v = next_in[v]
+            progress[t, 0] = 0
+            progress[t, 1] = k
+        while progress[t, 0] < progress[t, 1]:
+            u = frontier[t, progress[t, 0]]
+            if fill + indptr[u + 1] - indptr[u] > cap:
+                out_fill[t] = fill
+                return
+            du = dist[u]
+            for e in range(indptr[u], indptr[u + 1]):
+                v = np.int64(indices[e])
+                cand = du + weights[e]
+                if cand < dist[v]:  # for another thread's v a racy read: stale is only larger
+                    if lo <= v < hi:
+                        _improve(v, cand, u, t, delta, dist, parent, heads, next_in, prev_in, slot_of)
+                    else:
+                        out_target[t, fill] = v
+                        out_dist[t, fill] = cand
+                        out_parent[t, fill] = u
+                        fill += 1
+            progress[t, 0] += 1
+    out_fill[t] = fill
+
+
+@_kernel
+def _apply_candidates(t, bucket, delta, chunk, dist, parent, heads, next_in, prev_in, slot_of,
+                      out_target, out_dist, out_parent, out_fill):
+    """Thread t applies the other threads' candidates for its vertices; return its next bucket.
+
+    The next bucket is the first at or after `bucket` whose list is non-empty in t's ring, or
+    -1 when the ring is empty.
+    """
+    lo = t * chunk
+    hi = lo + chunk
+    for s in range(out_fill.shape[0]):
+        if s == t:
+            continue
+        for j in range(out_fill[s]):
+            v = out_target[s, j]
+            if lo <= v < hi:
+                cand = out_dist[s, j]
+                if cand < dist[v]:
+                    _improve(v, cand, out_parent[s, j], t, delta, dist, parent, heads, next_in,
+                             prev_in, slot_of)
+    n_slots = heads.shape[1]
+    for b in range(bucket, bucket + n_slots):
+        if heads[t, b % n_slots] >= 0:
+            return b
+    return -1
+
+
+@_parallel
+def _delta_stepping_phase(bucket, indptr, indices, weights, delta, chunk, dist, parent, heads,
+                          next_in, prev_in, slot_of, frontier, progress, out_target, out_dist,
+                          out_parent, out_fill, next_bucket):
+    """One phase: every thread settles its share of `bucket`, then takes its candidates in."""
+    n_threads = heads.shape[0]
+    for t in numba.prange(n_threads):
+        _settle_bucket(t, bucket, indptr, indices, weights, delta, chunk, dist, parent, heads,
+                       next_in, prev_in, slot_of, frontier, progress, out_target, out_dist,
+                       out_parent, out_fill)
+    for t in numba.prange(n_threads):
+        next_bucket[t] = _apply_candidates(t, bucket, delta, chunk, dist, parent, heads, next_in,
+                                           prev_in, slot_of, out_target, out_dist, out_parent,
+                                           out_fill)
+
+
+@_kernel
+def _delta_stepping(indptr, indices, weights, sources, delta, n_slots, n_threads, outbox_capacity,
+                    dist, parent):
+    """Settle every vertex reachable from `sources` bucket by bucket, filling dist/parent.
+
+    `n_threads` owners share the work (any count is correct; one per thread is fast). Each
+    outbox starts with room for `outbox_capacity` candidates, at least the largest degree, and
+    doubles whenever a phase fills one (that thread stops and the phase is run again).
+    """
+    n = dist.shape[0]
+    chunk = max(1, -(-n // n_threads))  # thread t owns vertices t * chunk .. (t + 1) * chunk - 1
+    heads = np.full((n_threads, n_slots), -1, dtype=np.int64)
+    next_in = np.empty(n, dtype=np.int64)
+    prev_in = np.empty(n, dtype=np.int64)
+    slot_of = np.full(n, -1, dtype=np.int64)
+    frontier = np.empty((n_threads, chunk), dtype=np.int64)
+    progress = np.zeros((n_threads, 2), dtype=np.int64)
+    max_degree = 0
+    for v in range(n):
+        max_degree = max(max_degree, indptr[v + 1] - indptr[v])
+    cap = max(max_degree, outbox_capacity, 1)
+    out_target = np.empty((n_threads, cap), dtype=np.int64)
+    out_dist = np.empty((n_threads, cap), dtype=np.float64)
+    out_parent = np.empty((n_threads, cap), dtype=np.int64)
+    out_fill = np.zeros(n_threads, dtype=np.int64)
+    next_bucket = np.empty(n_threads, dtype=np.int64)
+    for i in range(sources.shape[0]):
+        s = sources[i]
+        if dist[s] != 0.0:
+            _improve(s, 0.0, -1, s // chunk, delta, dist, parent, heads, next_in, prev_in, slot_of)
+    bucket = 0
+    while True:
+        _delta_stepping_phase(bucket, indptr, indices, weights, delta, chunk, dist, parent, heads,
+                              next_in, prev_in, slot_of, frontier, progress, out_target, out_dist,
+                              out_parent, out_fill, next_bucket)
+        stalled = False
+        for t in range(n_threads):
+            stalled |= progress[t, 0] < progress[t, 1]
+            out_fill[t] = 0
+        if stalled:  # an outbox filled up: make room and finish the bucket
+            cap *= 2
+            out_target = np.empty((n_threads, cap), dtype=np.int64)
+            out_dist = np.empty((n_threads, cap), dtype=np.float64)
+            out_parent = np.empty((n_threads, cap), dtype=np.int64)
+            continue
+        bucket = -1
+        for t in range(n_threads):
+            if next_bucket[t] >= 0 and (bucket < 0 or next_bucket[t] < bucket):
+                bucket = next_bucket[t]
+        if bucket < 0:
+            break
 
 
 @_kernel
@@ -318,8 +675,15 @@ def sssp_relax(indptr, indices, weights, offset, frontier, frontier_dist, dist, 
             remote_parents[:n_remote])
 
 
-def bfs(indptr, indices, sources, depth_limit):
+def bfs(indptr, indices, sources, depth_limit, in_indptr=None, in_indices=None, alpha=ALPHA,
+        beta=BETA):
     """Breadth-first search over a one-owner CSR (offset 0), all in one compiled call.
+
+    Top-down steps expand a queue, in parallel once the frontier has many edges. Given the
+    in-edges (`in_indptr`, `in_indices`), the search is direction-optimizing [2]: when the
+    frontier's out-edges exceed 1/alpha of the edges not yet checked, it switches to bottom-up
+    steps, in which every unvisited vertex looks for a parent among its in-neighbours (and stops
+    at the first), and back once the frontier holds fewer than n/beta vertices.
 
     Parameters
     ----------
@@ -329,13 +693,21 @@ def bfs(indptr, indices, sources, depth_limit):
         Start vertices, all at distance 0 with parent -1; repeats are harmless.
     depth_limit : int
         Reach only vertices at most this many edges from a source; -1 means no limit.
+    in_indptr, in_indices : optional
+        CSR of the in-edges (the transpose), of the same dtypes as `indptr`/`indices`. For an
+        undirected graph, whose CSR is symmetric, pass `indptr` and `indices` themselves.
+        Without them the search is top-down only.
+    alpha, beta : float, optional (defaults 15 and 18, as in GAPBS)
+        The direction switch thresholds above.
 
     Returns
     -------
     dist : int32[n]
         Edges on a shortest path from the nearest source, -1 = not reached.
     parent : int64[n]
-        The vertex that claimed each one (a BFS tree), -1 for sources and unreached vertices.
+        A BFS tree: for each reached non-source v, some u with an edge u->v and dist[u] + 1 ==
+        dist[v]; -1 for sources and unreached vertices. Which u is not fixed: parallel steps
+        may pick a different one from run to run.
 
     Examples
     --------
@@ -345,12 +717,100 @@ def bfs(indptr, indices, sources, depth_limit):
     >>> indices = np.array([1, 2, 3], dtype=np.int32)
     >>> bfs(indptr, indices, np.array([0]), 2)
     (array([ 0,  1,  2, -1], dtype=int32), array([-1,  0,  1, -1]))
+
+    Notes
+    -----
+    Time O(n + m) top-down; bottom-up steps usually check a small fraction of the edges on
+    low-diameter graphs. Extra memory: two bitmaps of n bits and the frontiers.
     """
     n = indptr.shape[0] - 1
     dist = np.full(n, -1, dtype=np.int32)
     parent = np.full(n, -1, dtype=np.int64)
-    _bfs_queue(indptr, indices, np.asarray(sources, dtype=np.int64), int(depth_limit),
-               dist, parent)
+    bottom_up = in_indptr is not None and in_indices is not None
+    if not bottom_up:
+        in_indptr, in_indices = indptr, indices
+    n_chunks = CHUNKS_PER_THREAD * numba.get_num_threads()
+    _bfs_direction_optimizing(indptr, indices, in_indptr, in_indices,
+                              np.asarray(sources, dtype=np.int64), int(depth_limit), bottom_up,
+                              float(alpha), float(beta), n_chunks, dist, parent)
+    return dist, parent
+
+
+def default_delta(indptr, weights):
+    """Bucket width for `delta_stepping`: about one light edge per vertex per bucket.
+
+    Meyer and Sanders [4] take delta = Theta(1/d) for weights in [0, 1] and degree d; here
+    delta = DELTA_SCALE * max(weights) / average degree, and at least max(weights) / MAX_SLOTS
+    so the bucket ring stays small. 1 when all weights are 0 (any positive width works then).
+    """
+    n = indptr.shape[0] - 1
+    if weights.shape[0] == 0 or n == 0:
+        return 1.0
+    top = float(weights.max())
+    if top <= 0.0:
+        return 1.0
+    degree = weights.shape[0] / n
+    return max(DELTA_SCALE * top / max(degree, 1.0), top / MAX_SLOTS)
+
+
+def delta_stepping(indptr, indices, weights, sources, delta=None):
+    """Single- or multi-source shortest paths with non-negative weights, by delta-stepping [4].
+
+    Vertices wait in buckets of width `delta` by tentative distance; the lowest non-empty
+    bucket is relaxed repeatedly until it stays empty, then the next one. Each thread owns a
+    contiguous range of vertices (and the buckets they sit in) and is the only one to write
+    their distances: an edge into another thread's range is sent there as a candidate and
+    applied after a barrier, so no atomics are needed.
+
+    Parameters
+    ----------
+    indptr : int64[n + 1]
+    indices : int32 or int64[nnz]
+    weights : float64[nnz]
+        Non-negative and finite; of parallel edges the lightest wins.
+    sources : int64[s]
+        Start vertices, all at distance 0 with parent -1.
+    delta : float, optional
+        Bucket width, > 0. Default: `default_delta` (about DELTA_SCALE * max weight / average
+        degree). Any width gives the same distances; it trades rounds for repeated relaxations.
+
+    Returns
+    -------
+    dist : float64[n]
+        Shortest distance from the nearest source, +inf = not reached.
+    parent : int64[n]
+        Predecessor on a shortest path (dist[parent] + w == dist[v] exactly), -1 for sources
+        and unreached vertices. It changes only on strict improvement, so the parents form a
+        forest; among equally short paths, which one is kept may vary between runs.
+
+    Examples
+    --------
+    0 -> 1 costs 5 directly and 3 through 2:
+
+    >>> indptr = np.array([0, 2, 2, 3])
+    >>> indices = np.array([1, 2, 1], dtype=np.int32)
+    >>> delta_stepping(indptr, indices, np.array([5.0, 1.0, 2.0]), np.array([0]))
+    (array([0., 3., 1.]), array([-1,  2,  0]))
+
+    Notes
+    -----
+    The buckets form a ring of max(weights) / delta + 2 slots per thread (every pending
+    distance lies within max(weights) of the current bucket); each vertex is in at most one
+    bucket, on an intrusive doubly-linked list, so a bucket holds no stale entries.
+    """
+    n = indptr.shape[0] - 1
+    dist = np.full(n, np.inf, dtype=np.float64)
+    parent = np.full(n, -1, dtype=np.int64)
+    if delta is None:
+        delta = default_delta(indptr, weights)
+    delta = float(delta)
+    if not delta > 0.0:
+        raise ValueError(f"delta must be positive, got {delta}")
+    top = float(weights.max()) if weights.shape[0] else 0.0
+    delta = max(delta, top / MAX_SLOTS)
+    n_slots = int(top / delta) + 2
+    _delta_stepping(indptr, indices, weights, np.asarray(sources, dtype=np.int64), delta, n_slots,
+                    numba.get_num_threads(), OUTBOX_CAPACITY, dist, parent)
     return dist, parent
 
 

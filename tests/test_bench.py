@@ -7,6 +7,7 @@ the vertex: a benchmark whose validation cannot fail would prove nothing.
 from __future__ import annotations
 
 import json
+import logging
 
 import dask
 import dask.dataframe as dd
@@ -22,6 +23,16 @@ REPORT_KEYS = {"machine", "command", "options", "graph", "build", "results"}
 RESULT_KEYS = {"algo", "backend", "workers", "owners", "warmup_s", "sources", "median_s", "median_ms",
                "gteps_hmean", "gteps_median", "peak_memory_bytes", "validated"}
 SOURCE_KEYS = {"source", "source_global", "times_s", "time_s", "reached", "reached_edges", "max_distance", "gteps"}
+
+
+@pytest.fixture
+def restore_logging():
+    """The CLI adds a handler on the current stderr (capsys's here, closed after the test)."""
+    logger = logging.getLogger("gpipe")
+    handlers, level = list(logger.handlers), logger.level
+    yield
+    logger.handlers[:] = handlers
+    logger.setLevel(level)
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +54,7 @@ def _check(part, dist, parent, source, weighted):
 # --- the command ---------------------------------------------------------------------------------
 
 
-def test_bench_command_writes_report(tmp_path, capsys):
+def test_bench_command_writes_report(tmp_path, capsys, restore_logging):
     path = tmp_path / "report.json"
     status = cli.main(["-q", "bench", "--scale", "8", "--algo", "both", "--sources", "3",
                        "--compare-scipy", "--json", str(path)])

@@ -24,9 +24,12 @@
 //   Relaxation is edge-parallel, load-balanced by prefix sum + binary search: the near queue's
 //   degrees are scanned into edge_end; each block takes chunks of 4 * blockDim consecutive
 //   edges, finds the chunk's first and last queue slot once, and each thread searches only
-//   between those (a few steps when degrees are large). dist is lowered with the native 64-bit
-//   atomicMin on the IEEE bit pattern: for non-negative doubles (and +inf) the unsigned bit
-//   order is the numeric order, so no compare-and-swap loop is needed.
+//   between those (a few steps when degrees are large), for its 4 edges in lockstep so that
+//   4 independent loads are in flight; then the 4 edges' gathers, then their atomics. An edge
+//   whose source was lowered during the pass is skipped (the source is queued again and will
+//   relax it from the lower value). dist is lowered with the native 64-bit atomicMin on the
+//   IEEE bit pattern: for non-negative doubles (and +inf) the unsigned bit order is the
+//   numeric order, so no compare-and-swap loop is needed.
 //   Every pass relaxes from a SNAPSHOT of its queue's distances taken at the start of the
 //   pass, and every lowering stamps the pass number. That is what makes the parents simple:
 //   the edge u->v that gave v its final distance in pass r read dist[u] already final, so
@@ -42,11 +45,16 @@
 //   Queues are deduplicated with per-vertex marks: near_mark[v] = r when v entered the queue
 //   of pass r + 1; far_mark[v] = epoch (the pass of the last split) when v is on the far
 //   pile; so a queue never holds a vertex twice and n slots always suffice.
-//   Arrays written inside the kernel by other blocks are read with __ldcg (L2, not the
-//   non-coherent L1) and never through const __restrict__ (the read-only path).
+//   dist, the far pile and the counters, which other blocks change during a phase, are read
+//   with __ldcg (L2, not the non-coherent L1). The per-slot arrays (snap, row_end, edge_end)
+//   and the current queue are read-only during the relax phase: with l1_cached != 0 it reads
+//   them with plain, L1-cached loads (valid as after cooperative_groups' grid sync, whose
+//   fence this barrier copies); with 0, with __ldcg too (the default: same speed measured).
+//   Nothing written in the kernel is read through const __restrict__ (the read-only path).
 //
 // Array invariants (n vertices, nnz edges; Index is int or long long)
-//   indptr     int64[n + 1] non-decreasing; out-edges of u: indices/weights[indptr[u]:indptr[u+1]].
+//   indptr     int64[n + 1] non-decreasing; out-edges of u are
+//              indices/weights[indptr[u] : indptr[u + 1]].
 //   indices    Index[nnz] target ids in [0, n); weights float64[nnz], >= 0, not NaN.
 //   dist       float64[n]: 0 at sources, +inf elsewhere on entry; only lowered.
 //   stamp      int32[n]: 0 on entry; pass of the last lowering.
@@ -55,8 +63,9 @@
 //   snap       float64[n], row_end int64[n], edge_end int64[n]: per slot of the current queue.
 //   block_sum  int64[gridDim.x].
 //   ring       uint64[9] = 3 x {near appends, far appends, far min bits}: {0, 0, +inf bits}.
-//   barrier    uint32[2] zero.   stats int64[6] zero: passes, relax passes, splits, edges
-//              relaxed, near appends, far appends.
+//   barrier    uint32[2] zero.
+//   stats      int64[6] zero: passes, relax passes, splits, edges relaxed, near appends,
+//              far appends.
 //
 // Written for NVRTC (cupy.RawModule, -std=c++17): no standard headers.
 
@@ -82,18 +91,59 @@ __device__ __forceinline__ unsigned long long warp_append_slot(unsigned long lon
     return base + static_cast<unsigned long long>(__popc(ballot & ((1u << lane) - 1u)));
 }
 
-// First i in [lo, hi] with ends[i] > e (ends non-decreasing, ends[hi] > e).
+// First i in [lo, hi] with ends[i] > e (ends non-decreasing, ends[hi] > e). Plain loads: the
+// searched arrays are read-only for the whole phase that searches them (written before a grid
+// barrier, whose fence makes them visible), so the top of the search tree stays in L1.
+template <typename T>
+__device__ __forceinline__ T load(const T* p, bool cached) {
+    return cached ? *p : __ldcg(p);
+}
+
 __device__ __forceinline__ long long first_above(const long long* ends, long long lo, long long hi,
-                                                 long long e) {
+                                                 long long e, bool cached = true) {
     while (lo < hi) {
         const long long mid = lo + ((hi - lo) >> 1);
-        if (__ldcg(ends + mid) > e) {
+        if (load(ends + mid, cached) > e) {
             hi = mid;
         } else {
             lo = mid + 1;
         }
     }
     return lo;
+}
+
+// first_above for kItems keys at once, in lockstep, so that kItems independent loads are in
+// flight per step instead of one (the search is latency-bound). Invalid keys (valid[k] false)
+// finish at lo.
+__device__ __forceinline__ void first_above_n(const long long* ends, long long lo, long long hi,
+                                              const long long* keys, const bool* valid,
+                                              long long* found, bool cached = true) {
+    long long low[kItems], high[kItems];
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+        low[k] = lo;
+        high[k] = valid[k] ? hi : lo;
+    }
+    bool open = true;
+    while (open) {
+        open = false;
+#pragma unroll
+        for (int k = 0; k < kItems; ++k) {
+            if (low[k] < high[k]) {
+                const long long mid = low[k] + ((high[k] - low[k]) >> 1);
+                if (load(ends + mid, cached) > keys[k]) {
+                    high[k] = mid;
+                } else {
+                    low[k] = mid + 1;
+                }
+                open = open || low[k] < high[k];
+            }
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+        found[k] = low[k];
+    }
 }
 
 // All blocks of a cooperative launch wait here; writes before it are visible after it.
@@ -179,7 +229,8 @@ sssp_near_far(const long long* __restrict__ indptr, const Index* __restrict__ in
               double* dist, int* stamp, int* near_mark, int* far_mark, Index* queue0,
               Index* queue1, Index* far0, Index* far1, double* snap, long long* row_end,
               long long* edge_end, long long* block_sum, unsigned long long* ring,
-              unsigned int* barrier, long long* stats) {
+              unsigned int* barrier, long long* stats, int l1_cached) {
+    const bool cached = l1_cached != 0;
     __shared__ Control ctl;
     __shared__ long long scratch[32];
     __shared__ long long chunk_slots[2];
@@ -273,46 +324,76 @@ sssp_near_far(const long long* __restrict__ indptr, const Index* __restrict__ in
             for (long long e0 = b * chunk; e0 < n_edges; e0 += blocks * chunk) {
                 const long long e1 = e0 + chunk < n_edges ? e0 + chunk : n_edges;
                 if (tid == 0) {
-                    chunk_slots[0] = first_above(edge_end, 0, near_len - 1, e0);
+                    chunk_slots[0] = first_above(edge_end, 0, near_len - 1, e0, cached);
                 } else if (tid == 32) {
-                    chunk_slots[1] = first_above(edge_end, 0, near_len - 1, e1 - 1);
+                    chunk_slots[1] = first_above(edge_end, 0, near_len - 1, e1 - 1, cached);
                 }
                 __syncthreads();
                 const long long slot_lo = chunk_slots[0], slot_hi = chunk_slots[1];
                 __syncthreads();
+                // Gather the kItems edges of this thread first (independent loads in flight
+                // together), then the atomics, then the appends.
+                long long key[kItems], slot_of[kItems], v[kItems];
+                bool valid[kItems], live[kItems];
+                double cand[kItems];
 #pragma unroll
-                for (int item = 0; item < kItems; ++item) {
-                    const long long e = e0 + item * blockDim.x + tid;
+                for (int k = 0; k < kItems; ++k) {
+                    key[k] = e0 + k * blockDim.x + tid;
+                    valid[k] = key[k] < e1;
+                }
+                first_above_n(edge_end, slot_lo, slot_hi, key, valid, slot_of, cached);
+#pragma unroll
+                for (int k = 0; k < kItems; ++k) {
+                    live[k] = false;
+                    v[k] = 0;
+                    cand[k] = 0.0;
+                    if (valid[k]) {
+                        const long long i = slot_of[k];
+                        const long long j =
+                            load(row_end + i, cached) - (load(edge_end + i, cached) - key[k]);
+                        const double from = load(snap + i, cached);
+                        v[k] = static_cast<long long>(indices[j]);
+                        cand[k] = from + weights[j];
+                        // Stale source: u was lowered during this pass, so it is queued again
+                        // and will relax these edges from the lower value; skip them now.
+                        const long long u = static_cast<long long>(load(queue + i, cached));
+                        live[k] = __ldcg(dist + u) == from;
+                    }
+                }
+#pragma unroll
+                for (int k = 0; k < kItems; ++k) {
+                    live[k] = live[k] && cand[k] < __ldcg(dist + v[k]);
+                }
+                unsigned long long old[kItems];
+#pragma unroll
+                for (int k = 0; k < kItems; ++k) {
+                    old[k] = 0;
+                    if (live[k]) {
+                        old[k] = atomicMin(reinterpret_cast<unsigned long long*>(dist + v[k]),
+                                           static_cast<unsigned long long>(__double_as_longlong(cand[k])));
+                    }
+                }
+#pragma unroll
+                for (int k = 0; k < kItems; ++k) {
                     bool to_near = false, to_far = false;
-                    long long v = 0;
-                    if (e < e1) {
-                        const long long i = first_above(edge_end, slot_lo, slot_hi, e);
-                        const long long j = __ldcg(row_end + i) - (__ldcg(edge_end + i) - e);
-                        v = static_cast<long long>(indices[j]);
-                        const double cand = __ldcg(snap + i) + weights[j];
-                        if (cand < __ldcg(dist + v)) {
-                            const unsigned long long bits =
-                                static_cast<unsigned long long>(__double_as_longlong(cand));
-                            const unsigned long long old =
-                                atomicMin(reinterpret_cast<unsigned long long*>(dist + v), bits);
-                            if (bits < old) {
-                                stamp[v] = r;
-                                if (cand < threshold) {
-                                    to_near = atomicExch(near_mark + v, r) != r;
-                                } else {
-                                    atomicMin(slot + 2, bits);
-                                    to_far = atomicExch(far_mark + v, epoch) != epoch;
-                                }
-                            }
+                    const unsigned long long bits =
+                        static_cast<unsigned long long>(__double_as_longlong(cand[k]));
+                    if (live[k] && bits < old[k]) {
+                        stamp[v[k]] = r;
+                        if (cand[k] < threshold) {
+                            to_near = atomicExch(near_mark + v[k], r) != r;
+                        } else {
+                            atomicMin(slot + 2, bits);
+                            to_far = atomicExch(far_mark + v[k], epoch) != epoch;
                         }
                     }
                     const unsigned long long at_near = warp_append_slot(slot + 0, to_near);
                     if (to_near) {
-                        next[at_near] = static_cast<Index>(v);
+                        next[at_near] = static_cast<Index>(v[k]);
                     }
                     const unsigned long long at_far = warp_append_slot(slot + 1, to_far);
                     if (to_far) {
-                        far[far_len + static_cast<long long>(at_far)] = static_cast<Index>(v);
+                        far[far_len + static_cast<long long>(at_far)] = static_cast<Index>(v[k]);
                     }
                 }
             }
@@ -420,14 +501,20 @@ sssp_settle_tree(const long long* __restrict__ indptr, const Index* __restrict__
         __syncthreads();
         const long long row_lo = chunk_rows[0], row_hi = chunk_rows[1];
         __syncthreads();
+        long long key[kItems], row[kItems];
+        bool valid[kItems];
 #pragma unroll
-        for (int item = 0; item < kItems; ++item) {
-            const long long e = e0 + item * blockDim.x + threadIdx.x;
-            if (e < e1) {
-                const long long u = first_above(ends, row_lo, row_hi, e);
-                const double du = dist[u];
-                const long long v = static_cast<long long>(indices[e]);
-                if (du + weights[e] == dist[v] && stamp[u] < stamp[v]) {
+        for (int k = 0; k < kItems; ++k) {
+            key[k] = e0 + k * blockDim.x + threadIdx.x;
+            valid[k] = key[k] < e1;
+        }
+        first_above_n(ends, row_lo, row_hi, key, valid, row);
+#pragma unroll
+        for (int k = 0; k < kItems; ++k) {
+            if (valid[k]) {
+                const long long u = row[k];
+                const long long v = static_cast<long long>(indices[key[k]]);
+                if (dist[u] + weights[key[k]] == dist[v] && stamp[u] < stamp[v]) {
                     parent[v] = u;
                 }
             }

@@ -711,7 +711,7 @@ def test_build_partition_uses_build_csr(monkeypatch):
 BFS_DIRECTIONS = {  # keyword arguments of gpu.bfs that pick the steps' direction
     "heuristic": {},
     "top-down": {"alpha": 0.0},
-    "bottom-up": {"alpha": np.inf, "beta": np.inf},  # every step after the switch at level 0
+    "bottom-up": {"alpha": np.inf, "beta": np.inf, "gamma": np.inf},  # every step
 }
 
 

@@ -1,4 +1,6 @@
-"""Bellman-Ford relaxation rounds on the GPU (``kernels/sssp.cu``)."""
+"""SSSP on the GPU: Bellman-Ford relaxation rounds (``kernels/sssp.cu``), the step of the
+multi-owner and negative-weight paths, and a whole one-owner near-far SSSP for non-negative
+weights in one cooperative kernel (``kernels/sssp_nearfar.cu``)."""
 
 from __future__ import annotations
 
@@ -96,7 +98,14 @@ def sssp_relax(indptr, indices, weights, offset, frontier, frontier_dist, dist, 
 _NEAR_FAR_SOURCE = "sssp_nearfar.cu"
 _NEAR_FAR_ENTRY_POINTS = ("sssp_near_far", "sssp_settle_tree")
 _BLOCKS_PER_SM = (4, 2, 1)  # cooperative grid: resident blocks per SM to try, most first
-_WARP_EDGES = 32  # default delta = mean weight * _WARP_EDGES / mean degree (Davidson et al.)
+# Read the per-pass slot arrays through L1 after each grid barrier (see the .cu)? Measured equal
+# within noise on the H100 (kron22 21.9 vs 22.1 ms, kron25 160 vs 164 ms), so the L2-only
+# loads, which rely on nothing about L1 invalidation at a fence, are the default.
+_L1_CACHED = False
+# Default delta = mean weight * _DELTA_EDGES / mean out-degree. Davidson et al. use a warp (32);
+# on Graph500 graphs (weights 1..255, H100) twice that was faster: delta 256 gave 19.1 ms at
+# kron22 and 150.5 ms at kron25, against 21.9 and 160 ms at 128.
+_DELTA_EDGES = 64
 
 
 def sssp(indptr, indices, weights, sources, *, delta=None):
@@ -114,10 +123,11 @@ def sssp(indptr, indices, weights, sources, *, delta=None):
     sources : cupy.ndarray or sequence of int
         Source ids in ``[0, n)``; repeats are ignored. Distances are to the nearest source.
     delta : float, optional
-        Width of the near band (the step of the threshold). Default: mean weight times 32
-        over mean out-degree (from a sample of at most 65,536 edges), the heuristic of
-        Davidson et al.; ``inf`` gives frontier Bellman-Ford, a tiny value gives Dijkstra-like
-        passes.
+        Width of the near band (the step of the threshold). Default: mean weight times 64
+        over mean out-degree (from a sample of at most 65,536 edges), twice the warp-width
+        heuristic of Davidson et al. (faster on Graph500 graphs); ``inf`` gives frontier
+        Bellman-Ford passes (fewest passes, most re-relaxations: best on low-diameter graphs),
+        a tiny value gives Dijkstra-like passes (large-diameter graphs want a smaller value).
 
     Returns
     -------
@@ -147,8 +157,10 @@ def sssp(indptr, indices, weights, sources, *, delta=None):
     when the near queue empties, the threshold rises by ``delta`` and the far pile is split.
     Parents come from one edge-parallel pass at the end over all ``nnz`` edges, using the
     pass stamp of each distance to keep the tree acyclic (see ``kernels/sssp_nearfar.cu``).
-    Work is ``O(nnz * r + n)`` for ``r`` re-relaxations per edge (about 1 to 2 on Graph500
-    graphs with a good ``delta``); device memory is about ``60 * n`` bytes besides the graph.
+    Work is ``O(nnz * r + n)`` for ``r`` relaxations per edge (about 2 to 3 on Graph500
+    graphs with the default ``delta``); device memory is about ``68 * n`` bytes besides the
+    graph. If no cooperative grid fits (not seen on Hopper), rounds of :func:`sssp_relax`
+    driven from the host give the same result.
 
     References
     ----------
@@ -195,7 +207,7 @@ def sssp_with_stats(indptr, indices, weights, sources, *, delta=None):
             indptr, indices, weights, cupy.int64(n), cupy.float64(delta), cupy.int64(k),
             dist, stamp, marks[:n], marks[n:], queues[:n], queues[n:2 * n], queues[2 * n:3 * n],
             queues[3 * n:], per_slot[:n].view(cupy.float64), per_slot[n:2 * n], per_slot[2 * n:],
-            block_sum, ring, barrier, stats,
+            block_sum, ring, barrier, stats, cupy.int32(_L1_CACHED),
         )
         try:
             near_far((blocks,), (cuda.BLOCK,), args, enable_cooperative_groups=True)
@@ -224,7 +236,7 @@ def _frontier_rounds(indptr, indices, weights, sources, dist, parent):
 
 
 def default_delta(indptr, weights) -> float:
-    """Davidson et al.'s near band: mean weight * 32 / mean out-degree (sampled; one sync)."""
+    """The default near band: mean weight * 64 / mean out-degree (sampled; one sync)."""
     n, nnz = int(indptr.size) - 1, int(weights.size)
     if nnz == 0 or n == 0:
         return 1.0
@@ -232,7 +244,7 @@ def default_delta(indptr, weights) -> float:
     mean_weight = float(sample.mean())
     if not mean_weight > 0.0:
         return float("inf")  # all (sampled) weights zero: plain frontier passes
-    return mean_weight * _WARP_EDGES / max(1.0, nnz / n)
+    return mean_weight * _DELTA_EDGES / max(1.0, nnz / n)
 
 
 def _cooperative_grids(kernel):

@@ -202,16 +202,20 @@ def _sssp_one_owner(part: Partition, ids, sources, negative_weights, vertex_dtyp
     return owner_frame(part, ids, dist, parent, SSSP, vertex_dtype)
 
 
-def bfs_arrays(part: Partition, sources, depth_limit=None):
+def bfs_arrays(part: Partition, sources, depth_limit=None, in_edges=None):
     """BFS over a one-owner partition from global ids ``sources``: ``(dist int32, parent int64)``.
 
     ``dist`` is -1 and ``parent`` -1 where unreached. The arrays stay on the partition's device.
+    ``in_edges``, an ``(indptr, indices)`` CSR of the in-edges, lets the CPU kernel go
+    direction-optimizing; for an undirected graph pass ``(part.indptr, part.indices)``.
     """
     kernels = backends.get(part.backend).kernels
     xp = part.xp
     sources = xp.asarray(np.unique(sources).astype(np.int64))
     if hasattr(kernels, "bfs"):
-        return kernels.bfs(part.indptr, part.indices, sources, -1 if depth_limit is None else depth_limit)
+        in_indptr, in_indices = in_edges if in_edges is not None else (None, None)
+        return kernels.bfs(part.indptr, part.indices, sources, -1 if depth_limit is None else depth_limit,
+                           in_indptr=in_indptr, in_indices=in_indices)
     state = _initial_state(part, sources, BFS)
     level = 0
     while state.frontier.size and (depth_limit is None or level < depth_limit):
@@ -232,8 +236,8 @@ def sssp_arrays(part: Partition, sources, negative_weights: bool):
     sources = xp.asarray(np.unique(sources).astype(np.int64))
     if not negative_weights and hasattr(kernels, "sssp"):
         return kernels.sssp(part.indptr, part.indices, part.weights, sources)
-    if not negative_weights and hasattr(kernels, "dijkstra"):
-        return kernels.dijkstra(part.indptr, part.indices, part.weights, sources)
+    if not negative_weights and hasattr(kernels, "delta_stepping"):
+        return kernels.delta_stepping(part.indptr, part.indices, part.weights, sources)
     state = _initial_state(part, sources, SSSP)
     round_no = 0
     while state.frontier.size:

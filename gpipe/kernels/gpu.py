@@ -5,6 +5,8 @@ ARCHITECTURE.md), on CuPy arrays of the current device. Each kernel family has i
 module; :mod:`gpipe.kernels.cuda` finds, compiles and caches the sources.
 
 - :func:`bfs_expand` -- one level of top-down BFS (``kernels/bfs.cu``);
+- :func:`bfs` -- a whole direction-optimizing BFS of a one-owner graph in one cooperative
+  kernel (``kernels/bfs_persistent.cu``);
 - :func:`sssp_relax` -- one round of Bellman-Ford relaxation (``kernels/sssp.cu``);
 - :func:`sssp` -- a whole one-owner SSSP, non-negative weights: near-far in one cooperative
   kernel (``kernels/sssp_nearfar.cu``);
@@ -13,8 +15,8 @@ module; :mod:`gpipe.kernels.cuda` finds, compiles and caches the sources.
 """
 
 from gpipe.kernels.cuda import source_dir
-from gpipe.kernels.gpu_bfs import bfs_expand
+from gpipe.kernels.gpu_bfs import bfs, bfs_expand
 from gpipe.kernels.gpu_csr import build_csr
 from gpipe.kernels.gpu_sssp import sssp, sssp_relax
 
-__all__ = ["bfs_expand", "build_csr", "source_dir", "sssp", "sssp_relax"]
+__all__ = ["bfs", "bfs_expand", "build_csr", "source_dir", "sssp", "sssp_relax"]

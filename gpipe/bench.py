@@ -180,6 +180,7 @@ def run(*, scale=None, grid=None, edges=None, src="src", dst="dst", weight=None,
     with _cluster(backend_name, workers) as client:
         _Bench(spec, algos, backend_name, client, sources, repeat, seed, compare_scipy, end_to_end,
                build_repeat, scipy_check, tmpdir, report).run()
+    report["machine"]["load_average_at_end"] = _load_average()
     return report
 
 
@@ -828,6 +829,7 @@ def _machine(backend_name) -> dict:
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "gpu": None,
         "git_commit": _git_commit(),
+        "load_average_at_start": _load_average(),
     }
     if backend_name == backends.GPU:
         import cupy
@@ -838,6 +840,14 @@ def _machine(backend_name) -> dict:
         machine["gpu_count"] = cupy.cuda.runtime.getDeviceCount()
         machine["cupy"] = cupy.__version__
     return machine
+
+
+def _load_average():
+    """The 1-, 5- and 15-minute load averages: other work on the machine skews the figures."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
 
 
 def _command_line(options) -> str:
@@ -958,5 +968,7 @@ def format_table(report) -> str:
                     line += f"; target <= {bound:g} s: {'yes' if p['total_s'] <= bound else 'NO'}"
                 lines.append(line)
     m = report["machine"]
-    lines.append(f"machine: {m['hostname']}, {m['cpu_count']} CPUs, GPU {m['gpu'] or 'none'}, {m['date']}")
+    load = m.get("load_average_at_end")
+    lines.append(f"machine: {m['hostname']}, {m['cpu_count']} CPUs, GPU {m['gpu'] or 'none'}, {m['date']}"
+                 + (f", load average {load[0]:.2f} at the end" if load else ""))
     return "\n".join(lines)

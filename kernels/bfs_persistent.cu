@@ -154,38 +154,55 @@ struct QueueEnd {
     int e_bits;
 };
 
-// Append v (with its out-degree) to a level's queue when `append`. All threads of the block
-// must call it together. The block's entries are packed as (1 << kBlockCountShift) + degree and
-// scanned in shared memory; ONE packed atomicAdd per block then reserves the slots and the edge
-// range at once, so the thread that fills slot t * kTile knows the exact edge offset of tile t.
-// (A per-warp atomic on the one counter was the bottleneck: thousands of warps per level on one
-// address.)
+// Reserve `count` queue slots and `degrees` edges for this thread; all threads of the block
+// must call it together. The block's requests are packed as (count << kBlockCountShift) +
+// degrees and scanned in shared memory; ONE packed atomicAdd per block then reserves the slots
+// and the edge range at once, so the thread that fills slot t * kTile knows the exact edge
+// offset of tile t. (A per-warp atomic on the one counter was the bottleneck: thousands of
+// warps per level on one address.) Sets *slot and *offset (level-relative) and returns true
+// when the block reserved anything.
+template <typename Index>
+__device__ __forceinline__ bool block_reserve(const QueueEnd<Index>& next, long long count,
+                                              long long degrees, long long* warp_sums,
+                                              unsigned long long* s_base, long long* slot,
+                                              long long* offset) {
+    long long total;
+    const long long before =
+        block_exclusive_sum((count << kBlockCountShift) + degrees, warp_sums, &total);
+    if (total != 0) {  // block-uniform
+        if (threadIdx.x == 0) {
+            const unsigned long long n_slots = static_cast<unsigned long long>(total) >> kBlockCountShift;
+            const unsigned long long edges = static_cast<unsigned long long>(total) & kBlockEdgeMask;
+            *s_base = atomicAdd(next.counter, (n_slots << next.e_bits) + edges);
+        }
+        __syncthreads();
+        const unsigned long long base = *s_base;
+        *slot = static_cast<long long>(base >> next.e_bits) + (before >> kBlockCountShift);
+        *offset = static_cast<long long>(base & ((1ull << next.e_bits) - 1ull)) +
+                  (before & static_cast<long long>(kBlockEdgeMask));
+    }
+    __syncthreads();  // warp_sums and *s_base are reused by the next call
+    return total != 0;
+}
+
+// Write v into a reserved slot; the first slot of each tile records the tile's edge offset.
+template <typename Index>
+__device__ __forceinline__ void queue_put(const QueueEnd<Index>& next, long long slot,
+                                          long long offset, long long v) {
+    next.queue[(next.q_end + slot) * next.queue_stride] = static_cast<Index>(v);
+    if (slot % kTile == 0) next.tile_offsets[slot / kTile] = offset;
+}
+
+// Append v (with its out-degree) when `append`; all threads of the block call it together.
 template <typename Index>
 __device__ __forceinline__ void block_append(const QueueEnd<Index>& next, bool append,
                                              long long v, long long degree, long long* warp_sums,
                                              unsigned long long* s_base) {
-    const long long mine = append ? (1ll << kBlockCountShift) + degree : 0;
-    long long total;
-    const long long before = block_exclusive_sum(mine, warp_sums, &total);
-    if (total != 0) {  // block-uniform
-        if (threadIdx.x == 0) {
-            const unsigned long long count = static_cast<unsigned long long>(total) >> kBlockCountShift;
-            const unsigned long long edges = static_cast<unsigned long long>(total) & kBlockEdgeMask;
-            *s_base = atomicAdd(next.counter, (count << next.e_bits) + edges);
-        }
-        __syncthreads();
-        if (append) {
-            const unsigned long long base = *s_base;
-            const long long slot = static_cast<long long>(base >> next.e_bits) +
-                                   (before >> kBlockCountShift);
-            const long long offset =
-                static_cast<long long>(base & ((1ull << next.e_bits) - 1ull)) +
-                (before & static_cast<long long>(kBlockEdgeMask));
-            next.queue[(next.q_end + slot) * next.queue_stride] = static_cast<Index>(v);
-            if (slot % kTile == 0) next.tile_offsets[slot / kTile] = offset;
-        }
+    long long slot = 0, offset = 0;
+    if (block_reserve(next, append ? 1 : 0, append ? degree : 0, warp_sums, s_base, &slot,
+                      &offset) && append) {
+        queue_put(next, slot, offset, v);
     }
-    __syncthreads();  // warp_sums and *s_base are reused by the next call
 }
 
 __device__ __forceinline__ bool in_bitmap(const unsigned* bitmap, long long u) {
@@ -316,13 +333,22 @@ bfs_persistent(const long long* __restrict__ indptr,
             // their degrees, so that the top-down step gets its tile offsets. counters[3] is
             // this pass's own counter, cleared after the sync below.
             QueueEnd<Index> here{&counters[3], queue, queue_stride, q_free, tiles, e_bits};
-            for (long long first = static_cast<long long>(blockIdx.x) * kBlock; first < n;
-                 first += n_threads) {  // block-uniform
-                const long long v = first + threadIdx.x;
-                const bool in = v < n && in_bitmap(front, v);
-                if (__syncthreads_or(in)) {
-                    const long long degree = in ? indptr[v + 1] - indptr[v] : 0;
-                    block_append(here, in, v, degree, s_warp_sums, &s_base);
+            for (long long first = static_cast<long long>(blockIdx.x) * kBlock; first < n_words;
+                 first += n_threads) {  // block-uniform; one bitmap word (32 vertices) a thread
+                const long long word = first + threadIdx.x;
+                const unsigned bits = word < n_words ? front[word] : 0u;
+                if (!__syncthreads_or(bits != 0)) continue;
+                long long degrees = 0;
+                for (unsigned rest = bits; rest != 0; rest &= rest - 1) {
+                    const long long v = word * 32 + __ffs(rest) - 1;
+                    degrees += indptr[v + 1] - indptr[v];
+                }
+                long long slot = 0, offset = 0;
+                block_reserve(here, __popc(bits), degrees, s_warp_sums, &s_base, &slot, &offset);
+                for (unsigned rest = bits; rest != 0; rest &= rest - 1) {
+                    const long long v = word * 32 + __ffs(rest) - 1;
+                    queue_put(here, slot++, offset, v);
+                    offset += indptr[v + 1] - indptr[v];
                 }
             }
             grid.sync();

@@ -77,7 +77,7 @@ def build(executor, edges, *, directed, src, dst, weight) -> Built:
     ]
     parts = [
         executor.submit(
-            build_partition, backend_name, layout, owner, track_presence,
+            build_partition, backend_name, layout, owner, directed, track_presence,
             *[executor.item(s, owner) for s in shuffled], owner=owner,
         )
         for owner in range(layout.n_owners)
@@ -161,16 +161,22 @@ def _merge_unique(backend_name, *arrays):
 def _split(backend_name, frame, ids, columns, layout: Layout, directed: bool, track_presence: bool):
     """Cut one input partition into ``layout.n_owners`` buckets by owner of the source.
 
-    Returns a list of ``(src, dst, weights, present_ids)``, global ids, self-loops dropped.
-    ``present_ids`` carries the ids whose presence the owner could not see from its own
-    out-edges: self-loop vertices, and targets of directed edges.
+    Returns a list of ``(src, dst, weights, present_ids, halved)``, global ids. ``present_ids``
+    carries the ids whose presence the owner could not see from its own out-edges:
+    self-loop vertices, and targets of directed edges. An undirected graph with one owner, on
+    a backend whose kernels build both directions at once (``build_csr``), is passed on as it
+    is (``halved``: each edge once, self-loops kept), so the doubled list never exists;
+    otherwise self-loops are dropped and undirected edges doubled here.
     """
+    be = backends.get(backend_name)
     xp, src, dst, weights = _arrays(backend_name, frame, columns)
     if ids is not None:
         src = xp.searchsorted(ids, src)
         dst = xp.searchsorted(ids, dst)
     src = src.astype("int64", copy=False)
     dst = dst.astype("int64", copy=False)
+    if not directed and layout.n_owners == 1 and hasattr(be.kernels, "build_csr"):
+        return [(src, dst, weights, None, True)]
     loops = src == dst
     present = None
     if track_presence:
@@ -184,7 +190,7 @@ def _split(backend_name, frame, ids, columns, layout: Layout, directed: bool, tr
 
     owner = layout.owner_of(src)
     if layout.n_owners == 1:
-        return [(src, dst, weights, present)]
+        return [(src, dst, weights, present, False)]
     order = xp.argsort(owner)
     bounds = _bounds(backend_name, owner[order], layout.n_owners)
     src, dst = src[order], dst[order]
@@ -197,7 +203,8 @@ def _split(backend_name, frame, ids, columns, layout: Layout, directed: bool, tr
     for q in range(layout.n_owners):
         lo, hi = bounds[q], bounds[q + 1]
         bucket_present = present[present_bounds[q]:present_bounds[q + 1]] if present is not None else None
-        buckets.append((src[lo:hi], dst[lo:hi], weights[lo:hi] if weights is not None else None, bucket_present))
+        buckets.append((src[lo:hi], dst[lo:hi], weights[lo:hi] if weights is not None else None,
+                        bucket_present, False))
     return buckets
 
 

@@ -44,7 +44,8 @@ class Partition:
 
     ``indptr``: int64[n_local + 1]; ``indices``: global target ids (int32 when ``n < 2**31``);
     ``weights``: float64 parallel to ``indices`` or None; ``present``: bool[n_local] marking the
-    ids that occur in the edge list (None when every id does).
+    ids that occur in the edge list (None when every id does). ``symmetric``: the graph is
+    undirected and held by one owner, so the CSR is also the CSR of the in-edges.
     """
 
     backend: str
@@ -56,6 +57,7 @@ class Partition:
     indices: object
     weights: object
     present: object
+    symmetric: bool = False
 
     @property
     def xp(self):
@@ -66,27 +68,35 @@ class Partition:
         return int(self.indices.shape[0])
 
 
-def build_partition(backend_name: str, layout: Layout, owner: int, track_presence: bool, *buckets):
+def build_partition(backend_name: str, layout: Layout, owner: int, directed: bool, track_presence: bool,
+                    *buckets):
     """Assemble owner ``owner``'s :class:`Partition` from the edge buckets sent to it.
 
-    Each bucket is ``(src, dst, weights, present_ids)`` of global ids: edges whose source this
-    owner holds (self-loops already dropped) and, when ``track_presence``, ids of this owner's
-    vertices that occur in the edge list but may have no out-edge here.
+    Each bucket is ``(src, dst, weights, present_ids, halved)`` of global ids: edges whose source
+    this owner holds and, when ``track_presence``, ids of this owner's vertices that occur in
+    the edge list but may have no out-edge here. ``halved`` buckets (one owner, undirected,
+    a backend that can build both directions at once) hold each undirected edge once, with its
+    self-loops; the others hold every stored direction, self-loops dropped.
     """
-    xp = backends.get(backend_name).xp
+    be = backends.get(backend_name)
+    xp = be.xp
     offset, n_local = layout.offset(owner), layout.size(owner)
-    src = _concat(xp, [b[0] for b in buckets], "int64") - offset
-    dst = _concat(xp, [b[1] for b in buckets], layout.index_dtype())
+    halved = any(b[4] for b in buckets)
+    src = _concat(xp, [b[0] for b in buckets], "int64")
+    if offset:
+        src = src - offset
+    dst = _concat(xp, [b[1] for b in buckets], "int64" if halved else layout.index_dtype())
     weighted = any(b[2] is not None for b in buckets)
     weights = _concat(xp, [b[2] for b in buckets if b[2] is not None], "float64") if weighted else None
 
-    kernels = backends.get(backend_name).kernels
-    if hasattr(kernels, "build_csr"):  # GPU: degree count + atomic scatter, no sort
-        indptr, indices, weights = kernels.build_csr(src, dst, weights, n_local, layout.index_dtype())
+    if hasattr(be.kernels, "build_csr"):  # degree count + atomic scatter, no sort
+        indptr, indices, csr_weights = be.kernels.build_csr(
+            src, dst, weights, n_local, layout.index_dtype(), symmetric=halved, skip_loops=halved
+        )
     else:
         order = xp.argsort(src)
         indices = dst[order]
-        weights = weights[order] if weighted else None
+        csr_weights = weights[order] if weighted else None
         indptr = xp.zeros(n_local + 1, dtype="int64")
         xp.cumsum(xp.bincount(src, minlength=n_local), out=indptr[1:])
 
@@ -94,13 +104,18 @@ def build_partition(backend_name: str, layout: Layout, owner: int, track_presenc
     if track_presence:
         present = xp.zeros(n_local, dtype=bool)
         present[src] = True
-        extra = _concat(xp, [b[3] for b in buckets], "int64") - offset
-        present[extra] = True
-    return Partition(backend_name, owner, offset, n_local, layout.n, indptr, indices, weights, present)
+        if halved:
+            present[dst] = True
+        present_ids = [b[3] for b in buckets]
+        extra = _concat(xp, present_ids, "int64")
+        present[extra - offset if offset else extra] = True
+    return Partition(backend_name, owner, offset, n_local, layout.n, indptr, indices, csr_weights,
+                     present, symmetric=not directed and layout.n_owners == 1)
 
 
 def _concat(xp, arrays, dtype):
-    arrays = [a for a in arrays if a is not None]
+    """One array of ``dtype`` from ``arrays`` (Nones skipped); no copy for a lone array of that dtype."""
+    arrays = [xp.asarray(a).astype(dtype, copy=False) for a in arrays if a is not None]
     if not arrays:
         return xp.empty(0, dtype=dtype)
-    return xp.concatenate([xp.asarray(a).astype(dtype, copy=False) for a in arrays])
+    return arrays[0] if len(arrays) == 1 else xp.concatenate(arrays)

@@ -206,9 +206,11 @@ def bfs_arrays(part: Partition, sources, depth_limit=None, in_edges=None):
     """BFS over a one-owner partition from global ids ``sources``: ``(dist int32, parent int64)``.
 
     ``dist`` is -1 and ``parent`` -1 where unreached. The arrays stay on the partition's device.
-    ``in_edges``, an ``(indptr, indices)`` CSR of the in-edges, lets the CPU kernel go
-    direction-optimizing; for an undirected graph pass ``(part.indptr, part.indices)``.
+    ``in_edges``, an ``(indptr, indices)`` CSR of the in-edges, lets the kernel go
+    direction-optimizing; an undirected (symmetric) partition is its own.
     """
+    if in_edges is None and part.symmetric:
+        in_edges = (part.indptr, part.indices)
     kernels = backends.get(part.backend).kernels
     xp = part.xp
     sources = xp.asarray(np.unique(sources).astype(np.int64))

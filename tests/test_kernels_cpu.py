@@ -572,10 +572,11 @@ def test_delta_stepping_matches_scipy(seed, directed, index_dtype, delta):
         assert_tree(src, dst, w, dist, parent, sources, np.isfinite(dist))
 
 
+@pytest.mark.parametrize("parallel_vertices", [0, 10**9])
 @pytest.mark.parametrize("n_threads,outbox_capacity", [(1, 1), (2, 1), (3, 1), (5, 4), (2, 1 << 16)])
-def test_delta_stepping_owners_and_full_outboxes(n_threads, outbox_capacity):
+def test_delta_stepping_owners_and_full_outboxes(n_threads, outbox_capacity, parallel_vertices):
     # More owners than threads is still correct; a capacity of 1 (raised to the largest degree)
-    # makes outboxes fill and phases restart.
+    # makes outboxes fill and phases restart; phases run in parallel regions or one thread.
     n = 400
     src, dst, w = random_edges(10, n=n, m=3000, directed=False)
     w = np.ceil(w)  # integer weights, many ties and zeros
@@ -587,7 +588,8 @@ def test_delta_stepping_owners_and_full_outboxes(n_threads, outbox_capacity):
         dist = np.full(n, np.inf)
         parent = np.full(n, -1, dtype=np.int64)
         cpu._delta_stepping(indptr, indices, weights, sources, delta, n_slots, n_threads,
-                            outbox_capacity, dist, parent)
+                            outbox_capacity, parallel_vertices, dist, parent,
+                            np.empty(n, dtype=np.int32))
         np.testing.assert_array_equal(dist, expected)
         assert_tree(src, dst, w, dist, parent, sources, np.isfinite(dist))
 

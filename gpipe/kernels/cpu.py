@@ -13,11 +13,29 @@ What each kernel computes
                 had when the round began (`frontier_dist`). The vertices whose distance drops
                 now are the next round's frontier. Works with negative weights; the driver
                 bounds the number of rounds to detect a negative cycle.
-    bfs         A whole one-owner BFS in one call: a FIFO queue in which each level is one
-                contiguous slice, expanded by the same step as bfs_expand into the slice after it.
+    bfs         A whole one-owner BFS in one call, direction-optimizing [2] when given the
+                in-edges (for an undirected graph, the CSR itself): top-down steps over a queue
+                while the frontier has few edges, bottom-up steps over a frontier bitmap (every
+                unvisited vertex looks for a parent among its in-neighbours, stopping at the
+                first) while it has many; GAPBS's switch rule (alpha = 15, beta = 18). Without
+                the in-edges, top-down only. Steps with many edges run in parallel.
+    delta_stepping  Delta-stepping [4] for non-negative weights: vertices wait in buckets of
+                width delta by tentative distance; the lowest bucket is relaxed until it stays
+                empty. The SSSP of one owner. dijkstra is its slow, obviously-correct twin.
     dijkstra    Dijkstra's algorithm [5] with a binary heap and lazy deletion [6]: instead of
                 decrease-key, a vertex is pushed again on each strict improvement, and a popped
                 entry whose key is above the vertex's current distance is stale and skipped.
+
+Parallel steps without atomics (Numba has none)
+    - Bottom-up BFS: each thread owns whole 64-vertex words of the bitmaps, and writes only
+      its own vertices' dist, parent and bits. Race-free by construction.
+    - Top-down BFS: two threads may both find v unvisited and both claim it; they write the
+      same dist and each a valid parent. Each claim is logged as (v, u); after the step only
+      the claim with parent[v] == u survives, so v enters the next frontier once.
+    - Delta-stepping: thread t owns vertices t*chunk .. (t+1)*chunk - 1 and alone writes their
+      dist, parent and bucket lists. An edge into another thread's range becomes a candidate
+      (v, dist, u) in t's outbox, applied by v's owner after a barrier. Reading another
+      thread's dist to filter candidates is a benign race: a stale value is only larger.
 
 Invariants of the arrays
     - Local ids are 0..n_local-1, global ids offset + local. `indptr` is int64[n_local + 1];
@@ -42,6 +60,7 @@ References
     [3] R. Bellman, "On a routing problem", Quarterly of Applied Mathematics 16, 1958.
     [4] U. Meyer, P. Sanders, "Delta-stepping: a parallelizable shortest path algorithm",
         J. Algorithms 49, 2003 (the level-synchronous rounds are its Delta = infinity case).
+        GAPBS (sbeamer/gapbs, src/bfs.cc, src/sssp.cc) for the parameters and step structure.
     [5] E. W. Dijkstra, "A note on two problems in connexion with graphs", Numer. Math. 1, 1959.
     [6] M. Chen, R. A. Chowdhury, V. Ramachandran, D. L. Roche, L. Tong, "Priority Queues and
         Dijkstra's Algorithm", UTCS TR-07-54, 2007.
@@ -62,10 +81,13 @@ SERIAL_EDGES = 1 << 14
 CHUNKS_PER_THREAD = 4
 # Delta-stepping: bucket width DELTA_SCALE * max weight / average degree (see default_delta),
 # and at most MAX_SLOTS buckets in the ring.
-DELTA_SCALE = 1.0
+DELTA_SCALE = 0.25
 MAX_SLOTS = 1 << 14
 # Candidates a thread may send to the others in one phase before the outbox grows.
 OUTBOX_CAPACITY = 1 << 16
+# Buckets of fewer vertices are settled by one thread: a parallel region costs microseconds
+# on an idle machine but up to a scheduler time slice when the cores are oversubscribed.
+PARALLEL_VERTICES = 1024
 
 _EMPTY_IDS = np.empty(0, dtype=np.int64)
 _EMPTY_DISTS = np.empty(0, dtype=np.float64)
@@ -335,10 +357,10 @@ def _bfs_direction_optimizing(indptr, indices, in_indptr, in_indices, sources, d
 
 
 @_kernel
-def _improve(v, cand, u, t, delta, dist, parent, heads, next_in, prev_in, slot_of):
+def _improve(v, cand, u, t, delta, dist, parent, heads, count, next_in, prev_in, slot_of):
     """Lower dist[v] to cand (parent u) and move v to the bucket of cand, in thread t's ring."""
     n_slots = heads.shape[1]
-    slot = np.int64(cand / delta) % n_slots
+    slot = np.int32(np.int64(cand / delta) % n_slots)
     dist[v] = cand
     parent[v] = u
     old = slot_of[v]
@@ -353,6 +375,8 @@ def _improve(v, cand, u, t, delta, dist, parent, heads, next_in, prev_in, slot_o
             heads[t, old] = q
         if q >= 0:
             prev_in[q] = p
+        count[t, old] -= 1
+    count[t, slot] += 1
     head = heads[t, slot]
     next_in[v] = head
     prev_in[v] = -1
@@ -363,8 +387,8 @@ def _improve(v, cand, u, t, delta, dist, parent, heads, next_in, prev_in, slot_o
 
 
 @_kernel
-def _settle_bucket(t, bucket, indptr, indices, weights, delta, chunk, dist, parent, heads, next_in,
-                   prev_in, slot_of, frontier, progress, out_target, out_dist, out_parent, out_fill):
+def _settle_bucket(t, bucket, indptr, indices, weights, delta, chunk, dist, parent, heads, count,
+                   next_in, prev_in, slot_of, frontier, progress, out_target, out_dist, out_parent, out_fill):
     """Thread t relaxes its vertices of `bucket` until none is left there, or its outbox is full.
 
     Targets owned by t are improved in place (and, if they fall in `bucket` again, relaxed in a
@@ -383,6 +407,7 @@ def _settle_bucket(t, bucket, indptr, indices, weights, delta, chunk, dist, pare
             if v < 0:
                 break
             heads[t, slot] = -1
+            count[t, slot] = 0
             k = 0
             while v >= 0:
                 frontier[t, k] = v
@@ -402,7 +427,8 @@ def _settle_bucket(t, bucket, indptr, indices, weights, delta, chunk, dist, pare
                 cand = du + weights[e]
                 if cand < dist[v]:  # for another thread's v a racy read: stale is only larger
                     if lo <= v < hi:
-                        _improve(v, cand, u, t, delta, dist, parent, heads, next_in, prev_in, slot_of)
+                        _improve(v, cand, u, t, delta, dist, parent, heads, count, next_in,
+                                 prev_in, slot_of)
                     else:
                         out_target[t, fill] = v
                         out_dist[t, fill] = cand
@@ -413,7 +439,7 @@ def _settle_bucket(t, bucket, indptr, indices, weights, delta, chunk, dist, pare
 
 
 @_kernel
-def _apply_candidates(t, bucket, delta, chunk, dist, parent, heads, next_in, prev_in, slot_of,
+def _apply_candidates(t, bucket, delta, chunk, dist, parent, heads, count, next_in, prev_in, slot_of,
                       out_target, out_dist, out_parent, out_fill):
     """Thread t applies the other threads' candidates for its vertices; return its next bucket.
 
@@ -430,8 +456,8 @@ def _apply_candidates(t, bucket, delta, chunk, dist, parent, heads, next_in, pre
             if lo <= v < hi:
                 cand = out_dist[s, j]
                 if cand < dist[v]:
-                    _improve(v, cand, out_parent[s, j], t, delta, dist, parent, heads, next_in,
-                             prev_in, slot_of)
+                    _improve(v, cand, out_parent[s, j], t, delta, dist, parent, heads, count,
+                             next_in, prev_in, slot_of)
     n_slots = heads.shape[1]
     for b in range(bucket, bucket + n_slots):
         if heads[t, b % n_slots] >= 0:
@@ -440,36 +466,54 @@ def _apply_candidates(t, bucket, delta, chunk, dist, parent, heads, next_in, pre
 
 
 @_parallel
-def _delta_stepping_phase(bucket, indptr, indices, weights, delta, chunk, dist, parent, heads,
+def _delta_stepping_phase(bucket, indptr, indices, weights, delta, chunk, dist, parent, heads, count,
                           next_in, prev_in, slot_of, frontier, progress, out_target, out_dist,
                           out_parent, out_fill, next_bucket):
     """One phase: every thread settles its share of `bucket`, then takes its candidates in."""
     n_threads = heads.shape[0]
     for t in numba.prange(n_threads):
         _settle_bucket(t, bucket, indptr, indices, weights, delta, chunk, dist, parent, heads,
-                       next_in, prev_in, slot_of, frontier, progress, out_target, out_dist,
+                       count, next_in, prev_in, slot_of, frontier, progress, out_target, out_dist,
                        out_parent, out_fill)
     for t in numba.prange(n_threads):
-        next_bucket[t] = _apply_candidates(t, bucket, delta, chunk, dist, parent, heads, next_in,
-                                           prev_in, slot_of, out_target, out_dist, out_parent,
-                                           out_fill)
+        next_bucket[t] = _apply_candidates(t, bucket, delta, chunk, dist, parent, heads, count,
+                                           next_in, prev_in, slot_of, out_target, out_dist,
+                                           out_parent, out_fill)
+
+
+@_kernel
+def _delta_stepping_phase_serial(bucket, indptr, indices, weights, delta, chunk, dist, parent, heads,
+                                 count, next_in, prev_in, slot_of, frontier, progress, out_target,
+                                 out_dist, out_parent, out_fill, next_bucket):
+    """The same phase, the owners one after the other: for small buckets (no barrier to wait at)."""
+    n_threads = heads.shape[0]
+    for t in range(n_threads):
+        _settle_bucket(t, bucket, indptr, indices, weights, delta, chunk, dist, parent, heads,
+                       count, next_in, prev_in, slot_of, frontier, progress, out_target, out_dist,
+                       out_parent, out_fill)
+    for t in range(n_threads):
+        next_bucket[t] = _apply_candidates(t, bucket, delta, chunk, dist, parent, heads, count,
+                                           next_in, prev_in, slot_of, out_target, out_dist,
+                                           out_parent, out_fill)
 
 
 @_kernel
 def _delta_stepping(indptr, indices, weights, sources, delta, n_slots, n_threads, outbox_capacity,
-                    dist, parent):
+                    parallel_vertices, dist, parent, next_in):
     """Settle every vertex reachable from `sources` bucket by bucket, filling dist/parent.
 
     `n_threads` owners share the work (any count is correct; one per thread is fast). Each
     outbox starts with room for `outbox_capacity` candidates, at least the largest degree, and
-    doubles whenever a phase fills one (that thread stops and the phase is run again).
+    doubles whenever a phase fills one (that thread stops and the phase is run again). A bucket
+    of fewer than `parallel_vertices` vertices is settled without starting a parallel region.
     """
     n = dist.shape[0]
     chunk = max(1, -(-n // n_threads))  # thread t owns vertices t * chunk .. (t + 1) * chunk - 1
-    heads = np.full((n_threads, n_slots), -1, dtype=np.int64)
-    next_in = np.empty(n, dtype=np.int64)
-    prev_in = np.empty(n, dtype=np.int64)
-    slot_of = np.full(n, -1, dtype=np.int64)
+    # The lists' links are of next_in's dtype (int32 below 2**31 vertices: less memory touched).
+    heads = np.full((n_threads, n_slots), -1, dtype=next_in.dtype)
+    count = np.zeros((n_threads, n_slots), dtype=np.int64)  # length of each list
+    prev_in = np.empty_like(next_in)
+    slot_of = np.full(n, -1, dtype=np.int32)
     frontier = np.empty((n_threads, chunk), dtype=np.int64)
     progress = np.zeros((n_threads, 2), dtype=np.int64)
     max_degree = 0
@@ -484,12 +528,22 @@ def _delta_stepping(indptr, indices, weights, sources, delta, n_slots, n_threads
     for i in range(sources.shape[0]):
         s = sources[i]
         if dist[s] != 0.0:
-            _improve(s, 0.0, -1, s // chunk, delta, dist, parent, heads, next_in, prev_in, slot_of)
+            _improve(s, 0.0, -1, s // chunk, delta, dist, parent, heads, count, next_in, prev_in,
+                     slot_of)
     bucket = 0
     while True:
-        _delta_stepping_phase(bucket, indptr, indices, weights, delta, chunk, dist, parent, heads,
-                              next_in, prev_in, slot_of, frontier, progress, out_target, out_dist,
-                              out_parent, out_fill, next_bucket)
+        waiting = 0
+        for t in range(n_threads):
+            waiting += count[t, bucket % n_slots] + progress[t, 1] - progress[t, 0]
+        if n_threads > 1 and waiting >= parallel_vertices:
+            _delta_stepping_phase(bucket, indptr, indices, weights, delta, chunk, dist, parent,
+                                  heads, count, next_in, prev_in, slot_of, frontier, progress,
+                                  out_target, out_dist, out_parent, out_fill, next_bucket)
+        else:
+            _delta_stepping_phase_serial(bucket, indptr, indices, weights, delta, chunk, dist,
+                                         parent, heads, count, next_in, prev_in, slot_of, frontier,
+                                         progress, out_target, out_dist, out_parent, out_fill,
+                                         next_bucket)
         stalled = False
         for t in range(n_threads):
             stalled |= progress[t, 0] < progress[t, 1]
@@ -810,7 +864,8 @@ def delta_stepping(indptr, indices, weights, sources, delta=None):
     delta = max(delta, top / MAX_SLOTS)
     n_slots = int(top / delta) + 2
     _delta_stepping(indptr, indices, weights, np.asarray(sources, dtype=np.int64), delta, n_slots,
-                    numba.get_num_threads(), OUTBOX_CAPACITY, dist, parent)
+                    numba.get_num_threads(), OUTBOX_CAPACITY, PARALLEL_VERTICES, dist, parent,
+                    np.empty(n, dtype=np.int32 if n < 2**31 else np.int64))
     return dist, parent
 
 

@@ -6,8 +6,8 @@ What is timed (all clocks are ``time.perf_counter`` in the process that runs the
   already in memory (persisted), with the peak device memory of the build.
 * **Per source, graph built**: one traversal with distances and parents from one source.
   With one owner (no Dask client, or one worker) the timed call is
-  :func:`gpipe.traverse.bfs_arrays` (given the CSR as its in-edges too, since the graph is
-  undirected) / :func:`~gpipe.traverse.sssp_arrays` on the partition,
+  :func:`gpipe.traverse.bfs_arrays` (direction-optimizing, since the graph is undirected) /
+  :func:`~gpipe.traverse.sssp_arrays` on the partition,
   run where the partition lives, followed by a device synchronization on GPU; a first
   traversal (compilation, caches) is timed apart as the warm-up. With several owners the
   timed call is the driver behind ``graph.bfs(...)``/``graph.sssp(...)`` up to the point where
@@ -460,8 +460,8 @@ def _time_one_owner(part, kind, chosen, repeat, negative_weights, keep_first):
     xp = part.xp
 
     def traversal(source):
-        if kind == BFS:  # undirected: the in-edges are the out-edges (lets BFS go bottom-up)
-            return traverse.bfs_arrays(part, [source], in_edges=(part.indptr, part.indices))
+        if kind == BFS:
+            return traverse.bfs_arrays(part, [source])
         return traverse.sssp_arrays(part, [source], negative_weights)
 
     t0 = time.perf_counter()

@@ -202,22 +202,18 @@ def _sssp_one_owner(part: Partition, ids, sources, negative_weights, vertex_dtyp
     return owner_frame(part, ids, dist, parent, SSSP, vertex_dtype)
 
 
-def bfs_arrays(part: Partition, sources, depth_limit=None, in_edges=None):
+def bfs_arrays(part: Partition, sources, depth_limit=None):
     """BFS over a one-owner partition from global ids ``sources``: ``(dist int32, parent int64)``.
 
     ``dist`` is -1 and ``parent`` -1 where unreached. The arrays stay on the partition's device.
-    ``in_edges``, an ``(indptr, indices)`` CSR of the in-edges, lets the kernel go
-    direction-optimizing; an undirected (symmetric) partition is its own.
+    On a symmetric (undirected, one-owner) partition the kernels may go direction-optimizing.
     """
-    if in_edges is None and part.symmetric:
-        in_edges = (part.indptr, part.indices)
     kernels = backends.get(part.backend).kernels
     xp = part.xp
     sources = xp.asarray(np.unique(sources).astype(np.int64))
     if hasattr(kernels, "bfs"):
-        in_indptr, in_indices = in_edges if in_edges is not None else (None, None)
         return kernels.bfs(part.indptr, part.indices, sources, -1 if depth_limit is None else depth_limit,
-                           in_indptr=in_indptr, in_indices=in_indices)
+                           symmetric=part.symmetric)
     state = _initial_state(part, sources, BFS)
     level = 0
     while state.frontier.size and (depth_limit is None or level < depth_limit):

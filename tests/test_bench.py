@@ -122,8 +122,8 @@ def test_bench_rejects_bad_options():
 def test_bench_fails_on_a_wrong_traversal(monkeypatch):
     real = traverse.bfs_arrays
 
-    def off_by_one(part, sources, depth_limit=None, in_edges=None):
-        dist, parent = real(part, sources, depth_limit, in_edges)
+    def off_by_one(part, sources, depth_limit=None):
+        dist, parent = real(part, sources, depth_limit)
         dist = dist.copy()
         dist[dist > 1] += 1
         return dist, parent

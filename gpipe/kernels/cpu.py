@@ -730,7 +730,7 @@ def sssp_relax(indptr, indices, weights, offset, frontier, frontier_dist, dist, 
 
 
 def bfs(indptr, indices, sources, depth_limit, in_indptr=None, in_indices=None, alpha=ALPHA,
-        beta=BETA):
+        beta=BETA, *, symmetric=False):
     """Breadth-first search over a one-owner CSR (offset 0), all in one compiled call.
 
     Top-down steps expand a queue, in parallel once the frontier has many edges. Given the
@@ -753,6 +753,9 @@ def bfs(indptr, indices, sources, depth_limit, in_indptr=None, in_indices=None, 
         Without them the search is top-down only.
     alpha, beta : float, optional (defaults 15 and 18, as in GAPBS)
         The direction switch thresholds above.
+    symmetric : bool, optional
+        The graph is undirected and stored both ways (CSR == CSC): the same as passing
+        `indptr` and `indices` as the in-edges.
 
     Returns
     -------
@@ -780,6 +783,8 @@ def bfs(indptr, indices, sources, depth_limit, in_indptr=None, in_indices=None, 
     n = indptr.shape[0] - 1
     dist = np.full(n, -1, dtype=np.int32)
     parent = np.full(n, -1, dtype=np.int64)
+    if symmetric and in_indptr is None:
+        in_indptr, in_indices = indptr, indices
     bottom_up = in_indptr is not None and in_indices is not None
     if not bottom_up:
         in_indptr, in_indices = indptr, indices

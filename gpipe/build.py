@@ -173,10 +173,10 @@ def _split(backend_name, frame, ids, columns, layout: Layout, directed: bool, tr
     if ids is not None:
         src = xp.searchsorted(ids, src)
         dst = xp.searchsorted(ids, dst)
+    if not directed and layout.n_owners == 1 and hasattr(be.kernels, "build_csr"):
+        return [(src, dst, weights, None, True)]  # ids of any integer width: no copy
     src = src.astype("int64", copy=False)
     dst = dst.astype("int64", copy=False)
-    if not directed and layout.n_owners == 1 and hasattr(be.kernels, "build_csr"):
-        return [(src, dst, weights, None, True)]
     loops = src == dst
     present = None
     if track_presence:

@@ -24,7 +24,7 @@ WEIGHT_HIGH = 255
 
 
 def kronecker_edges(scale, edge_factor=16, *, a=0.57, b=0.19, c=0.19, seed=0, weights=False, xp=None,
-                    frame=True):
+                    frame=True, id_dtype="int64", shuffle=True):
     """Generate a Graph500 Kronecker (R-MAT) edge list with ``2**scale`` vertex ids.
 
     Each edge picks its endpoints one bit at a time: at every bit level the adjacency matrix
@@ -51,6 +51,12 @@ def kronecker_edges(scale, edge_factor=16, *, a=0.57, b=0.19, c=0.19, seed=0, we
         (generates on the GPU, returns cuDF). The strings ``"numpy"``/``"cupy"`` also work.
     frame : bool, default True
         False returns the columns as a dict of ``xp`` arrays instead of a frame (no cuDF needed).
+    id_dtype : {"int64", "int32"}, default "int64"
+        dtype of ``src`` and ``dst``; int32 (for ``scale <= 31``) halves the memory of large graphs.
+    shuffle : bool, default True
+        Randomly permute the edge order, as Graph500 does. Sorting a permutation of ``m`` keys
+        needs several times the edge list's memory: large GPU graphs may skip it (the
+        vertex relabelling is random either way).
 
     Returns
     -------
@@ -113,9 +119,14 @@ def kronecker_edges(scale, edge_factor=16, *, a=0.57, b=0.19, c=0.19, seed=0, we
         src += src_bit * bit
         dst += dst_bit * bit
 
-    relabel = rng.permutation(n)
-    order = rng.permutation(m)
-    columns = {"src": relabel[src][order], "dst": relabel[dst][order]}
+    if np.dtype(id_dtype) == np.int32 and scale > 31:
+        raise ValueError(f"id_dtype int32 holds scale <= 31 ids, not scale {scale}")
+    relabel = rng.permutation(n).astype(id_dtype)
+    src, dst = relabel[src], relabel[dst]
+    if shuffle:
+        order = rng.permutation(m)
+        src, dst = src[order], dst[order]
+    columns = {"src": src, "dst": dst}
     if weights:
         columns["weight"] = rng.integers(WEIGHT_LOW, WEIGHT_HIGH + 1, m).astype(xp.float64)
     return _frame(xp, columns) if frame else columns

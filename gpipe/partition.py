@@ -82,10 +82,11 @@ def build_partition(backend_name: str, layout: Layout, owner: int, directed: boo
     xp = be.xp
     offset, n_local = layout.offset(owner), layout.size(owner)
     halved = any(b[4] for b in buckets)
-    src = _concat(xp, [b[0] for b in buckets], "int64")
+    id_dtype = xp.result_type(*[b[i].dtype for b in buckets for i in (0, 1)]) if halved else "int64"
+    src = _concat(xp, [b[0] for b in buckets], id_dtype)
     if offset:
         src = src - offset
-    dst = _concat(xp, [b[1] for b in buckets], "int64" if halved else layout.index_dtype())
+    dst = _concat(xp, [b[1] for b in buckets], id_dtype if halved else layout.index_dtype())
     weighted = any(b[2] is not None for b in buckets)
     weights = _concat(xp, [b[2] for b in buckets if b[2] is not None], "float64") if weighted else None
 

@@ -589,7 +589,7 @@ def test_delta_stepping_owners_and_full_outboxes(n_threads, outbox_capacity, par
         parent = np.full(n, -1, dtype=np.int64)
         cpu._delta_stepping(indptr, indices, weights, sources, delta, n_slots, n_threads,
                             outbox_capacity, parallel_vertices, dist, parent,
-                            np.empty(n, dtype=np.int32))
+                            np.empty((n, 3), dtype=np.int32))
         np.testing.assert_array_equal(dist, expected)
         assert_tree(src, dst, w, dist, parent, sources, np.isfinite(dist))
 

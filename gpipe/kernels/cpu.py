@@ -360,7 +360,7 @@ def _bfs_direction_optimizing(indptr, indices, in_indptr, in_indices, sources, d
 def _improve(v, cand, u, t, delta, dist, parent, heads, count, next_in, prev_in, slot_of):
     """Lower dist[v] to cand (parent u) and move v to the bucket of cand, in thread t's ring."""
     n_slots = heads.shape[1]
-    slot = np.int32(np.int64(cand / delta) % n_slots)
+    slot = np.int64(cand / delta) % n_slots
     dist[v] = cand
     parent[v] = u
     old = slot_of[v]
@@ -499,7 +499,7 @@ def _delta_stepping_phase_serial(bucket, indptr, indices, weights, delta, chunk,
 
 @_kernel
 def _delta_stepping(indptr, indices, weights, sources, delta, n_slots, n_threads, outbox_capacity,
-                    parallel_vertices, dist, parent, next_in):
+                    parallel_vertices, dist, parent, links):
     """Settle every vertex reachable from `sources` bucket by bucket, filling dist/parent.
 
     `n_threads` owners share the work (any count is correct; one per thread is fast). Each
@@ -509,11 +509,14 @@ def _delta_stepping(indptr, indices, weights, sources, delta, n_slots, n_threads
     """
     n = dist.shape[0]
     chunk = max(1, -(-n // n_threads))  # thread t owns vertices t * chunk .. (t + 1) * chunk - 1
-    # The lists' links are of next_in's dtype (int32 below 2**31 vertices: less memory touched).
-    heads = np.full((n_threads, n_slots), -1, dtype=next_in.dtype)
+    # Bucket lists: links[v] = (next, previous, slot), one row per vertex so that moving v
+    # touches one cache line of its own; int32 below 2**31 vertices (less memory touched).
+    next_in = links[:, 0]
+    prev_in = links[:, 1]
+    slot_of = links[:, 2]
+    slot_of[:] = -1
+    heads = np.full((n_threads, n_slots), -1, dtype=links.dtype)
     count = np.zeros((n_threads, n_slots), dtype=np.int64)  # length of each list
-    prev_in = np.empty_like(next_in)
-    slot_of = np.full(n, -1, dtype=np.int32)
     frontier = np.empty((n_threads, chunk), dtype=np.int64)
     progress = np.zeros((n_threads, 2), dtype=np.int64)
     max_degree = 0
@@ -870,7 +873,7 @@ def delta_stepping(indptr, indices, weights, sources, delta=None):
     n_slots = int(top / delta) + 2
     _delta_stepping(indptr, indices, weights, np.asarray(sources, dtype=np.int64), delta, n_slots,
                     numba.get_num_threads(), OUTBOX_CAPACITY, PARALLEL_VERTICES, dist, parent,
-                    np.empty(n, dtype=np.int32 if n < 2**31 else np.int64))
+                    np.empty((n, 3), dtype=np.int32 if n < 2**31 else np.int64))
     return dist, parent
 
 

@@ -339,14 +339,15 @@ class _Bench:
         xp = "cupy" if gpu else "numpy"
         args = ("kron" if spec.scale is not None else "grid", spec.scale if spec.scale is not None else spec.grid,
                 spec.weighted, spec.seed, xp)
-        meta = _empty_edges(self.backend, spec.weighted)
+        lean = spec.scale is not None and spec.scale >= LEAN_SCALE
+        meta = _empty_edges(self.backend, spec.weighted, "int32" if lean else "int64")
         if self.client is not None:  # generated on a worker: the edges never pass through here
             part = dask.delayed(_generate, pure=False)(*args)
             return _persist(dd.from_delayed([part], meta=meta, verify_meta=False), self.client)
         frame = _generate(*args)
         # A named delayed: Dask does not hash the (large) frame to name it.
         part = dask.delayed(frame, name=f"gpipe-bench-edges-{uuid.uuid4().hex}")
-        return dd.from_delayed([part], meta=meta, verify_meta=False)
+        return dd.from_delayed([part], meta=frame.iloc[:0], verify_meta=False)
 
     # --- traversals from every source ---------------------------------------------------------
 
@@ -753,8 +754,9 @@ def _persist(frame, client):
     return frame
 
 
-def _empty_edges(backend_name, weighted):
-    columns = {"src": np.empty(0, np.int64), "dst": np.empty(0, np.int64)}
+def _empty_edges(backend_name, weighted, id_dtype="int64"):
+    """The zero-row edge frame with the generators' columns and dtypes (Dask's ``meta``)."""
+    columns = {"src": np.empty(0, id_dtype), "dst": np.empty(0, id_dtype)}
     if weighted:
         columns["weight"] = np.empty(0, np.float64)
     return backends.get(backend_name).frames.DataFrame(columns)

@@ -75,9 +75,7 @@ def start_local_cluster(kind="auto", n_workers=None, dashboard=True):
     if kind == "cuda":
         cluster = _local_cuda_cluster(options)
     else:
-        from distributed import LocalCluster
-
-        cluster = LocalCluster(processes=True, threads_per_worker=1, **options)
+        cluster = _local_cpu_cluster(options)
     from distributed import Client
 
     return cluster, Client(cluster)
@@ -175,11 +173,23 @@ def connect(config):
         return Client(address, **options)
     if kind == "local-cuda":
         return Client(_local_cuda_cluster(options))
+    return Client(_local_cpu_cluster(options))
+
+
+def _local_cpu_cluster(options):
+    """A LocalCluster of single-threaded worker processes (unless ``options`` say otherwise).
+
+    Each worker's Numba kernels get as many threads as the worker has, so that workers
+    sharing the cores do not oversubscribe them (Numba would take every core in each).
+    """
     from distributed import LocalCluster
 
+    options = dict(options)
     options.setdefault("processes", True)
     options.setdefault("threads_per_worker", 1)
-    return Client(LocalCluster(**options))
+    env = dict(options.pop("env", None) or {})
+    env.setdefault("NUMBA_NUM_THREADS", str(options["threads_per_worker"]))
+    return LocalCluster(env=env, **options)
 
 
 def disconnect(client):

@@ -94,7 +94,7 @@ def dask_client2():
     from distributed import Client, LocalCluster
 
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                           dashboard_address=None)
+                           dashboard_address=None, env={"NUMBA_NUM_THREADS": "1"})
     client = Client(cluster, set_as_default=False)
     client.wait_for_workers(2)
     yield client

@@ -9,6 +9,7 @@ template parameters, never pasted into the source. Only GPU code paths import th
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 
 import cupy
@@ -49,12 +50,25 @@ def source_dir(source: str = "bfs.cu") -> Path:
     )
 
 
+_LOCAL_INCLUDE = re.compile(r'^#include "([^"]+)"$', re.MULTILINE)
+
+
+def source_text(source: str) -> str:
+    """The text of ``source`` with its local ``#include "x.cuh"`` lines replaced by the headers.
+
+    Inlined rather than passed as an include path, so that CuPy's compile cache, which keys on
+    the source text, sees a change of a header too.
+    """
+    folder = source_dir(source)
+    return _LOCAL_INCLUDE.sub(lambda m: (folder / m.group(1)).read_text(), (folder / source).read_text())
+
+
 @functools.lru_cache(maxsize=None)
 def _module(source: str, entry_points: tuple, device_id: int) -> cupy.RawModule:
     # device_id is only the cache key: a module is compiled and loaded for the current device.
     del device_id
     names = [f"{kernel}<{ctype}>" for kernel in entry_points for ctype in INDEX_TYPES.values()]
-    code = (source_dir(source) / source).read_text()
+    code = source_text(source)
     module = cupy.RawModule(code=code, options=COMPILE_OPTIONS, name_expressions=names)
     module.compile()
     return module

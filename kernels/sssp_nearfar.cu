@@ -3,10 +3,12 @@
 // What it computes
 //   sssp_near_far: dist[v] = length of a shortest path from the nearest source to v (+inf when
 //   unreached), for weights w >= 0 (zeros allowed, duplicates allowed: the minimum keeps the
-//   lightest), plus stamp[v] = the pass in which dist[v] was last lowered (0 for sources).
-//   sssp_settle_tree: afterwards, parent[v] = some u with an edge u->v such that
-//   dist[u] + w == dist[v] exactly and stamp[u] < stamp[v] (-1 for sources and unreached).
-//   gpipe/kernels/gpu_sssp.py (sssp) launches both; tests/test_kernels_gpu.py checks them
+//   lightest), plus stamp[v] = the pass in which dist[v] was last lowered (0 for sources), and
+//   parent[v] = some u with an edge u->v such that dist[u] + w == dist[v] exactly and
+//   stamp[u] < stamp[v] (-1 for sources and unreached): recorded by the relaxation, checked
+//   by sssp_check_parents, repaired where a race spoiled it by sssp_repair_scan +
+//   sssp_repair_rows (symmetric graphs) or sssp_settle_tree (any graph).
+//   gpipe/kernels/gpu_sssp.py (sssp) launches them; tests/test_kernels_gpu.py checks them
 //   against scipy.sparse.csgraph.dijkstra and validates the tree. The slow, obviously right
 //   twin is the frontier Bellman-Ford of sssp.cu driven round by round (gpipe/traverse.py).
 //
@@ -21,21 +23,33 @@
 //   with T_old <= dist < T (or dist <= min far, so that a delta lost to rounding still makes
 //   progress) to the near queue; those with dist < T_old were already settled (dropped), the
 //   rest stay far. It ends when both are empty.
-//   Relaxation is edge-parallel, load-balanced by prefix sum + binary search: the near queue's
-//   degrees are scanned into edge_end; each block takes chunks of 4 * blockDim consecutive
-//   edges, finds the chunk's first and last queue slot once, and each thread searches only
-//   between those (a few steps when degrees are large), for its 4 edges in lockstep so that
-//   4 independent loads are in flight; then the 4 edges' gathers, then their atomics. An edge
-//   whose source was lowered during the pass is skipped (the source is queued again and will
-//   relax it from the lower value). dist is lowered with the native 64-bit atomicMin on the
+//   Relaxation is edge-parallel, load-balanced by prefix sum + search: the near queue's
+//   degrees are scanned into edge_end, and block b takes the b-th equal, contiguous share of
+//   the pass's edges (its first queue slot is written by the scan, start_slot[b]). It walks
+//   its share in chunks of 4 * blockDim edges: the ends of the next kStage queue slots go to
+//   shared memory (coalesced), then the row offset, snapshot and id of the slots the chunk
+//   uses; each thread finds the slots of its 4 edges by a branch-free search in shared
+//   memory, in lockstep, then gathers the 4 edges, then does their atomics. A source lowered
+//   since the snapshot (dist[u] != snap, checked once per slot per chunk) is skipped: it is
+//   queued again and will relax its edges from the lower value. dist is lowered with the native 64-bit atomicMin on the
 //   IEEE bit pattern: for non-negative doubles (and +inf) the unsigned bit order is the
 //   numeric order, so no compare-and-swap loop is needed.
 //   Every pass relaxes from a SNAPSHOT of its queue's distances taken at the start of the
 //   pass, and every lowering stamps the pass number. That is what makes the parents simple:
-//   the edge u->v that gave v its final distance in pass r read dist[u] already final, so
-//   stamp[u] < r = stamp[v]. Any tight edge with a smaller stamp at the source is therefore a
-//   valid parent, and stamps strictly decrease along parent pointers: no cycle even among
-//   zero-weight edges. One edge-parallel pass at the end (sssp_settle_tree) picks them.
+//   the edge u->v that gave v its final distance in pass r read dist[u] already final (if
+//   dist[u] had dropped below the snapshot, v would end lower still), so stamp[u] < r =
+//   stamp[v]. Any tight edge with a smaller stamp at the source is therefore a valid parent,
+//   and stamps strictly decrease along parent pointers: no cycle even among zero-weight edges.
+//   Parents are recorded as the relaxation goes: a thread whose atomicMin lowers v stores
+//   parent[v] = u and parent_edge[v] = j (the CSR position of u->v), two plain stores. When
+//   several threads lower v in one pass their stores may land out of order (or mixed), so
+//   sssp_check_parents re-checks each vertex afterwards (j lies in u's row, targets v,
+//   dist[u] + w[j] == dist[v], stamp[u] < stamp[v]) and lists the few that fail; those are
+//   repaired by sssp_repair_rows (symmetric graphs: v's own row holds the twins of its
+//   in-edges; the listed rows are checked edge-parallel) or, for directed
+//   graphs, by the edge-parallel sssp_settle_tree over all edges, which returns at once when
+//   the list is empty. The final winner's edge always passes the check, so a repair always
+//   finds a parent.
 //   Host syncs: none inside the traversal. The kernel is launched cooperatively (all blocks
 //   resident) and passes are separated by a grid barrier (one atomic counter and a generation
 //   word). Control state (T, queue lengths, which buffer is current) lives in each block's
@@ -49,7 +63,7 @@
 //   with __ldcg (L2, not the non-coherent L1). The per-slot arrays (snap, row_end, edge_end)
 //   and the current queue are read-only during the relax phase: with l1_cached != 0 it reads
 //   them with plain, L1-cached loads (valid as after cooperative_groups' grid sync, whose
-//   fence this barrier copies); with 0, with __ldcg too (the default: same speed measured).
+//   fence this barrier copies); with 0, with __ldcg too (the default).
 //   Nothing written in the kernel is read through const __restrict__ (the read-only path).
 //
 // Array invariants (n vertices, nnz edges; Index is int or long long)
@@ -60,8 +74,12 @@
 //   stamp      int32[n]: 0 on entry; pass of the last lowering.
 //   near_mark, far_mark  int32[n]: -1 on entry.
 //   queue0     Index[n]: the distinct sources in [0, n_sources); queue1, far0, far1 Index[n].
-//   snap       float64[n], row_end int64[n], edge_end int64[n]: per slot of the current queue.
-//   block_sum  int64[gridDim.x].
+//   snap       float64[n], row_end int64[n], edge_end int64[n]: per slot of the current queue
+//              (after the scan row_end[i] holds row end - edge_end[i], so edge e of the pass
+//              is CSR position e + row_end[slot]).
+//   block_sum, start_slot  int64[gridDim.x].
+//   parent     int64[n] -1 on entry; parent_edge int64[n] (anything on entry): see above;
+//              record_parents == 0 records none (tests: every parent then comes from a repair).
 //   ring       uint64[9] = 3 x {near appends, far appends, far min bits}: {0, 0, +inf bits}.
 //   barrier    uint32[2] zero.
 //   stats      int64[6] zero: passes, relax passes, splits, edges relaxed, near appends,
@@ -73,7 +91,20 @@ namespace {
 
 constexpr unsigned kFullWarp = 0xffffffffu;
 constexpr unsigned long long kInfBits = 0x7ff0000000000000ull;
-constexpr int kItems = 4;  // edges per thread per chunk in the relax phase
+constexpr int kItems = 4;     // edges per thread per chunk in the relax phase
+constexpr int kStage = 1024;  // queue slots staged in shared memory per chunk (a power of 2)
+constexpr int kIntMax = 0x7fffffff;
+
+// Number of t in [0, kStage - 1) with ends[t] <= x: for non-decreasing ends, the first t with
+// ends[t] > x whenever that t is below kStage - 1 (callers fix up the last slot). Branch-free.
+__device__ __forceinline__ int shared_rank(const int* ends, int x) {
+    int pos = 0;
+#pragma unroll
+    for (int step = kStage >> 1; step > 0; step >>= 1) {
+        pos += ends[pos + step - 1] <= x ? step : 0;
+    }
+    return pos;
+}
 constexpr int kRelax = 1, kSplit = 2, kDone = 0;
 
 // Slot of this lane in a queue whose length is *counter, when `append` is true (else unused).
@@ -228,12 +259,17 @@ sssp_near_far(const long long* __restrict__ indptr, const Index* __restrict__ in
               const double* __restrict__ weights, long long n, double delta, long long n_sources,
               double* dist, int* stamp, int* near_mark, int* far_mark, Index* queue0,
               Index* queue1, Index* far0, Index* far1, double* snap, long long* row_end,
-              long long* edge_end, long long* block_sum, unsigned long long* ring,
-              unsigned int* barrier, long long* stats, int l1_cached) {
+              long long* edge_end, long long* block_sum, long long* start_slot,
+              long long* parent, long long* parent_edge, unsigned long long* ring,
+              unsigned int* barrier, long long* stats, int l1_cached, int record_parents) {
     const bool cached = l1_cached != 0;
+    const bool record = record_parents != 0;
     __shared__ Control ctl;
     __shared__ long long scratch[32];
-    __shared__ long long chunk_slots[2];
+    __shared__ int sh_end[kStage];           // slot ends relative to the chunk start (clamped)
+    __shared__ long long sh_delta[kStage];   // CSR position - pass edge index, per slot
+    __shared__ double sh_from[kStage];       // snapshot, or -1 when the source is stale
+    __shared__ Index sh_u[kStage];           // the slot's vertex
     const int tid = threadIdx.x;
     const long long blocks = gridDim.x;
     const long long b = blockIdx.x;
@@ -307,57 +343,87 @@ sssp_near_far(const long long* __restrict__ indptr, const Index* __restrict__ in
             before = block_sum_all(before, scratch);
             const long long n_edges = block_sum_all(all, scratch);
             long long carry = before;
+            const long long per_block = (n_edges + blocks - 1) / blocks;
             for (long long base = lo; base < hi; base += blockDim.x) {
                 const long long i = base + tid;
                 const long long degree = i < hi ? __ldcg(edge_end + i) : 0;
                 long long tile_total = 0;
                 const long long end = block_scan(degree, scratch, &tile_total);
                 if (i < hi) {
-                    edge_end[i] = carry + end;
+                    const long long incl = carry + end;
+                    edge_end[i] = incl;
+                    row_end[i] = __ldcg(row_end + i) - incl;
+                    // Blocks whose share starts inside this slot's edges [incl - degree, incl).
+                    for (long long c = (incl - degree + per_block - 1) / (per_block > 0 ? per_block : 1);
+                         degree > 0 && c * per_block < incl; ++c) {
+                        start_slot[c] = i;
+                    }
                 }
                 carry += tile_total;
             }
             grid_barrier(barrier);
 
-            // Phase C: relax every out-edge of the queue from the snapshot.
-            const long long chunk = static_cast<long long>(blockDim.x) * kItems;
-            for (long long e0 = b * chunk; e0 < n_edges; e0 += blocks * chunk) {
-                const long long e1 = e0 + chunk < n_edges ? e0 + chunk : n_edges;
-                if (tid == 0) {
-                    chunk_slots[0] = first_above(edge_end, 0, near_len - 1, e0, cached);
-                } else if (tid == 32) {
-                    chunk_slots[1] = first_above(edge_end, 0, near_len - 1, e1 - 1, cached);
+            // Phase C: relax every out-edge of the queue from the snapshot; block b takes the
+            // edges [b * per_block, (b + 1) * per_block) of the pass, chunk by chunk.
+            const int chunk = static_cast<int>(blockDim.x) * kItems;
+            long long e = b * per_block;
+            const long long e_hi = e + per_block < n_edges ? e + per_block : n_edges;
+            long long cur = e < e_hi ? __ldcg(start_slot + b) : 0;  // first slot with end > e
+            while (e < e_hi) {
+                for (int t = tid; t < kStage; t += blockDim.x) {
+                    const long long i = cur + t;
+                    int rel = kIntMax;
+                    if (i < near_len) {
+                        const long long d = load(edge_end + i, cached) - e;
+                        rel = d < kIntMax ? static_cast<int>(d) : kIntMax;
+                    }
+                    sh_end[t] = rel;
                 }
                 __syncthreads();
-                const long long slot_lo = chunk_slots[0], slot_hi = chunk_slots[1];
+                // This chunk: at most `chunk` edges, within the share and the staged slots.
+                int span = e_hi - e < chunk ? static_cast<int>(e_hi - e) : chunk;
+                span = sh_end[kStage - 1] < span ? sh_end[kStage - 1] : span;
+                const int used = span > 0 ? shared_rank(sh_end, span - 1) + 1 : 0;
+                for (int t = tid; t < used; t += blockDim.x) {
+                    const long long i = cur + t;
+                    const Index u = load(queue + i, cached);
+                    const double from = load(snap + i, cached);
+                    sh_delta[t] = load(row_end + i, cached);
+                    sh_u[t] = u;
+                    sh_from[t] = __ldcg(dist + static_cast<long long>(u)) == from ? from : -1.0;
+                }
                 __syncthreads();
                 // Gather the kItems edges of this thread first (independent loads in flight
                 // together), then the atomics, then the appends.
-                long long key[kItems], slot_of[kItems], v[kItems];
-                bool valid[kItems], live[kItems];
+                int local[kItems], at[kItems];
+                long long v[kItems];
+                bool live[kItems];
                 double cand[kItems];
 #pragma unroll
                 for (int k = 0; k < kItems; ++k) {
-                    key[k] = e0 + k * blockDim.x + tid;
-                    valid[k] = key[k] < e1;
+                    local[k] = k * static_cast<int>(blockDim.x) + tid;
+                    at[k] = 0;
                 }
-                first_above_n(edge_end, slot_lo, slot_hi, key, valid, slot_of, cached);
+#pragma unroll
+                for (int step = kStage >> 1; step > 0; step >>= 1) {
+#pragma unroll
+                    for (int k = 0; k < kItems; ++k) {
+                        at[k] += sh_end[at[k] + step - 1] <= local[k] ? step : 0;
+                    }
+                }
 #pragma unroll
                 for (int k = 0; k < kItems; ++k) {
                     live[k] = false;
                     v[k] = 0;
                     cand[k] = 0.0;
-                    if (valid[k]) {
-                        const long long i = slot_of[k];
-                        const long long j =
-                            load(row_end + i, cached) - (load(edge_end + i, cached) - key[k]);
-                        const double from = load(snap + i, cached);
-                        v[k] = static_cast<long long>(indices[j]);
-                        cand[k] = from + weights[j];
-                        // Stale source: u was lowered during this pass, so it is queued again
-                        // and will relax these edges from the lower value; skip them now.
-                        const long long u = static_cast<long long>(load(queue + i, cached));
-                        live[k] = __ldcg(dist + u) == from;
+                    if (local[k] < span) {
+                        const double from = sh_from[at[k]];
+                        if (from >= 0.0) {
+                            const long long j = e + local[k] + sh_delta[at[k]];
+                            v[k] = static_cast<long long>(indices[j]);
+                            cand[k] = from + weights[j];
+                            live[k] = true;
+                        }
                     }
                 }
 #pragma unroll
@@ -380,6 +446,10 @@ sssp_near_far(const long long* __restrict__ indptr, const Index* __restrict__ in
                         static_cast<unsigned long long>(__double_as_longlong(cand[k]));
                     if (live[k] && bits < old[k]) {
                         stamp[v[k]] = r;
+                        if (record) {  // the edge, re-read from shared memory (fewer registers)
+                            parent[v[k]] = static_cast<long long>(sh_u[at[k]]);
+                            parent_edge[v[k]] = e + local[k] + sh_delta[at[k]];
+                        }
                         if (cand[k] < threshold) {
                             to_near = atomicExch(near_mark + v[k], r) != r;
                         } else {
@@ -396,6 +466,14 @@ sssp_near_far(const long long* __restrict__ indptr, const Index* __restrict__ in
                         far[far_len + static_cast<long long>(at_far)] = static_cast<Index>(v[k]);
                     }
                 }
+                // Next chunk: the first slot whose end lies beyond e + span.
+                int advance = shared_rank(sh_end, span);
+                if (advance == kStage - 1 && sh_end[kStage - 1] <= span) {
+                    advance = kStage;
+                }
+                __syncthreads();
+                cur += advance;
+                e += span;
             }
             ++relax_passes;
             edges_relaxed += n_edges;
@@ -478,15 +556,104 @@ sssp_near_far(const long long* __restrict__ indptr, const Index* __restrict__ in
     }
 }
 
-// Parents from final distances and stamps: for each edge u->v, if dist[u] + w == dist[v] and
+// The parents recorded during the relaxation, re-checked for every lowered vertex (stamp > 0:
+// reached, not a source): v keeps parent[v] = u when edge j = parent_edge[v] lies in u's row,
+// points at v, is tight (dist[u] + w[j] == dist[v]) and stamp[u] < stamp[v]; otherwise (or
+// when nothing was recorded, parent[v] < 0) v is listed in repair (count in *repairs).
+template <typename Index>
+__global__ void __launch_bounds__(256)
+sssp_check_parents(const long long* __restrict__ indptr, const Index* __restrict__ indices,
+                   const double* __restrict__ weights, long long n, const double* __restrict__ dist,
+                   const int* __restrict__ stamp, const long long* __restrict__ parent_edge,
+                   const long long* __restrict__ parent, Index* repair,
+                   unsigned long long* repairs) {
+    for (long long v = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; v < n;
+         v += static_cast<long long>(gridDim.x) * blockDim.x) {
+        const int sv = stamp[v];
+        if (sv == 0) {
+            continue;
+        }
+        const long long u = parent[v];
+        bool ok = false;
+        if (u >= 0) {
+            const long long j = parent_edge[v];
+            ok = j >= indptr[u] && j < indptr[u + 1] && static_cast<long long>(indices[j]) == v &&
+                 dist[u] + weights[j] == dist[v] && stamp[u] < sv;
+        }
+        if (!ok) {
+            repair[atomicAdd(repairs, 1ull)] = static_cast<Index>(v);
+        }
+    }
+}
+
+// Repair for symmetric graphs (every edge u->v of weight w has a twin v->u of weight w): the
+// rows of the listed vertices, edge-parallel. sssp_repair_scan (one block) scans their
+// degrees into repair_end; sssp_repair_rows then checks every edge v->x of those rows and
+// sets parent[v] = x where dist[x] + w == dist[v] and stamp[x] < stamp[v] (any may win).
+// The listed vertices are few but often hubs (many lowerings in one pass), whose long rows
+// hold one or two valid parents: hence all edges in parallel rather than a scan per vertex.
+// (One block scans the list: sized for the few hundred failures seen, not for n.)
+template <typename Index>
+__global__ void __launch_bounds__(256)
+sssp_repair_scan(const long long* __restrict__ indptr, const Index* __restrict__ repair,
+                 const unsigned long long* __restrict__ repairs, long long* __restrict__ repair_end) {
+    __shared__ long long scratch[32];
+    const long long count = static_cast<long long>(*repairs);
+    long long carry = 0;
+    for (long long base = 0; base < count; base += blockDim.x) {
+        const long long i = base + threadIdx.x;
+        long long degree = 0;
+        if (i < count) {
+            const long long v = static_cast<long long>(repair[i]);
+            degree = indptr[v + 1] - indptr[v];
+        }
+        long long tile_total = 0;
+        const long long end = block_scan(degree, scratch, &tile_total);
+        if (i < count) {
+            repair_end[i] = carry + end;
+        }
+        carry += tile_total;
+    }
+}
+
+template <typename Index>
+__global__ void __launch_bounds__(256)
+sssp_repair_rows(const long long* __restrict__ indptr, const Index* __restrict__ indices,
+                 const double* __restrict__ weights, const double* __restrict__ dist,
+                 const int* __restrict__ stamp, long long* parent, const Index* __restrict__ repair,
+                 const unsigned long long* __restrict__ repairs,
+                 const long long* __restrict__ repair_end) {
+    const long long count = static_cast<long long>(*repairs);
+    if (count == 0) {
+        return;
+    }
+    const long long total = repair_end[count - 1];
+    for (long long e = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+         e += static_cast<long long>(gridDim.x) * blockDim.x) {
+        const long long i = first_above(repair_end, 0, count - 1, e);
+        const long long v = static_cast<long long>(repair[i]);
+        const long long j = indptr[v + 1] - (repair_end[i] - e);
+        const long long x = static_cast<long long>(indices[j]);
+        if (dist[x] + weights[j] == dist[v] && stamp[x] < stamp[v]) {
+            parent[v] = x;
+        }
+    }
+}
+
+// Parents from final distances and stamps, for directed graphs when sssp_check_parents listed
+// any vertex (*gate != 0; returns at once otherwise): for each edge u->v, if dist[u] + w == dist[v] and
 // stamp[u] < stamp[v], parent[v] = u (any such edge may win; all are valid). Edge-parallel over
 // all nnz edges, rows found by binary search in indptr, narrowed per chunk as above.
 template <typename Index>
 __global__ void __launch_bounds__(256)
 sssp_settle_tree(const long long* __restrict__ indptr, const Index* __restrict__ indices,
                  const double* __restrict__ weights, long long n, const double* __restrict__ dist,
-                 const int* __restrict__ stamp, long long* __restrict__ parent) {
+                 const int* __restrict__ stamp, long long* __restrict__ parent,
+                 const unsigned long long* __restrict__ gate) {
     __shared__ long long chunk_rows[2];
+    if (*gate == 0) {
+        return;
+    }
     const long long n_edges = indptr[n];
     const long long* ends = indptr + 1;  // ends[u] = indptr[u + 1]
     const long long chunk = static_cast<long long>(blockDim.x) * kItems;

@@ -526,8 +526,9 @@ def device_csr(src, dst, w, n, index_dtype):
     return cupy.asarray(indptr), cupy.asarray(indices), cupy.asarray(weights)
 
 
-def check_sssp(src, dst, w, n, sources, index_dtype, delta=None, exact=True):
-    dist, parent = gpu.sssp(*device_csr(src, dst, w, n, index_dtype), cupy.asarray(sources), delta=delta)
+def check_sssp(src, dst, w, n, sources, index_dtype, delta=None, exact=True, symmetric=False):
+    dist, parent = gpu.sssp(*device_csr(src, dst, w, n, index_dtype), cupy.asarray(sources), delta=delta,
+                            symmetric=symmetric)
     assert dist.dtype == cupy.float64 and parent.dtype == cupy.int64
     dist, parent = dist.get(), parent.get()
     want = scipy_sssp_dist(scipy_graph(src, dst, w, n), np.unique(sources))
@@ -539,16 +540,44 @@ def check_sssp(src, dst, w, n, sources, index_dtype, delta=None, exact=True):
     return dist, parent
 
 
+@pytest.fixture(params=[True, False], ids=["recorded", "repaired"])
+def record_parents(request, monkeypatch):
+    """Parents recorded during the relaxation (then checked), or none recorded, so that every
+    parent comes from the repair pass (row scan when symmetric, all-edges pass otherwise)."""
+    from gpipe.kernels import gpu_sssp
+
+    monkeypatch.setattr(gpu_sssp, "_RECORD_PARENTS", request.param)
+    return request.param
+
+
 @pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
 @pytest.mark.parametrize("seed,directed", [(1, True), (2, False), (3, True)])
 @pytest.mark.parametrize("delta", [None, 0.5, 7.0, np.inf])
-def test_near_far_sssp_matches_scipy(seed, directed, index_dtype, delta):
+def test_near_far_sssp_matches_scipy(seed, directed, index_dtype, delta, record_parents):
     # Zero weights (10%), repeated pairs with other weights, multi-source with a repeat.
     n = 300
     src, dst, w = random_edges(seed, n=n, directed=directed)
     assert (w == 0).any()
     for sources in SOURCES:
-        check_sssp(src, dst, w, n, sources, index_dtype, delta)
+        check_sssp(src, dst, w, n, sources, index_dtype, delta, symmetric=not directed)
+    if not directed:  # the all-edges repair is right on symmetric graphs too
+        check_sssp(src, dst, w, n, SOURCES[1], index_dtype, delta, symmetric=False)
+
+
+def test_near_far_sssp_repairs_are_counted(record_parents):
+    from gpipe.kernels import gpu_sssp
+
+    n = 300
+    src, dst, w = random_edges(2, n=n, directed=False)
+    dist, parent, stats = gpu_sssp.sssp_with_stats(*device_csr(src, dst, w, n, np.int32), cupy.array([7]),
+                                                   symmetric=True)
+    repaired = int(stats[6])
+    lowered = int(cupy.isfinite(dist).sum()) - 1
+    assert stats.size == 7 and lowered > 100
+    if record_parents:
+        assert 0 <= repaired <= lowered
+    else:
+        assert repaired == lowered
 
 
 @pytest.mark.parametrize("delta", [None, 1.0, np.inf])
@@ -561,7 +590,7 @@ def test_near_far_sssp_disconnected_and_isolated(delta):
     assert np.isfinite(dist[300]) and np.isinf(dist[200:250]).all()
 
 
-def test_near_far_sssp_zero_weight_cycles_keep_a_tree():
+def test_near_far_sssp_zero_weight_cycles_keep_a_tree(record_parents):
     # A zero-weight clique reached through one edge: every member ties with every other.
     k = 40
     a, b = np.meshgrid(np.arange(1, k + 1), np.arange(1, k + 1))
@@ -572,6 +601,17 @@ def test_near_far_sssp_zero_weight_cycles_keep_a_tree():
     for delta in (None, 1.0, np.inf):
         dist, _ = check_sssp(src, dst, w, k + 1, np.array([0]), np.int32, delta)
         assert (dist[1:] == 3.0).all()
+    # The same undirected (the entry edge both ways), parents repaired from each vertex's row;
+    # plus a zero-weight ring hanging off the clique.
+    ring = np.arange(k + 1, 2 * k + 1)
+    src = np.concatenate([src, [1], ring, [ring[-1]]])
+    dst = np.concatenate([dst, [0], np.roll(ring, -1), [5]])
+    w = np.concatenate([w, [3.0], np.zeros(ring.size), [0.0]])
+    src, dst, w = np.concatenate([src, dst]), np.concatenate([dst, src]), np.concatenate([w, w])
+    for delta in (None, 1.0, np.inf):
+        for sources in (np.array([0]), np.array([7, ring[3]])):
+            dist, _ = check_sssp(src, dst, w, 2 * k + 1, sources, np.int32, delta, symmetric=True)
+            assert (dist[1:] == (3.0 if sources[0] == 0 else 0.0)).all()
 
 
 def test_near_far_sssp_real_weights():
@@ -582,11 +622,14 @@ def test_near_far_sssp_real_weights():
 
 
 @pytest.mark.parametrize("n,m", [(2000, 6000), (300_000, 1_200_000)], ids=["small", "grid-stride"])
-def test_near_far_sssp_hub(n, m):
-    # One queue entry of n - 1 edges (the hub), then queues larger than the grid.
+def test_near_far_sssp_hub(n, m, record_parents):
+    # One queue entry of n - 1 edges (the hub), then queues larger than the grid and than the
+    # slots one chunk stages; undirected too (row-scan repairs through the hub's long row).
     src, dst, w = hub_edges(11, n, m)
     for sources in (np.array([0]), np.array([n - 1, 5])):
         check_sssp(src, dst, w, n, sources, np.int32)
+    src, dst, w = np.concatenate([src, dst]), np.concatenate([dst, src]), np.concatenate([w, w])
+    check_sssp(src, dst, w, n, np.array([n - 1]), np.int32, symmetric=True)
 
 
 def test_near_far_sssp_edge_cases():

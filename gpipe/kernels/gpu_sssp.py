@@ -4,6 +4,8 @@ weights in one cooperative kernel (``kernels/sssp_nearfar.cu``)."""
 
 from __future__ import annotations
 
+import functools
+
 import cupy
 
 from gpipe.kernels import cuda
@@ -96,19 +98,26 @@ def sssp_relax(indptr, indices, weights, offset, frontier, frontier_dist, dist, 
 # --- whole single-owner SSSP: near-far in one cooperative kernel (kernels/sssp_nearfar.cu) ----
 
 _NEAR_FAR_SOURCE = "sssp_nearfar.cu"
-_NEAR_FAR_ENTRY_POINTS = ("sssp_near_far", "sssp_settle_tree")
+_NEAR_FAR_ENTRY_POINTS = (
+    "sssp_near_far", "sssp_check_parents", "sssp_repair_scan", "sssp_repair_rows", "sssp_settle_tree",
+)
 _BLOCKS_PER_SM = (4, 2, 1)  # cooperative grid: resident blocks per SM to try, most first
 # Read the per-pass slot arrays through L1 after each grid barrier (see the .cu)? Measured equal
 # within noise on the H100 (kron22 21.9 vs 22.1 ms, kron25 160 vs 164 ms), so the L2-only
 # loads, which rely on nothing about L1 invalidation at a fence, are the default.
 _L1_CACHED = False
-# Default delta = mean weight * _DELTA_EDGES / mean out-degree. Davidson et al. use a warp (32);
-# on Graph500 graphs (weights 1..255, H100) twice that was faster: delta 256 gave 19.1 ms at
-# kron22 and 150.5 ms at kron25, against 21.9 and 160 ms at 128.
-_DELTA_EDGES = 64
+# Default delta = mean weight * _DELTA_EDGES / mean out-degree. Davidson et al. use a warp (32).
+# Measured on the H100, 2026-11-22, kron22 / kron25 as gpipe bench builds them (duplicates
+# kept), median ms of 8 sources, this kernel: 64 -> 16.9 / 130.3, 80 -> 15.5 / 124.7,
+# 96 -> 15.9 / 121.1 (again 15.8 / 122.9), 112 -> 15.3 / 120.1, 128 -> 15.0 / 122.5; from 96 on
+# the differences are within the run-to-run spread (an earlier round: 32 -> 21.9 / 156.0).
+_DELTA_EDGES = 96
+_REPAIR_BLOCKS = 1024  # grid of the symmetric parent repair (edge-parallel over the listed rows)
+# Record parents during the relaxation (False: every parent comes from the repair pass; tests).
+_RECORD_PARENTS = True
 
 
-def sssp(indptr, indices, weights, sources, *, delta=None):
+def sssp(indptr, indices, weights, sources, *, delta=None, symmetric=False):
     """Shortest-path distances and a shortest-path tree from ``sources``, non-negative weights.
 
     Parameters
@@ -123,11 +132,17 @@ def sssp(indptr, indices, weights, sources, *, delta=None):
     sources : cupy.ndarray or sequence of int
         Source ids in ``[0, n)``; repeats are ignored. Distances are to the nearest source.
     delta : float, optional
-        Width of the near band (the step of the threshold). Default: mean weight times 64
-        over mean out-degree (from a sample of at most 65,536 edges), twice the warp-width
-        heuristic of Davidson et al. (faster on Graph500 graphs); ``inf`` gives frontier
+        Width of the near band (the step of the threshold). Default: mean weight times 96
+        over mean out-degree (from a sample of at most 65,536 edges), three times the
+        warp-width heuristic of Davidson et al. (faster on Graph500 graphs); ``inf`` gives frontier
         Bellman-Ford passes (fewest passes, most re-relaxations: best on low-diameter graphs),
         a tiny value gives Dijkstra-like passes (large-diameter graphs want a smaller value).
+    symmetric : bool, default False
+        The CSR holds every edge in both directions with equal weights (an undirected graph,
+        ``Partition.symmetric``). Only changes how the few parents that the check after the
+        traversal rejects are repaired: by scanning the vertex's own row (its in-edges' twins)
+        instead of one pass over all ``nnz`` edges. Wrong answers follow from ``True`` on a
+        directed graph; ``False`` is always correct.
 
     Returns
     -------
@@ -155,11 +170,15 @@ def sssp(indptr, indices, weights, sources, *, delta=None):
     no host synchronization during the traversal. Each pass relaxes the near queue's edges
     (prefix sum + binary search load balance, 64-bit ``atomicMin`` on the distance bits);
     when the near queue empties, the threshold rises by ``delta`` and the far pile is split.
-    Parents come from one edge-parallel pass at the end over all ``nnz`` edges, using the
-    pass stamp of each distance to keep the tree acyclic (see ``kernels/sssp_nearfar.cu``).
+    Parents are recorded by the lowering that set each distance and re-checked per vertex at
+    the end (the edge is tight and its source's pass stamp is smaller, which keeps the tree
+    acyclic, zero-weight cycles included; see ``kernels/sssp_nearfar.cu``). The few that lost
+    a race between two lowerings of one pass are repaired from the vertex's own row when
+    ``symmetric``, else by one edge-parallel pass over all ``nnz`` edges (skipped on the
+    device when none failed).
     Work is ``O(nnz * r + n)`` for ``r`` relaxations per edge (about 2 to 3 on Graph500
-    graphs with the default ``delta``); device memory is about ``68 * n`` bytes besides the
-    graph. If no cooperative grid fits (not seen on Hopper), rounds of :func:`sssp_relax`
+    graphs with the default ``delta``); device memory is about ``76 * n`` bytes besides the
+    graph (int32 ids). If no cooperative grid fits (not seen on Hopper), rounds of :func:`sssp_relax`
     driven from the host give the same result.
 
     References
@@ -169,15 +188,16 @@ def sssp(indptr, indices, weights, sources, *, delta=None):
     .. [2] U. Meyer, P. Sanders, "Delta-stepping: a parallelizable shortest path algorithm",
        Journal of Algorithms 49(1), 2003.
     """
-    dist, parent, _ = sssp_with_stats(indptr, indices, weights, sources, delta=delta)
+    dist, parent, _ = sssp_with_stats(indptr, indices, weights, sources, delta=delta, symmetric=symmetric)
     return dist, parent
 
 
-def sssp_with_stats(indptr, indices, weights, sources, *, delta=None):
-    """:func:`sssp`, plus the traversal's counters (a host int64[6] array).
+def sssp_with_stats(indptr, indices, weights, sources, *, delta=None, symmetric=False):
+    """:func:`sssp`, plus the traversal's counters (a device int64[7] array).
 
     The counters are: passes, relax passes, splits (threshold raises), edges relaxed, near
-    queue appends, far pile appends. Reading them costs one synchronization.
+    queue appends, far pile appends, parents repaired after the check. Reading them costs one
+    synchronization.
     """
     n = int(indptr.size) - 1
     index_dtype = indices.dtype
@@ -193,21 +213,23 @@ def sssp_with_stats(indptr, indices, weights, sources, *, delta=None):
     queues = cupy.empty(4 * n, dtype=index_dtype)
     queues[:k] = sources.astype(index_dtype)
     per_slot = cupy.empty(3 * n, dtype=cupy.int64)  # snapshot (as float64), row end, edge end
+    parent_edge = cupy.empty(n, dtype=cupy.int64)  # read only where parent >= 0
     ring = cupy.array([0, 0, 0x7FF0000000000000] * 3, dtype=cupy.uint64)
     barrier = cupy.zeros(2, dtype=cupy.uint32)
-    stats = cupy.zeros(6, dtype=cupy.int64)
+    stats = cupy.zeros(7, dtype=cupy.int64)
     near_far = cuda.function(_NEAR_FAR_SOURCE, _NEAR_FAR_ENTRY_POINTS, "sssp_near_far", indices)
     # The RawKernel's own call fixes enable_cooperative_groups at module creation; its
     # cupy.cuda.function.Function (``.kernel``) takes it per launch.
     near_far = getattr(near_far, "kernel", near_far)
     error = None
     for blocks in _cooperative_grids(near_far):
-        block_sum = cupy.empty(blocks, dtype=cupy.int64)
+        block_sum = cupy.empty(2 * blocks, dtype=cupy.int64)  # block sums, first slots
         args = (
             indptr, indices, weights, cupy.int64(n), cupy.float64(delta), cupy.int64(k),
             dist, stamp, marks[:n], marks[n:], queues[:n], queues[n:2 * n], queues[2 * n:3 * n],
             queues[3 * n:], per_slot[:n].view(cupy.float64), per_slot[n:2 * n], per_slot[2 * n:],
-            block_sum, ring, barrier, stats, cupy.int32(_L1_CACHED),
+            block_sum[:blocks], block_sum[blocks:], parent, parent_edge, ring, barrier, stats,
+            cupy.int32(_L1_CACHED), cupy.int32(_RECORD_PARENTS),
         )
         try:
             near_far((blocks,), (cuda.BLOCK,), args, enable_cooperative_groups=True)
@@ -219,10 +241,25 @@ def sssp_with_stats(indptr, indices, weights, sources, *, delta=None):
         dist, parent = _frontier_rounds(indptr, indices, weights, sources, dist, parent)
         return dist, parent, stats
     if n > 0:
-        cuda.function(_NEAR_FAR_SOURCE, _NEAR_FAR_ENTRY_POINTS, "sssp_settle_tree", indices)(
-            cuda.grid(int(indices.size)), (cuda.BLOCK,),
-            (indptr, indices, weights, cupy.int64(n), dist, stamp, parent),
+        # Re-check the recorded parents; list the failures (in the now free first queue).
+        repair, repairs = queues[:n], stats[6:7].view(cupy.uint64)
+        kernel = functools.partial(cuda.function, _NEAR_FAR_SOURCE, _NEAR_FAR_ENTRY_POINTS)
+        kernel("sssp_check_parents", indices)(
+            cuda.grid(n), (cuda.BLOCK,),
+            (indptr, indices, weights, cupy.int64(n), dist, stamp, parent_edge, parent, repair, repairs),
         )
+        if symmetric:  # the listed vertices' own rows, edge-parallel (per_slot is free now)
+            repair_end = per_slot[:n]
+            kernel("sssp_repair_scan", indices)((1,), (cuda.BLOCK,), (indptr, repair, repairs, repair_end))
+            kernel("sssp_repair_rows", indices)(
+                (_REPAIR_BLOCKS,), (cuda.BLOCK,),
+                (indptr, indices, weights, dist, stamp, parent, repair, repairs, repair_end),
+            )
+        else:
+            kernel("sssp_settle_tree", indices)(
+                cuda.grid(int(indices.size)), (cuda.BLOCK,),
+                (indptr, indices, weights, cupy.int64(n), dist, stamp, parent, repairs),
+            )
     return dist, parent, stats
 
 
@@ -236,7 +273,7 @@ def _frontier_rounds(indptr, indices, weights, sources, dist, parent):
 
 
 def default_delta(indptr, weights) -> float:
-    """The default near band: mean weight * 64 / mean out-degree (sampled; one sync)."""
+    """The default near band: mean weight * _DELTA_EDGES / mean out-degree (sampled; one sync)."""
     n, nnz = int(indptr.size) - 1, int(weights.size)
     if nnz == 0 or n == 0:
         return 1.0

@@ -233,7 +233,7 @@ def sssp_arrays(part: Partition, sources, negative_weights: bool):
     xp = part.xp
     sources = xp.asarray(np.unique(sources).astype(np.int64))
     if not negative_weights and hasattr(kernels, "sssp"):
-        return kernels.sssp(part.indptr, part.indices, part.weights, sources)
+        return kernels.sssp(part.indptr, part.indices, part.weights, sources, symmetric=part.symmetric)
     if not negative_weights and hasattr(kernels, "delta_stepping"):
         return kernels.delta_stepping(part.indptr, part.indices, part.weights, sources)
     state = _initial_state(part, sources, SSSP)

@@ -12,6 +12,8 @@ import operator
 
 import dask
 
+WORKER_WAIT_S = 30  # how long a client without workers is given to get one
+
 
 class Executor:
     """Runs functions next to their data and hands back handles to the results."""
@@ -73,6 +75,12 @@ class OnCluster(Executor):
     def __init__(self, client):
         self.client = client
         self.workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+        if not self.workers:  # starting up, or reconnecting after a missed heartbeat
+            try:
+                client.wait_for_workers(1, timeout=WORKER_WAIT_S)
+            except TimeoutError:
+                pass
+            self.workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
         if not self.workers:
             from gpipe.errors import InputError
 

@@ -43,6 +43,7 @@ import contextlib
 import datetime
 import json
 import logging
+import operator
 import os
 import platform
 import shlex
@@ -341,13 +342,15 @@ class _Bench:
                 spec.weighted, spec.seed, xp)
         lean = spec.scale is not None and spec.scale >= LEAN_SCALE
         meta = _empty_edges(self.backend, spec.weighted, "int32" if lean else "int64")
+        n_parts = -(-_generated_rows(*args[:2]) // PART_ROWS)
         if self.client is not None:  # generated on a worker: the edges never pass through here
-            part = dask.delayed(_generate, pure=False)(*args)
-            return _persist(dd.from_delayed([part], meta=meta, verify_meta=False), self.client)
-        frame = _generate(*args)
-        # A named delayed: Dask does not hash the (large) frame to name it.
-        part = dask.delayed(frame, name=f"gpipe-bench-edges-{uuid.uuid4().hex}")
-        return dd.from_delayed([part], meta=frame.iloc[:0], verify_meta=False)
+            whole = dask.delayed(_generate_parts, pure=False)(*args)
+            parts = [dask.delayed(operator.getitem)(whole, i) for i in range(n_parts)]
+            return _persist(dd.from_delayed(parts, meta=meta, verify_meta=False), self.client)
+        frames = _generate_parts(*args)
+        # Named delayeds: Dask does not hash the (large) frames to name them.
+        parts = [dask.delayed(f, name=f"gpipe-bench-edges-{uuid.uuid4().hex}") for f in frames]
+        return dd.from_delayed(parts, meta=frames[0].iloc[:0], verify_meta=False)
 
     # --- traversals from every source ---------------------------------------------------------
 
@@ -449,12 +452,29 @@ def _lap(t0):
 LEAN_SCALE = 26
 
 
-def _generate(kind, size, weighted, seed, xp):
+# cuDF columns hold fewer than 2**31 rows: larger edge lists become several partitions.
+PART_ROWS = 2**30
+
+
+def _generated_rows(kind, size) -> int:
+    return 16 * 2**size if kind == "kron" else 3 * size**2 * (size - 1)
+
+
+def _generate_parts(kind, size, weighted, seed, xp):
+    """The generated edges as frames of at most PART_ROWS rows each."""
+    columns = _generate(kind, size, weighted, seed, xp, frame=False)
+    rows = len(columns["src"])
+    frames = backends.get(backends.GPU if xp == "cupy" else backends.CPU).frames
+    return [frames.DataFrame({k: v[lo:lo + PART_ROWS] for k, v in columns.items()})
+            for lo in range(0, max(rows, 1), PART_ROWS)]
+
+
+def _generate(kind, size, weighted, seed, xp, frame=True):
     if kind == "kron":
         lean = size >= LEAN_SCALE
-        return generators.kronecker_edges(size, seed=seed, weights=weighted, xp=xp,
+        return generators.kronecker_edges(size, seed=seed, weights=weighted, xp=xp, frame=frame,
                                           id_dtype="int32" if lean else "int64", shuffle=not lean)
-    return generators.grid_edges(size, seed=seed, weights=weighted, xp=xp)
+    return generators.grid_edges(size, seed=seed, weights=weighted, xp=xp, frame=frame)
 
 
 def _add_weights(frame, seed, partition_info=None):

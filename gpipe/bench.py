@@ -58,7 +58,7 @@ import uuid
 import numpy as np
 
 from gpipe import backend as backends
-from gpipe import generators, traverse, verify
+from gpipe import execution, generators, traverse, verify
 from gpipe.errors import InputError
 from gpipe.graph import Graph
 from gpipe.result import BFS, SSSP
@@ -766,12 +766,8 @@ def _to_pandas(frame):
 
 
 def _persist(frame, client):
-    frame = frame.persist()
-    if client is not None:
-        from distributed import wait
-
-        wait(frame)
-    return frame
+    """``frame`` computed and held in memory: on the workers with a client, else here."""
+    return execution.current(client).persist(frame)
 
 
 def _empty_edges(backend_name, weighted, id_dtype="int64"):

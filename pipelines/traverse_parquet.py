@@ -46,6 +46,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import gpipe
+from gpipe import execution
 from gpipe.cluster import connect, disconnect
 from gpipe.errors import GpipeError, InputError
 from gpipe.output import summarize, write_parquet
@@ -315,12 +316,7 @@ def _connect(cluster):
 
 def _materialize(result, client):
     """Compute the traversal once and keep it in (cluster) memory for the write and summary."""
-    result = result.persist()
-    if client is not None:
-        from distributed import wait
-
-        wait(result)
-    return result
+    return execution.current(client).persist(result)
 
 
 @contextmanager

@@ -10,7 +10,7 @@ import pytest
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
-from gpipe.kernels import cpu
+from gpipe.kernels import cpu, cpu_delta
 
 INDEX_DTYPES = [np.int32, np.int64]
 
@@ -573,10 +573,11 @@ def test_delta_stepping_matches_scipy(seed, directed, index_dtype, delta):
 
 
 @pytest.mark.parametrize("parallel_vertices", [0, 10**9])
-@pytest.mark.parametrize("n_threads,outbox_capacity", [(1, 1), (2, 1), (3, 1), (5, 4), (2, 1 << 16)])
-def test_delta_stepping_owners_and_full_outboxes(n_threads, outbox_capacity, parallel_vertices):
-    # More owners than threads is still correct; a capacity of 1 (raised to the largest degree)
-    # makes outboxes fill and phases restart; phases run in parallel regions or one thread.
+@pytest.mark.parametrize("n_threads,capacity", [(1, 1), (2, 1), (3, 2), (5, 40), (2, 1 << 16)])
+def test_delta_stepping_threads_and_pool_growth(n_threads, capacity, parallel_vertices):
+    # More workers than threads is still correct; a pool of one chunk makes workers stop
+    # mid-phase, the pool grow and the phase resume; phases run in parallel regions or on one
+    # thread.
     n = 400
     src, dst, w = random_edges(10, n=n, m=3000, directed=False)
     w = np.ceil(w)  # integer weights, many ties and zeros
@@ -587,11 +588,23 @@ def test_delta_stepping_owners_and_full_outboxes(n_threads, outbox_capacity, par
     for delta, n_slots in ((1.0, 12), (3.5, 5)):
         dist = np.full(n, np.inf)
         parent = np.full(n, -1, dtype=np.int64)
-        cpu._delta_stepping(indptr, indices, weights, sources, delta, n_slots, n_threads,
-                            outbox_capacity, parallel_vertices, dist, parent,
-                            np.empty((n, 3), dtype=np.int32))
+        cpu_delta._delta_stepping(indptr, indices, weights, sources, delta, n_slots, n_threads,
+                                  capacity, parallel_vertices, dist, parent)
         np.testing.assert_array_equal(dist, expected)
         assert_tree(src, dst, w, dist, parent, sources, np.isfinite(dist))
+
+
+def test_delta_stepping_in_parallel_on_a_larger_graph():
+    # Enough vertices per bucket for parallel phases, hubs, and bin fusion.
+    n = 30000
+    src, dst, w = random_edges(11, n=n, m=400000, directed=True)
+    w = np.ceil(w * 40)
+    graph = scipy_graph(src, dst, w, n)
+    indptr, indices, weights = csr_rows(src, dst, w, 0, n, np.int64)
+    sources = np.array([1, 2, 3])
+    dist, parent = cpu.delta_stepping(indptr, indices, weights, sources)
+    np.testing.assert_array_equal(dist, scipy_sssp_dist(graph, sources))
+    assert_tree(src, dst, w, dist, parent, sources, np.isfinite(dist))
 
 
 def test_delta_stepping_zero_weights_and_defaults():

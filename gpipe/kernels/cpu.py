@@ -21,21 +21,19 @@ What each kernel computes
                 the in-edges, top-down only. Steps with many edges run in parallel.
     delta_stepping  Delta-stepping [4] for non-negative weights: vertices wait in buckets of
                 width delta by tentative distance; the lowest bucket is relaxed until it stays
-                empty. The SSSP of one owner. dijkstra is its slow, obviously-correct twin.
+                empty. The SSSP of one owner, in gpipe/kernels/cpu_delta.py (the one kernel
+                here with atomics, gpipe/kernels/atomics.py). dijkstra is its slow,
+                obviously-correct twin.
     dijkstra    Dijkstra's algorithm [5] with a binary heap and lazy deletion [6]: instead of
                 decrease-key, a vertex is pushed again on each strict improvement, and a popped
                 entry whose key is above the vertex's current distance is stale and skipped.
 
-Parallel steps without atomics (Numba has none)
+Parallel BFS steps without atomics
     - Bottom-up BFS: each thread owns whole 64-vertex words of the bitmaps, and writes only
       its own vertices' dist, parent and bits. Race-free by construction.
     - Top-down BFS: two threads may both find v unvisited and both claim it; they write the
       same dist and each a valid parent. Each claim is logged as (v, u); after the step only
       the claim with parent[v] == u survives, so v enters the next frontier once.
-    - Delta-stepping: thread t owns vertices t*chunk .. (t+1)*chunk - 1 and alone writes their
-      dist, parent and bucket lists. An edge into another thread's range becomes a candidate
-      (v, dist, u) in t's outbox, applied by v's owner after a barrier. Reading another
-      thread's dist to filter candidates is a benign race: a stale value is only larger.
 
 Invariants of the arrays
     - Local ids are 0..n_local-1, global ids offset + local. `indptr` is int64[n_local + 1];
@@ -69,6 +67,8 @@ References
 import numba
 import numpy as np
 
+from gpipe.kernels.cpu_delta import default_delta, delta_stepping  # noqa: F401 (the contract)
+
 _kernel = numba.njit(cache=True, nogil=True)
 _parallel = numba.njit(cache=True, nogil=True, parallel=True)
 
@@ -79,15 +79,6 @@ BETA = 18
 SERIAL_EDGES = 1 << 14
 # Chunks per thread of a parallel top-down step (edge-balanced; a few per thread absorb hubs).
 CHUNKS_PER_THREAD = 4
-# Delta-stepping: bucket width DELTA_SCALE * max weight / average degree (see default_delta),
-# and at most MAX_SLOTS buckets in the ring.
-DELTA_SCALE = 0.25
-MAX_SLOTS = 1 << 14
-# Candidates a thread may send to the others in one phase before the outbox grows.
-OUTBOX_CAPACITY = 1 << 16
-# Buckets of fewer vertices are settled by one thread: a parallel region costs microseconds
-# on an idle machine but up to a scheduler time slice when the cores are oversubscribed.
-PARALLEL_VERTICES = 1024
 
 _EMPTY_IDS = np.empty(0, dtype=np.int64)
 _EMPTY_DISTS = np.empty(0, dtype=np.float64)
@@ -352,217 +343,8 @@ def _bfs_direction_optimizing(indptr, indices, in_indptr, in_indices, sources, d
 
 
 # ---------------------------------------------------------------------------------------------
-# Delta-stepping SSSP [4]
+# Dijkstra (the obviously-correct twin of delta-stepping)
 # ---------------------------------------------------------------------------------------------
-
-
-@_kernel
-def _improve(v, cand, u, t, delta, dist, parent, heads, count, next_in, prev_in, slot_of):
-    """Lower dist[v] to cand (parent u) and move v to the bucket of cand, in thread t's ring."""
-    n_slots = heads.shape[1]
-    slot = np.int64(cand / delta) % n_slots
-    dist[v] = cand
-    parent[v] = u
-    old = slot_of[v]
-    if old == slot:
-        return
-    if old >= 0:  # unlink from the old bucket
-        p = prev_in[v]
-        q = next_in[v]
-        if p >= 0:
-            next_in[p] = q
-        else:
-            heads[t, old] = q
-        if q >= 0:
-            prev_in[q] = p
-        count[t, old] -= 1
-    count[t, slot] += 1
-    head = heads[t, slot]
-    next_in[v] = head
-    prev_in[v] = -1
-    if head >= 0:
-        prev_in[head] = v
-    heads[t, slot] = v
-    slot_of[v] = slot
-
-
-@_kernel
-def _settle_bucket(t, bucket, indptr, indices, weights, delta, chunk, dist, parent, heads, count,
-                   next_in, prev_in, slot_of, frontier, progress, out_target, out_dist, out_parent, out_fill):
-    """Thread t relaxes its vertices of `bucket` until none is left there, or its outbox is full.
-
-    Targets owned by t are improved in place (and, if they fall in `bucket` again, relaxed in a
-    later pass of the loop); targets owned by another thread go to t's outbox as candidates.
-    frontier[t, progress[t, 0]:progress[t, 1]] is what remains of the current pass (kept when
-    the outbox fills, so the next call resumes there).
-    """
-    lo = t * chunk
-    hi = lo + chunk
-    slot = bucket % heads.shape[1]
-    cap = out_target.shape[1]
-    fill = out_fill[t]
-    while True:
-        if progress[t, 0] == progress[t, 1]:  # take the bucket's list as the next pass
-            v = heads[t, slot]
-            if v < 0:
-                break
-            heads[t, slot] = -1
-            count[t, slot] = 0
-            k = 0
-            while v >= 0:
-                frontier[t, k] = v
-                k += 1
-                slot_of[v] = -1
-                v = next_in[v]
-            progress[t, 0] = 0
-            progress[t, 1] = k
-        while progress[t, 0] < progress[t, 1]:
-            u = frontier[t, progress[t, 0]]
-            if fill + indptr[u + 1] - indptr[u] > cap:
-                out_fill[t] = fill
-                return
-            du = dist[u]
-            for e in range(indptr[u], indptr[u + 1]):
-                v = np.int64(indices[e])
-                cand = du + weights[e]
-                if cand < dist[v]:  # for another thread's v a racy read: stale is only larger
-                    if lo <= v < hi:
-                        _improve(v, cand, u, t, delta, dist, parent, heads, count, next_in,
-                                 prev_in, slot_of)
-                    else:
-                        out_target[t, fill] = v
-                        out_dist[t, fill] = cand
-                        out_parent[t, fill] = u
-                        fill += 1
-            progress[t, 0] += 1
-    out_fill[t] = fill
-
-
-@_kernel
-def _apply_candidates(t, bucket, delta, chunk, dist, parent, heads, count, next_in, prev_in, slot_of,
-                      out_target, out_dist, out_parent, out_fill):
-    """Thread t applies the other threads' candidates for its vertices; return its next bucket.
-
-    The next bucket is the first at or after `bucket` whose list is non-empty in t's ring, or
-    -1 when the ring is empty.
-    """
-    lo = t * chunk
-    hi = lo + chunk
-    for s in range(out_fill.shape[0]):
-        if s == t:
-            continue
-        for j in range(out_fill[s]):
-            v = out_target[s, j]
-            if lo <= v < hi:
-                cand = out_dist[s, j]
-                if cand < dist[v]:
-                    _improve(v, cand, out_parent[s, j], t, delta, dist, parent, heads, count,
-                             next_in, prev_in, slot_of)
-    n_slots = heads.shape[1]
-    for b in range(bucket, bucket + n_slots):
-        if heads[t, b % n_slots] >= 0:
-            return b
-    return -1
-
-
-@_parallel
-def _delta_stepping_phase(bucket, indptr, indices, weights, delta, chunk, dist, parent, heads, count,
-                          next_in, prev_in, slot_of, frontier, progress, out_target, out_dist,
-                          out_parent, out_fill, next_bucket):
-    """One phase: every thread settles its share of `bucket`, then takes its candidates in."""
-    n_threads = heads.shape[0]
-    for t in numba.prange(n_threads):
-        _settle_bucket(t, bucket, indptr, indices, weights, delta, chunk, dist, parent, heads,
-                       count, next_in, prev_in, slot_of, frontier, progress, out_target, out_dist,
-                       out_parent, out_fill)
-    for t in numba.prange(n_threads):
-        next_bucket[t] = _apply_candidates(t, bucket, delta, chunk, dist, parent, heads, count,
-                                           next_in, prev_in, slot_of, out_target, out_dist,
-                                           out_parent, out_fill)
-
-
-@_kernel
-def _delta_stepping_phase_serial(bucket, indptr, indices, weights, delta, chunk, dist, parent, heads,
-                                 count, next_in, prev_in, slot_of, frontier, progress, out_target,
-                                 out_dist, out_parent, out_fill, next_bucket):
-    """The same phase, the owners one after the other: for small buckets (no barrier to wait at)."""
-    n_threads = heads.shape[0]
-    for t in range(n_threads):
-        _settle_bucket(t, bucket, indptr, indices, weights, delta, chunk, dist, parent, heads,
-                       count, next_in, prev_in, slot_of, frontier, progress, out_target, out_dist,
-                       out_parent, out_fill)
-    for t in range(n_threads):
-        next_bucket[t] = _apply_candidates(t, bucket, delta, chunk, dist, parent, heads, count,
-                                           next_in, prev_in, slot_of, out_target, out_dist,
-                                           out_parent, out_fill)
-
-
-@_kernel
-def _delta_stepping(indptr, indices, weights, sources, delta, n_slots, n_threads, outbox_capacity,
-                    parallel_vertices, dist, parent, links):
-    """Settle every vertex reachable from `sources` bucket by bucket, filling dist/parent.
-
-    `n_threads` owners share the work (any count is correct; one per thread is fast). Each
-    outbox starts with room for `outbox_capacity` candidates, at least the largest degree, and
-    doubles whenever a phase fills one (that thread stops and the phase is run again). A bucket
-    of fewer than `parallel_vertices` vertices is settled without starting a parallel region.
-    """
-    n = dist.shape[0]
-    chunk = max(1, -(-n // n_threads))  # thread t owns vertices t * chunk .. (t + 1) * chunk - 1
-    # Bucket lists: links[v] = (next, previous, slot), one row per vertex so that moving v
-    # touches one cache line of its own; int32 below 2**31 vertices (less memory touched).
-    next_in = links[:, 0]
-    prev_in = links[:, 1]
-    slot_of = links[:, 2]
-    slot_of[:] = -1
-    heads = np.full((n_threads, n_slots), -1, dtype=links.dtype)
-    count = np.zeros((n_threads, n_slots), dtype=np.int64)  # length of each list
-    frontier = np.empty((n_threads, chunk), dtype=np.int64)
-    progress = np.zeros((n_threads, 2), dtype=np.int64)
-    max_degree = 0
-    for v in range(n):
-        max_degree = max(max_degree, indptr[v + 1] - indptr[v])
-    cap = max(max_degree, outbox_capacity, 1)
-    out_target = np.empty((n_threads, cap), dtype=np.int64)
-    out_dist = np.empty((n_threads, cap), dtype=np.float64)
-    out_parent = np.empty((n_threads, cap), dtype=np.int64)
-    out_fill = np.zeros(n_threads, dtype=np.int64)
-    next_bucket = np.empty(n_threads, dtype=np.int64)
-    for i in range(sources.shape[0]):
-        s = sources[i]
-        if dist[s] != 0.0:
-            _improve(s, 0.0, -1, s // chunk, delta, dist, parent, heads, count, next_in, prev_in,
-                     slot_of)
-    bucket = 0
-    while True:
-        waiting = 0
-        for t in range(n_threads):
-            waiting += count[t, bucket % n_slots] + progress[t, 1] - progress[t, 0]
-        if n_threads > 1 and waiting >= parallel_vertices:
-            _delta_stepping_phase(bucket, indptr, indices, weights, delta, chunk, dist, parent,
-                                  heads, count, next_in, prev_in, slot_of, frontier, progress,
-                                  out_target, out_dist, out_parent, out_fill, next_bucket)
-        else:
-            _delta_stepping_phase_serial(bucket, indptr, indices, weights, delta, chunk, dist,
-                                         parent, heads, count, next_in, prev_in, slot_of, frontier,
-                                         progress, out_target, out_dist, out_parent, out_fill,
-                                         next_bucket)
-        stalled = False
-        for t in range(n_threads):
-            stalled |= progress[t, 0] < progress[t, 1]
-            out_fill[t] = 0
-        if stalled:  # an outbox filled up: make room and finish the bucket
-            cap *= 2
-            out_target = np.empty((n_threads, cap), dtype=np.int64)
-            out_dist = np.empty((n_threads, cap), dtype=np.float64)
-            out_parent = np.empty((n_threads, cap), dtype=np.int64)
-            continue
-        bucket = -1
-        for t in range(n_threads):
-            if next_bucket[t] >= 0 and (bucket < 0 or next_bucket[t] < bucket):
-                bucket = next_bucket[t]
-        if bucket < 0:
-            break
 
 
 @_kernel
@@ -795,85 +577,6 @@ def bfs(indptr, indices, sources, depth_limit, in_indptr=None, in_indices=None, 
     _bfs_direction_optimizing(indptr, indices, in_indptr, in_indices,
                               np.asarray(sources, dtype=np.int64), int(depth_limit), bottom_up,
                               float(alpha), float(beta), n_chunks, dist, parent)
-    return dist, parent
-
-
-def default_delta(indptr, weights):
-    """Bucket width for `delta_stepping`: about one light edge per vertex per bucket.
-
-    Meyer and Sanders [4] take delta = Theta(1/d) for weights in [0, 1] and degree d; here
-    delta = DELTA_SCALE * max(weights) / average degree, and at least max(weights) / MAX_SLOTS
-    so the bucket ring stays small. 1 when all weights are 0 (any positive width works then).
-    """
-    n = indptr.shape[0] - 1
-    if weights.shape[0] == 0 or n == 0:
-        return 1.0
-    top = float(weights.max())
-    if top <= 0.0:
-        return 1.0
-    degree = weights.shape[0] / n
-    return max(DELTA_SCALE * top / max(degree, 1.0), top / MAX_SLOTS)
-
-
-def delta_stepping(indptr, indices, weights, sources, delta=None):
-    """Single- or multi-source shortest paths with non-negative weights, by delta-stepping [4].
-
-    Vertices wait in buckets of width `delta` by tentative distance; the lowest non-empty
-    bucket is relaxed repeatedly until it stays empty, then the next one. Each thread owns a
-    contiguous range of vertices (and the buckets they sit in) and is the only one to write
-    their distances: an edge into another thread's range is sent there as a candidate and
-    applied after a barrier, so no atomics are needed.
-
-    Parameters
-    ----------
-    indptr : int64[n + 1]
-    indices : int32 or int64[nnz]
-    weights : float64[nnz]
-        Non-negative and finite; of parallel edges the lightest wins.
-    sources : int64[s]
-        Start vertices, all at distance 0 with parent -1.
-    delta : float, optional
-        Bucket width, > 0. Default: `default_delta` (about DELTA_SCALE * max weight / average
-        degree). Any width gives the same distances; it trades rounds for repeated relaxations.
-
-    Returns
-    -------
-    dist : float64[n]
-        Shortest distance from the nearest source, +inf = not reached.
-    parent : int64[n]
-        Predecessor on a shortest path (dist[parent] + w == dist[v] exactly), -1 for sources
-        and unreached vertices. It changes only on strict improvement, so the parents form a
-        forest; among equally short paths, which one is kept may vary between runs.
-
-    Examples
-    --------
-    0 -> 1 costs 5 directly and 3 through 2:
-
-    >>> indptr = np.array([0, 2, 2, 3])
-    >>> indices = np.array([1, 2, 1], dtype=np.int32)
-    >>> delta_stepping(indptr, indices, np.array([5.0, 1.0, 2.0]), np.array([0]))
-    (array([0., 3., 1.]), array([-1,  2,  0]))
-
-    Notes
-    -----
-    The buckets form a ring of max(weights) / delta + 2 slots per thread (every pending
-    distance lies within max(weights) of the current bucket); each vertex is in at most one
-    bucket, on an intrusive doubly-linked list, so a bucket holds no stale entries.
-    """
-    n = indptr.shape[0] - 1
-    dist = np.full(n, np.inf, dtype=np.float64)
-    parent = np.full(n, -1, dtype=np.int64)
-    if delta is None:
-        delta = default_delta(indptr, weights)
-    delta = float(delta)
-    if not delta > 0.0:
-        raise ValueError(f"delta must be positive, got {delta}")
-    top = float(weights.max()) if weights.shape[0] else 0.0
-    delta = max(delta, top / MAX_SLOTS)
-    n_slots = int(top / delta) + 2
-    _delta_stepping(indptr, indices, weights, np.asarray(sources, dtype=np.int64), delta, n_slots,
-                    numba.get_num_threads(), OUTBOX_CAPACITY, PARALLEL_VERTICES, dist, parent,
-                    np.empty((n, 3), dtype=np.int32 if n < 2**31 else np.int64))
     return dist, parent
 
 

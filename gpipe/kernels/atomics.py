@@ -1,0 +1,65 @@
+"""Atomic operations on NumPy array elements for Numba-compiled CPU kernels.
+
+Numba offers atomics only on CUDA (numba/numba#2988), so these emit LLVM's ``atomicrmw``,
+``cmpxchg`` and atomic ``store`` directly. Each takes an array and an index and acts on that
+one element, sequentially consistent unless the name says otherwise; no bounds check.
+"""
+
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+
+def _element_pointer(context, builder, signature, args):
+    array_type, index_type = signature.args[:2]
+    data = context.make_array(array_type)(context, builder, args[0])
+    index = context.cast(builder, args[1], index_type, types.intp)
+    return cgutils.get_item_pointer(context, builder, array_type, data, [index], wraparound=False)
+
+
+@intrinsic
+def fetch_add(typingctx, array, index, value):
+    """``old = array[index]; array[index] += value; return old``, atomically (integer arrays)."""
+    if not isinstance(array, types.Array) or not isinstance(array.dtype, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        array_type, _, value_type = signature.args
+        pointer = _element_pointer(context, builder, signature, args)
+        value = context.cast(builder, args[2], value_type, array_type.dtype)
+        return builder.atomic_rmw("add", pointer, value, "seq_cst")
+
+    return array.dtype(array, index, value), codegen
+
+
+@intrinsic
+def try_lock(typingctx, array, index):
+    """Set ``array[index]`` from 0 to 1 if it is 0 (acquire); return whether it was set."""
+    if not isinstance(array, types.Array) or not isinstance(array.dtype, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        array_type = signature.args[0]
+        pointer = _element_pointer(context, builder, signature, args)
+        width = ir.IntType(array_type.dtype.bitwidth)
+        pair = builder.cmpxchg(pointer, width(0), width(1), "acquire", "monotonic")
+        return builder.extract_value(pair, 1)
+
+    return types.boolean(array, index), codegen
+
+
+@intrinsic
+def unlock(typingctx, array, index):
+    """Store 0 into ``array[index]`` with release ordering: writes before it are seen first."""
+    if not isinstance(array, types.Array) or not isinstance(array.dtype, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        array_type = signature.args[0]
+        pointer = _element_pointer(context, builder, signature, args)
+        width = ir.IntType(array_type.dtype.bitwidth)
+        builder.store_atomic(width(0), pointer, "release", array_type.dtype.bitwidth // 8)
+        return context.get_dummy_value()
+
+    return types.none(array, index), codegen

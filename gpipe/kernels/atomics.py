@@ -11,22 +11,28 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 
-def _element_pointer(context, builder, signature, args):
+def _integer_array(array):
+    return isinstance(array, types.Array) and isinstance(array.dtype, types.Integer)
+
+
+def _element(context, builder, signature, args):
+    """Pointer to ``args[0][args[1]]`` and the LLVM integer type of the array's elements."""
     array_type, index_type = signature.args[:2]
     data = context.make_array(array_type)(context, builder, args[0])
     index = context.cast(builder, args[1], index_type, types.intp)
-    return cgutils.get_item_pointer(context, builder, array_type, data, [index], wraparound=False)
+    pointer = cgutils.get_item_pointer(context, builder, array_type, data, [index], wraparound=False)
+    return pointer, ir.IntType(array_type.dtype.bitwidth)
 
 
 @intrinsic
 def fetch_add(typingctx, array, index, value):
     """``old = array[index]; array[index] += value; return old``, atomically (integer arrays)."""
-    if not isinstance(array, types.Array) or not isinstance(array.dtype, types.Integer):
+    if not _integer_array(array):
         return None
 
     def codegen(context, builder, signature, args):
         array_type, _, value_type = signature.args
-        pointer = _element_pointer(context, builder, signature, args)
+        pointer, _ = _element(context, builder, signature, args)
         value = context.cast(builder, args[2], value_type, array_type.dtype)
         return builder.atomic_rmw("add", pointer, value, "seq_cst")
 
@@ -36,13 +42,11 @@ def fetch_add(typingctx, array, index, value):
 @intrinsic
 def try_lock(typingctx, array, index):
     """Set ``array[index]`` from 0 to 1 if it is 0 (acquire); return whether it was set."""
-    if not isinstance(array, types.Array) or not isinstance(array.dtype, types.Integer):
+    if not _integer_array(array):
         return None
 
     def codegen(context, builder, signature, args):
-        array_type = signature.args[0]
-        pointer = _element_pointer(context, builder, signature, args)
-        width = ir.IntType(array_type.dtype.bitwidth)
+        pointer, width = _element(context, builder, signature, args)
         pair = builder.cmpxchg(pointer, width(0), width(1), "acquire", "monotonic")
         return builder.extract_value(pair, 1)
 
@@ -52,14 +56,12 @@ def try_lock(typingctx, array, index):
 @intrinsic
 def unlock(typingctx, array, index):
     """Store 0 into ``array[index]`` with release ordering: writes before it are seen first."""
-    if not isinstance(array, types.Array) or not isinstance(array.dtype, types.Integer):
+    if not _integer_array(array):
         return None
 
     def codegen(context, builder, signature, args):
-        array_type = signature.args[0]
-        pointer = _element_pointer(context, builder, signature, args)
-        width = ir.IntType(array_type.dtype.bitwidth)
-        builder.store_atomic(width(0), pointer, "release", array_type.dtype.bitwidth // 8)
+        pointer, width = _element(context, builder, signature, args)
+        builder.store_atomic(width(0), pointer, "release", width.width // 8)
         return context.get_dummy_value()
 
     return types.none(array, index), codegen

@@ -37,7 +37,12 @@ class Executor:
         raise NotImplementedError
 
     def persist(self, frame):
-        """``frame`` with every partition computed once and held where it was computed."""
+        """``frame`` with every partition computed once and held where it was computed.
+
+        In-process this is not ``frame.persist()``: without a client, Dask names persisted
+        partitions by hashing every row (for cuDF, after copying the hashes to the host),
+        about 1 s per 268 M edges.
+        """
         return self.to_frame(self.partitions(frame), frame._meta)
 
     def to_frame(self, handles: list, meta):
@@ -68,10 +73,6 @@ class InProcess(Executor):
 
     def partitions(self, frame):
         return list(dask.compute(*frame.to_delayed()))
-
-    # The inherited persist, not frame.persist(): without a client, Dask names the persisted
-    # partitions by hashing every row (for cuDF, after copying the hashes to the host), which
-    # costs about 1 s per 268 M edges.
 
     def _delayed(self, handles):
         return [dask.delayed(h) for h in handles]

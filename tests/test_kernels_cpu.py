@@ -7,95 +7,16 @@ with remote=True whose remote lists are routed and pruned here, level by level.
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from scipy.sparse import csgraph
 
 from gpipe.kernels import cpu, cpu_delta
-
-INDEX_DTYPES = [np.int32, np.int64]
-
-
-# ---------------------------------------------------------------------------------------------
-# Graphs
-# ---------------------------------------------------------------------------------------------
-
-
-def random_edges(seed, n=300, m=1200, directed=True, dag=False):
-    """Edge arrays (src, dst, w) with repeated pairs of different weights, zero weights, no self-loops.
-
-    Undirected graphs are stored both ways, as partitions store them. With dag=True every edge
-    goes from a lower to a higher id and a third of the weights are negative.
-    """
-    rng = np.random.default_rng(seed)
-    src = rng.integers(0, n, m)
-    dst = rng.integers(0, n, m)
-    again = rng.integers(0, m, m // 5)
-    src = np.concatenate([src, src[again]])
-    dst = np.concatenate([dst, dst[again]])
-    w = rng.uniform(0.0, 10.0, src.size)
-    w[rng.random(src.size) < 0.1] = 0.0
-    if dag:
-        src, dst = np.minimum(src, dst), np.maximum(src, dst)
-        w[rng.random(src.size) < 0.33] *= -1.0
-    keep = src != dst
-    src, dst, w = src[keep], dst[keep], w[keep]
-    if not directed:
-        src, dst, w = np.concatenate([src, dst]), np.concatenate([dst, src]), np.concatenate([w, w])
-    return src.astype(np.int64), dst.astype(np.int64), w
-
-
-def csr_rows(src, dst, w, lo, hi, index_dtype):
-    """CSR of the rows lo..hi-1 (an owner's vertices): indptr int64, global target ids, weights."""
-    mine = (src >= lo) & (src < hi)
-    rows, cols, wts = src[mine] - lo, dst[mine], w[mine]
-    order = np.argsort(rows, kind="stable")
-    indptr = np.zeros(hi - lo + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=hi - lo), out=indptr[1:])
-    return indptr, cols[order].astype(index_dtype), wts[order].astype(np.float64)
-
-
-def scipy_graph(src, dst, w, n):
-    """The graph as scipy sees it: one entry per (src, dst), the lightest weight, zeros kept as edges."""
-    order = np.lexsort((w, dst, src))
-    src, dst, w = src[order], dst[order], w[order]
-    first = np.ones(src.size, dtype=bool)
-    first[1:] = (src[1:] != src[:-1]) | (dst[1:] != dst[:-1])
-    src, dst, w = src[first], dst[first], w[first]
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
-    return sp.csr_matrix((w, dst, indptr), shape=(n, n))
-
-
-class Owner:
-    """One partition: the rows offset..offset+n_local-1 of the graph."""
-
-    def __init__(self, src, dst, w, lo, hi, index_dtype):
-        self.offset, self.n_local = lo, hi - lo
-        self.indptr, self.indices, self.weights = csr_rows(src, dst, w, lo, hi, index_dtype)
-
-
-def split(src, dst, w, n, parts, index_dtype):
-    chunk = -(-n // parts)
-    return [Owner(src, dst, w, lo, min(n, lo + chunk), index_dtype) for lo in range(0, n, chunk)]
+from kernel_graphs import (INDEX_DTYPES, Owner, assert_tree, assert_unique, csr_rows, local_sources,
+                           owned_by, random_edges, scipy_bfs_dist, scipy_graph, scipy_sssp_dist, split)
 
 
 # ---------------------------------------------------------------------------------------------
 # Test-local driver: level-synchronous rounds over the step kernels
 # ---------------------------------------------------------------------------------------------
-
-
-def owned_by(owner, targets):
-    return (targets >= owner.offset) & (targets < owner.offset + owner.n_local)
-
-
-def local_sources(owner, sources):
-    mine = np.unique(sources[owned_by(owner, sources)])
-    return (mine - owner.offset).astype(np.int64)
-
-
-def assert_unique(ids):
-    assert ids.dtype == np.int64
-    assert np.unique(ids).size == ids.size
 
 
 def drive_bfs(owners, sources):
@@ -158,40 +79,6 @@ def drive_sssp(owners, sources, max_rounds):
             assert_unique(steps[q][0])
             frontier[q] = np.union1d(steps[q][0], t[better]).astype(np.int64)
     return np.concatenate(dist), np.concatenate(parent)
-
-
-# ---------------------------------------------------------------------------------------------
-# Checks, written the plain way
-# ---------------------------------------------------------------------------------------------
-
-
-def assert_tree(src, dst, w, dist, parent, sources, reached):
-    """Every parent is an edge with dist[parent] + w == dist[v]; parents form a forest rooted at sources."""
-    n = dist.size
-    has_parent = parent >= 0
-    assert not (has_parent & ~reached).any(), "an unreached vertex has a parent"
-    roots = reached & ~has_parent
-    assert np.isin(np.flatnonzero(roots), sources).all(), "a reached non-source has no parent"
-    assert (dist[roots] == 0).all()
-    fits = (parent[dst] == src) & reached[src] & (dist[src] + w == dist[dst])
-    explained = np.zeros(n, dtype=bool)
-    explained[dst[fits]] = True
-    assert explained[has_parent].all(), "a parent without an edge u->v of dist[u] + w == dist[v]"
-    top = np.arange(n)
-    for _ in range(n):
-        top = np.where(parent[top] >= 0, parent[top], top)
-    assert (parent[top] == -1).all(), "the parent graph has a cycle"
-
-
-def scipy_bfs_dist(graph, sources):
-    d = csgraph.dijkstra(graph, directed=True, indices=sources, unweighted=True, min_only=True)
-    return np.where(np.isinf(d), -1, d).astype(np.int32)
-
-
-def scipy_sssp_dist(graph, sources, negative=False):
-    if negative:
-        return csgraph.bellman_ford(graph, directed=True, indices=sources).min(axis=0)
-    return csgraph.dijkstra(graph, directed=True, indices=sources, min_only=True)
 
 
 # ---------------------------------------------------------------------------------------------

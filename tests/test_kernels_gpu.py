@@ -15,6 +15,8 @@ holds threads (the grid-stride loop, many warps appending at once).
 Skipped where CuPy or a CUDA device is missing.
 """
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -26,45 +28,24 @@ except Exception:  # CUDARuntimeError, or a CUDA driver that fails to load
 if _DEVICES == 0:
     pytest.skip("no CUDA device", allow_module_level=True)
 
-sp = pytest.importorskip("scipy.sparse")
-csgraph = pytest.importorskip("scipy.sparse.csgraph")
+pytest.importorskip("scipy.sparse")  # kernel_graphs needs SciPy
+pytest.importorskip("scipy.sparse.csgraph")
 
 import gpipe  # noqa: E402
+import kernel_graphs  # noqa: E402
 from gpipe.kernels import gpu  # noqa: E402
+from kernel_graphs import (INDEX_DTYPES, assert_tree, assert_unique, csr_rows, local_sources,  # noqa: E402
+                           owned_by, scipy_bfs_dist, scipy_graph, scipy_sssp_dist)
 
 pytestmark = pytest.mark.gpu
-
-INDEX_DTYPES = [np.int32, np.int64]
 
 
 # ---------------------------------------------------------------------------------------------
 # Graphs (host arrays; owners keep a device copy)
 # ---------------------------------------------------------------------------------------------
 
-
-def random_edges(seed, n=300, m=1200, directed=True, dag=False, integer=True):
-    """Edge arrays (src, dst, w): repeated pairs with other weights, 10% zero weights, no self-loops.
-
-    Integer-valued weights (0..20) keep every path sum exact, so distances compare exactly.
-    Undirected graphs are stored both ways. With dag=True edges go from lower to higher ids and a
-    third of the weights are negative.
-    """
-    rng = np.random.default_rng(seed)
-    src = rng.integers(0, n, m)
-    dst = rng.integers(0, n, m)
-    again = rng.integers(0, m, m // 5)
-    src = np.concatenate([src, src[again]])
-    dst = np.concatenate([dst, dst[again]])
-    w = rng.integers(1, 21, src.size).astype(np.float64) if integer else rng.uniform(0.0, 10.0, src.size)
-    w[rng.random(src.size) < 0.1] = 0.0
-    if dag:
-        src, dst = np.minimum(src, dst), np.maximum(src, dst)
-        w[rng.random(src.size) < 0.33] *= -1.0
-    keep = src != dst
-    src, dst, w = src[keep], dst[keep], w[keep]
-    if not directed:
-        src, dst, w = np.concatenate([src, dst]), np.concatenate([dst, src]), np.concatenate([w, w])
-    return src.astype(np.int64), dst.astype(np.int64), w
+# Integer-valued weights unless integer=False: every path sum is exact, so distances compare exactly.
+random_edges = functools.partial(kernel_graphs.random_edges, integer=True)
 
 
 def hub_edges(seed, n, m):
@@ -78,28 +59,6 @@ def hub_edges(seed, n, m):
     return src[keep], dst[keep], w[keep]
 
 
-def csr_rows(src, dst, w, lo, hi, index_dtype):
-    """CSR of the rows lo..hi-1 (an owner's vertices): indptr int64, global target ids, weights."""
-    mine = (src >= lo) & (src < hi)
-    rows, cols, wts = src[mine] - lo, dst[mine], w[mine]
-    order = np.argsort(rows, kind="stable")
-    indptr = np.zeros(hi - lo + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=hi - lo), out=indptr[1:])
-    return indptr, cols[order].astype(index_dtype), wts[order].astype(np.float64)
-
-
-def scipy_graph(src, dst, w, n):
-    """The graph as scipy sees it: one entry per (src, dst), the lightest weight, zeros kept as edges."""
-    order = np.lexsort((w, dst, src))
-    src, dst, w = src[order], dst[order], w[order]
-    first = np.ones(src.size, dtype=bool)
-    first[1:] = (src[1:] != src[:-1]) | (dst[1:] != dst[:-1])
-    src, dst, w = src[first], dst[first], w[first]
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
-    return sp.csr_matrix((w, dst, indptr), shape=(n, n))
-
-
 class Owner:
     """One partition: rows offset..offset+n_local-1, on the host (for checks) and on the device."""
 
@@ -110,9 +69,6 @@ class Owner:
         self.indices = cupy.asarray(self.indices_h)
         self.weights = cupy.asarray(self.weights_h)
 
-    def owns(self, targets):
-        return (targets >= self.offset) & (targets < self.offset + self.n_local)
-
     def frontier_edges(self, frontier):
         """(frontier slot, CSR position) of every out-edge of the frontier, in CSR order."""
         start, end = self.indptr_h[frontier], self.indptr_h[frontier + 1]
@@ -122,23 +78,12 @@ class Owner:
         return slot, first_edge + np.arange(degree.sum())
 
 
-def split(src, dst, w, n, parts, index_dtype):
-    chunk = -(-n // parts)
-    return [Owner(src, dst, w, lo, min(n, lo + chunk), index_dtype) for lo in range(0, n, chunk)]
-
-
-def local_sources(owner, sources):
-    return (np.unique(sources[owner.owns(sources)]) - owner.offset).astype(np.int64)
+split = functools.partial(kernel_graphs.split, owner=Owner)
 
 
 # ---------------------------------------------------------------------------------------------
 # One step, checked edge by edge against the contract (plain NumPy)
 # ---------------------------------------------------------------------------------------------
-
-
-def assert_unique_int64(ids):
-    assert ids.dtype == np.int64
-    assert np.unique(ids).size == ids.size, "a vertex is listed twice"
 
 
 def assert_same_rows(got, want):
@@ -161,11 +106,11 @@ def checked_bfs_step(owner, frontier, dist, parent, level, remote):
     slot, edge = owner.frontier_edges(f)
     target = owner.indices_h[edge].astype(np.int64)
     source = owner.offset + f[slot]
-    local = owner.owns(target)
+    local = owned_by(owner, target)
     lt, lu = target[local] - owner.offset, source[local]
     fresh = np.unique(lt[dist0[lt] == -1])
 
-    assert_unique_int64(nxt)
+    assert_unique(nxt)
     np.testing.assert_array_equal(np.sort(nxt), fresh)
     want = dist0.copy()
     want[fresh] = level + 1
@@ -200,14 +145,14 @@ def checked_sssp_step(owner, frontier, dist, parent, remote):
     target = owner.indices_h[edge].astype(np.int64)
     cand = fd[slot] + owner.weights_h[edge]
     source = owner.offset + f[slot]
-    local = owner.owns(target)
+    local = owned_by(owner, target)
     lt, lc, lu = target[local] - owner.offset, cand[local], source[local]
 
     want = dist0.copy()
     np.minimum.at(want, lt, lc)
     np.testing.assert_array_equal(dist1, want)  # the exact minimum, duplicates included
     lowered = np.flatnonzero(dist1 < dist0)
-    assert_unique_int64(improved)
+    assert_unique(improved)
     np.testing.assert_array_equal(np.sort(improved), lowered)
     kept = np.ones(owner.n_local, dtype=bool)
     kept[lowered] = False
@@ -244,7 +189,7 @@ def drive_bfs(owners, sources):
         targets = np.concatenate([s[1] for s in steps])
         parents = np.concatenate([s[2] for s in steps])
         for q, o in enumerate(owners):
-            mine = o.owns(targets)
+            mine = owned_by(o, targets)
             t, first = np.unique(targets[mine] - o.offset, return_index=True)
             d, p = dist[q].get(), parent[q].get()
             fresh = d[t] == -1
@@ -252,7 +197,7 @@ def drive_bfs(owners, sources):
             p[t[fresh]] = parents[mine][first][fresh]
             dist[q], parent[q] = cupy.asarray(d), cupy.asarray(p)
             frontier[q] = np.concatenate([steps[q][0], t[fresh]])
-            assert_unique_int64(frontier[q])
+            assert_unique(frontier[q])
         level += 1
     return np.concatenate([d.get() for d in dist]), np.concatenate([p.get() for p in parent])
 
@@ -275,7 +220,7 @@ def drive_sssp(owners, sources, max_rounds):
         cands = np.concatenate([s[2] for s in steps])
         parents = np.concatenate([s[3] for s in steps])
         for q, o in enumerate(owners):
-            mine = o.owns(targets)
+            mine = owned_by(o, targets)
             t, c, p = targets[mine] - o.offset, cands[mine], parents[mine]
             order = np.lexsort((c, t))
             t, c, p = t[order], c[order], p[order]
@@ -288,42 +233,6 @@ def drive_sssp(owners, sources, max_rounds):
             dist[q], parent[q] = cupy.asarray(d_h), cupy.asarray(p_h)
             frontier[q] = np.union1d(steps[q][0], t[better]).astype(np.int64)
     return np.concatenate([d.get() for d in dist]), np.concatenate([p.get() for p in parent])
-
-
-# ---------------------------------------------------------------------------------------------
-# Whole-traversal checks, written the plain way
-# ---------------------------------------------------------------------------------------------
-
-
-def assert_tree(src, dst, w, dist, parent, sources, reached, exact=True):
-    """Every parent is an edge with dist[parent] + w == dist[v]; parents form a forest rooted at sources."""
-    n = dist.size
-    has_parent = parent >= 0
-    assert not (has_parent & ~reached).any(), "an unreached vertex has a parent"
-    roots = reached & ~has_parent
-    assert np.isin(np.flatnonzero(roots), sources).all(), "a reached non-source has no parent"
-    assert (dist[roots] == 0).all()
-    through = dist[src] + w
-    fits = (parent[dst] == src) & reached[src] & ((through == dist[dst]) if exact
-                                                   else np.isclose(through, dist[dst]))
-    explained = np.zeros(n, dtype=bool)
-    explained[dst[fits]] = True
-    assert explained[has_parent].all(), "a parent without an edge u->v of dist[u] + w == dist[v]"
-    top = np.where(has_parent, parent, np.arange(n))  # roots point to themselves
-    for _ in range(int(np.log2(max(n, 2))) + 2):  # pointer jumping: the 2**k-th ancestor
-        top = top[top]
-    assert (parent[top] == -1).all(), "the parent graph has a cycle"
-
-
-def scipy_bfs_dist(graph, sources):
-    d = csgraph.dijkstra(graph, directed=True, indices=sources, unweighted=True, min_only=True)
-    return np.where(np.isinf(d), -1, d).astype(np.int32)
-
-
-def scipy_sssp_dist(graph, sources, negative=False):
-    if negative:
-        return csgraph.bellman_ford(graph, directed=True, indices=sources).min(axis=0)
-    return csgraph.dijkstra(graph, directed=True, indices=sources, min_only=True)
 
 
 # ---------------------------------------------------------------------------------------------

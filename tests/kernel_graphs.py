@@ -142,3 +142,44 @@ def scipy_sssp_dist(graph, sources, negative=False):
     if negative:
         return csgraph.bellman_ford(graph, directed=True, indices=sources).min(axis=0)
     return csgraph.dijkstra(graph, directed=True, indices=sources, min_only=True)
+
+
+def numpy_rows(src, dst, w, n_local):
+    """Each row as a sorted list of (target, weight) pairs: the multiset a CSR row must hold."""
+    order = np.lexsort((w if w is not None else np.zeros(src.size), dst, src))
+    s, d = src[order], dst[order]
+    ww = w[order] if w is not None else np.zeros(src.size)
+    bounds = np.searchsorted(s, np.arange(n_local + 1))
+    return [list(zip(d[a:b].tolist(), ww[a:b].tolist())) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def host_rows(indptr, indices, weights):
+    """Each row of a host CSR as a sorted list of (target, weight) pairs (weight 0 if none)."""
+    weights = weights if weights is not None else np.zeros(indices.size)
+    return [sorted(zip(indices[a:b].astype(np.int64).tolist(), weights[a:b].tolist()))
+            for a, b in zip(indptr[:-1], indptr[1:])]
+
+
+def assert_build_csr_rows(build_csr, index_dtype, input_dtype, weighted, symmetric):
+    """`build_csr(src, dst, w, n, index_dtype, symmetric, skip_loops)` -> host (indptr, indices,
+    weights) holds, row by row, the multiset of edges a sort gives: self-loops, repeated pairs
+    and empty rows included, with and without skip_loops."""
+    rng = np.random.default_rng(3)
+    n, m = 500, 4000
+    src = rng.integers(0, n, m)
+    dst = rng.integers(0, n, m)
+    src[:50] = dst[:50]  # self-loops
+    src[50:100], dst[50:100] = src[100:150], dst[100:150]  # repeated pairs
+    src[-1] = n - 1  # the last row is not empty; rows with no edge occur too
+    w = rng.integers(0, 9, m).astype(np.float64) if weighted else None
+    for skip_loops in (False, True):
+        indptr, indices, weights = build_csr(src.astype(input_dtype), dst.astype(input_dtype), w, n,
+                                             index_dtype, symmetric, skip_loops)
+        assert indptr.dtype == np.int64 and indptr.shape == (n + 1,) and indptr[0] == 0
+        assert indices.dtype == index_dtype and (weights is None) == (not weighted)
+        keep = (src != dst) if skip_loops else np.ones(m, dtype=bool)
+        s, d, ww = src[keep], dst[keep], (w[keep] if weighted else None)
+        if symmetric:
+            s, d = np.concatenate([s, d]), np.concatenate([d, s])
+            ww = np.concatenate([ww, ww]) if weighted else None
+        assert host_rows(indptr, indices, weights) == numpy_rows(s, d, ww, n)

@@ -34,8 +34,9 @@ pytest.importorskip("scipy.sparse.csgraph")
 import gpipe  # noqa: E402
 import kernel_graphs  # noqa: E402
 from gpipe.kernels import gpu  # noqa: E402
-from kernel_graphs import (INDEX_DTYPES, assert_tree, assert_unique, csr_rows, local_sources,  # noqa: E402
-                           owned_by, scipy_bfs_dist, scipy_graph, scipy_sssp_dist)
+from kernel_graphs import (INDEX_DTYPES, assert_build_csr_rows, assert_tree,  # noqa: E402
+                           assert_unique, csr_rows, host_rows, local_sources, numpy_rows, owned_by,
+                           scipy_bfs_dist, scipy_graph, scipy_sssp_dist)
 
 pytestmark = pytest.mark.gpu
 
@@ -581,19 +582,8 @@ def test_sssp_arrays_uses_near_far(monkeypatch):
 # ---------------------------------------------------------------------------------------------
 
 
-def numpy_rows(src, dst, w, n_local):
-    """Each row as a sorted list of (target, weight) pairs: the multiset a CSR row must hold."""
-    order = np.lexsort((w if w is not None else np.zeros(src.size), dst, src))
-    s, d = src[order], dst[order]
-    ww = w[order] if w is not None else np.zeros(src.size)
-    bounds = np.searchsorted(s, np.arange(n_local + 1))
-    return [list(zip(d[a:b].tolist(), ww[a:b].tolist())) for a, b in zip(bounds[:-1], bounds[1:])]
-
-
 def device_rows(indptr, indices, weights):
-    indptr, indices = indptr.get(), indices.get().astype(np.int64)
-    weights = weights.get() if weights is not None else np.zeros(indices.size)
-    return [sorted(zip(indices[a:b].tolist(), weights[a:b].tolist())) for a, b in zip(indptr[:-1], indptr[1:])]
+    return host_rows(indptr.get(), indices.get(), weights.get() if weights is not None else None)
 
 
 @pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
@@ -601,27 +591,13 @@ def device_rows(indptr, indices, weights):
 @pytest.mark.parametrize("weighted", [True, False])
 @pytest.mark.parametrize("symmetric", [False, True])
 def test_build_csr_rows_match_numpy(index_dtype, input_dtype, weighted, symmetric):
-    rng = np.random.default_rng(3)
-    n, m = 500, 4000
-    src = rng.integers(0, n, m)
-    dst = rng.integers(0, n, m)
-    src[:50] = dst[:50]  # self-loops
-    src[50:100], dst[50:100] = src[100:150], dst[100:150]  # repeated pairs
-    src[-1] = n - 1  # the last row is not empty; rows with no edge occur too
-    w = rng.integers(0, 9, m).astype(np.float64) if weighted else None
-    for skip_loops in (False, True):
+    def build(src, dst, w, n, index_dtype, symmetric, skip_loops):
         indptr, indices, weights = gpu.build_csr(
-            cupy.asarray(src.astype(input_dtype)), cupy.asarray(dst.astype(input_dtype)),
-            cupy.asarray(w) if weighted else None, n, index_dtype,
-            symmetric=symmetric, skip_loops=skip_loops)
-        assert indptr.dtype == cupy.int64 and indptr.shape == (n + 1,) and int(indptr[0]) == 0
-        assert indices.dtype == index_dtype and (weights is None) == (not weighted)
-        keep = (src != dst) if skip_loops else np.ones(m, dtype=bool)
-        s, d, ww = src[keep], dst[keep], (w[keep] if weighted else None)
-        if symmetric:
-            s, d = np.concatenate([s, d]), np.concatenate([d, s])
-            ww = np.concatenate([ww, ww]) if weighted else None
-        assert device_rows(indptr, indices, weights) == numpy_rows(s, d, ww, n)
+            cupy.asarray(src), cupy.asarray(dst), cupy.asarray(w) if w is not None else None, n,
+            index_dtype, symmetric=symmetric, skip_loops=skip_loops)
+        return indptr.get(), indices.get(), weights.get() if weights is not None else None
+
+    assert_build_csr_rows(build, index_dtype, input_dtype, weighted, symmetric)
 
 
 def test_build_csr_owner_rows_and_empty_input():

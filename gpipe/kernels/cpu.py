@@ -67,7 +67,8 @@ References
 import numba
 import numpy as np
 
-from gpipe.kernels.cpu_delta import default_delta, delta_stepping  # noqa: F401 (the contract)
+from gpipe.kernels.cpu_csr import build_csr  # noqa: F401 (the contract)
+from gpipe.kernels.cpu_delta import default_delta, delta_stepping  # noqa: F401
 
 _kernel = numba.njit(cache=True, nogil=True)
 _parallel = numba.njit(cache=True, nogil=True, parallel=True)

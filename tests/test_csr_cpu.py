@@ -1,0 +1,37 @@
+"""CPU CSR construction (gpipe/kernels/cpu_csr.py): the same rows as a sort would give."""
+
+import numpy as np
+import pytest
+from kernel_graphs import INDEX_DTYPES, assert_build_csr_rows, host_rows
+
+from gpipe.kernels import cpu
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+@pytest.mark.parametrize("input_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("weighted", [True, False])
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_build_csr_rows_match_numpy(index_dtype, input_dtype, weighted, symmetric):
+    def build(src, dst, w, n, index_dtype, symmetric, skip_loops):
+        return cpu.build_csr(src, dst, w, n, index_dtype, symmetric=symmetric, skip_loops=skip_loops)
+
+    assert_build_csr_rows(build, index_dtype, input_dtype, weighted, symmetric)
+
+
+def test_rows_keep_the_input_order():
+    src = np.array([1, 0, 1, 0, 1])
+    dst = np.array([4, 3, 2, 1, 0])
+    indptr, indices, weights = cpu.build_csr(src, dst, np.arange(5.0), 5, np.int64)
+    assert indptr.tolist() == [0, 2, 5, 5, 5, 5]
+    assert indices.tolist() == [3, 1, 4, 2, 0] and weights.tolist() == [1.0, 3.0, 0.0, 2.0, 4.0]
+
+
+def test_owner_rows_and_empty_input():
+    # A second owner's piece: local rows, global targets beyond n_local.
+    indptr, indices, weights = cpu.build_csr(np.array([2, 0, 2, 1]), np.array([900, 5, 7, 900]),
+                                             np.array([1.0, 2.0, 3.0, 4.0]), 4, np.int32)
+    assert indptr.tolist() == [0, 1, 2, 4, 4]
+    assert host_rows(indptr, indices, weights) == [[(5, 2.0)], [(900, 4.0)], [(7, 3.0), (900, 1.0)], []]
+    indptr, indices, weights = cpu.build_csr(np.empty(0, np.int64), np.empty(0, np.int64), None, 3,
+                                             np.int64, symmetric=True)
+    assert indptr.tolist() == [0, 0, 0, 0] and indices.size == 0 and weights is None

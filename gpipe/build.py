@@ -163,17 +163,16 @@ def _split(backend_name, frame, ids, columns, layout: Layout, directed: bool, tr
 
     Returns a list of ``(src, dst, weights, present_ids, halved)``, global ids. ``present_ids``
     carries the ids whose presence the owner could not see from its own out-edges:
-    self-loop vertices, and targets of directed edges. An undirected graph with one owner, on
-    a backend whose kernels build both directions at once (``build_csr``), is passed on as it
-    is (``halved``: each edge once, self-loops kept), so the doubled list never exists;
-    otherwise self-loops are dropped and undirected edges doubled here.
+    self-loop vertices, and targets of directed edges. An undirected graph with one owner is
+    passed on as it is (``halved``: each edge once, self-loops kept; ``build_csr`` stores both
+    directions), so the doubled list never exists; otherwise self-loops are dropped and
+    undirected edges doubled here.
     """
-    be = backends.get(backend_name)
     xp, src, dst, weights = _arrays(backend_name, frame, columns)
     if ids is not None:
         src = xp.searchsorted(ids, src)
         dst = xp.searchsorted(ids, dst)
-    if not directed and layout.n_owners == 1 and hasattr(be.kernels, "build_csr"):
+    if not directed and layout.n_owners == 1:
         return [(src, dst, weights, None, True)]  # ids of any integer width: no copy
     src = src.astype("int64", copy=False)
     dst = dst.astype("int64", copy=False)

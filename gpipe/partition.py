@@ -90,16 +90,9 @@ def build_partition(backend_name: str, layout: Layout, owner: int, directed: boo
     weighted = any(b[2] is not None for b in buckets)
     weights = _concat(xp, [b[2] for b in buckets if b[2] is not None], "float64") if weighted else None
 
-    if hasattr(be.kernels, "build_csr"):  # degree count + atomic scatter, no sort
-        indptr, indices, csr_weights = be.kernels.build_csr(
-            src, dst, weights, n_local, layout.index_dtype(), symmetric=halved, skip_loops=halved
-        )
-    else:
-        order = xp.argsort(src)
-        indices = dst[order]
-        csr_weights = weights[order] if weighted else None
-        indptr = xp.zeros(n_local + 1, dtype="int64")
-        xp.cumsum(xp.bincount(src, minlength=n_local), out=indptr[1:])
+    indptr, indices, csr_weights = be.kernels.build_csr(  # degree count + scatter, no sort
+        src, dst, weights, n_local, layout.index_dtype(), symmetric=halved, skip_loops=halved
+    )
 
     present = None
     if track_presence:

@@ -40,6 +40,39 @@ def fetch_add(typingctx, array, index, value):
 
 
 @intrinsic
+def fetch_or(typingctx, array, index, value):
+    """``old = array[index]; array[index] |= value; return old``, atomically (integer arrays)."""
+    if not _integer_array(array):
+        return None
+
+    def codegen(context, builder, signature, args):
+        array_type, _, value_type = signature.args
+        pointer, _ = _element(context, builder, signature, args)
+        value = context.cast(builder, args[2], value_type, array_type.dtype)
+        return builder.atomic_rmw("or", pointer, value, "seq_cst")
+
+    return array.dtype(array, index, value), codegen
+
+
+@intrinsic
+def compare_and_swap(typingctx, array, index, expected, value):
+    """If ``array[index] == expected``, store ``value`` there; return whether it did, atomically
+    (integer arrays)."""
+    if not _integer_array(array):
+        return None
+
+    def codegen(context, builder, signature, args):
+        array_type, _, expected_type, value_type = signature.args
+        pointer, _ = _element(context, builder, signature, args)
+        old = context.cast(builder, args[2], expected_type, array_type.dtype)
+        new = context.cast(builder, args[3], value_type, array_type.dtype)
+        pair = builder.cmpxchg(pointer, old, new, "seq_cst", "seq_cst")
+        return builder.extract_value(pair, 1)
+
+    return types.boolean(array, index, expected, value), codegen
+
+
+@intrinsic
 def try_lock(typingctx, array, index):
     """Set ``array[index]`` from 0 to 1 if it is 0 (acquire); return whether it was set."""
     if not _integer_array(array):

@@ -28,12 +28,11 @@ What each kernel computes
                 decrease-key, a vertex is pushed again on each strict improvement, and a popped
                 entry whose key is above the vertex's current distance is stale and skipped.
 
-Parallel BFS steps without atomics
+Parallel BFS steps
     - Bottom-up BFS: each thread owns whole 64-vertex words of the bitmaps, and writes only
-      its own vertices' dist, parent and bits. Race-free by construction.
-    - Top-down BFS: two threads may both find v unvisited and both claim it; they write the
-      same dist and each a valid parent. Each claim is logged as (v, u); after the step only
-      the claim with parent[v] == u survives, so v enters the next frontier once.
+      its own vertices' dist, parent and bits. Race-free by construction, no atomics.
+    - Top-down BFS: a vertex is claimed by compare-and-swap of its dist (gpipe/kernels/
+      atomics.py); the one winner writes its parent and its bit of the next frontier.
 
 Invariants of the arrays
     - Local ids are 0..n_local-1, global ids offset + local. `indptr` is int64[n_local + 1];
@@ -67,6 +66,7 @@ References
 import numba
 import numpy as np
 
+from gpipe.kernels import atomics
 from gpipe.kernels.cpu_csr import build_csr  # noqa: F401 (the contract)
 from gpipe.kernels.cpu_delta import default_delta, delta_stepping  # noqa: F401
 
@@ -182,11 +182,11 @@ def _claim_sources(indptr, sources, dist):
 def _top_down_parallel(indptr, indices, frontier, level, dist, parent, n_chunks):
     """One top-down step split over `n_chunks` edge-balanced slices of the frontier.
 
-    Returns the next frontier (unique) and its total out-degree (the "scout count" [2]).
-    Two threads may both find v unvisited and both claim it: they write the same distance and
-    each a valid parent, and one parent write survives. Each claim is logged as (v, u) in the
-    chunk's own slice of a log; after the step, a claim is kept only where parent[v] == u, so
-    exactly one chunk keeps v. No atomics needed.
+    Returns the next frontier (unique, sorted) and its total out-degree (the "scout count"
+    [2]). A vertex is claimed by a compare-and-swap of its distance from -1 to level + 1, so
+    exactly one thread wins it; the winner writes its parent and sets its bit in the next
+    frontier's bitmap, from which the frontier is read off. No memory proportional to the
+    edges scanned.
     """
     k = frontier.shape[0]
     edge_start = np.empty(k + 1, dtype=np.int64)  # prefix sum of the frontier's out-degrees
@@ -203,44 +203,22 @@ def _top_down_parallel(indptr, indices, frontier, level, dist, parent, n_chunks)
             i += 1
         first[c] = i
     first[n_chunks] = k
-    claimed = np.empty(total, dtype=np.int64)  # chunk c logs from edge_start[first[c]] on
-    claimer = np.empty(total, dtype=np.int64)
-    count = np.zeros(n_chunks, dtype=np.int64)
+    bits = np.zeros((dist.shape[0] + 63) // 64, dtype=np.int64)
+    claimed = 0
     for c in numba.prange(n_chunks):
-        base = edge_start[first[c]]
-        pos = base
         for i in range(first[c], first[c + 1]):
             u = frontier[i]
             for e in range(indptr[u], indptr[u + 1]):
                 v = indices[e]
-                if dist[v] == -1:
-                    dist[v] = level + 1
+                if dist[v] == -1 and atomics.compare_and_swap(dist, v, -1, level + 1):
                     parent[v] = u
-                    claimed[pos] = v
-                    claimer[pos] = u
-                    pos += 1
-        count[c] = pos - base
-    for c in numba.prange(n_chunks):  # keep the claims whose parent write survived
-        base = edge_start[first[c]]
-        kept = 0
-        for j in range(base, base + count[c]):
-            v = claimed[j]
-            if parent[v] == claimer[j]:
-                claimed[base + kept] = v
-                kept += 1
-        count[c] = kept
-    out_start = np.empty(n_chunks + 1, dtype=np.int64)
-    out_start[0] = 0
-    for c in range(n_chunks):
-        out_start[c + 1] = out_start[c] + count[c]
-    next_frontier = np.empty(out_start[n_chunks], dtype=np.int64)
+                    atomics.fetch_or(bits, v >> 6, np.int64(1) << (v & 63))
+                    claimed += 1
+    next_frontier = _bitmap_to_queue(bits, claimed)
     scout = 0
-    for c in numba.prange(n_chunks):
-        base = edge_start[first[c]]
-        for j in range(count[c]):
-            v = claimed[base + j]
-            next_frontier[out_start[c] + j] = v
-            scout += indptr[v + 1] - indptr[v]
+    for j in numba.prange(next_frontier.shape[0]):
+        v = next_frontier[j]
+        scout += indptr[v + 1] - indptr[v]
     return next_frontier, scout
 
 

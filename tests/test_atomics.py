@@ -4,7 +4,7 @@ import numba
 import numpy as np
 import pytest
 
-from gpipe.kernels.atomics import fetch_add, try_lock, unlock
+from gpipe.kernels.atomics import compare_and_swap, fetch_add, fetch_or, try_lock, unlock
 
 
 @numba.njit(parallel=True)
@@ -21,6 +21,36 @@ def _locked_sums(n, locks, sums):
             pass
         sums[k] += 1.0  # a plain read-modify-write: only the lock keeps it exact
         unlock(locks, k)
+
+
+@numba.njit(parallel=True)
+def _claims(n, slots, winners):
+    for i in numba.prange(n):
+        if compare_and_swap(slots, i % slots.size, -1, i):
+            winners[i] = 1
+
+
+@numba.njit(parallel=True)
+def _set_bits(n, words):
+    for i in numba.prange(n):
+        fetch_or(words, i % words.size, np.int64(1) << (i // words.size))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_compare_and_swap_has_one_winner_per_slot(dtype):
+    n = 300_000
+    slots = np.full(7, -1, dtype=dtype)
+    winners = np.zeros(n, dtype=np.int8)
+    _claims(n, slots, winners)
+    assert winners.sum() == slots.size
+    np.testing.assert_array_equal(np.sort(np.flatnonzero(winners)), np.sort(slots))  # each wrote itself
+    np.testing.assert_array_equal(slots % slots.size, np.arange(slots.size))
+
+
+def test_fetch_or_keeps_every_bit():
+    words = np.zeros(5000, dtype=np.int64)
+    _set_bits(5000 * 64, words)
+    np.testing.assert_array_equal(words, -1)  # all 64 bits of every word
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.int64])

@@ -121,7 +121,8 @@ def run(*, scale=None, grid=None, edges=None, src="src", dst="dst", weight=None,
         (:func:`gpipe.cluster.start_local_cluster`, CUDA workers on GPU), closed at the end.
     compare_scipy : bool
         Also time ``scipy.sparse.csgraph.breadth_first_order`` / ``dijkstra`` (with
-        predecessors) from the same sources on a host copy of the same CSR.
+        predecessors) from the same sources on a host copy of the same CSR. Without workers
+        SciPy runs right after each source's own runs (paired); with workers, after all.
     end_to_end : bool
         Write the edges to Parquet (not timed), then time read + persist, build, traverse
         and ``.compute()``, twice (cold, then warm), per algorithm, from the first source.
@@ -296,7 +297,10 @@ class _Bench:
         for kind in self.algos:
             log.info("bench: %s from %d source(s)", kind, len(chosen))
             if graph.num_partitions == 1:
-                result = self._one_owner(graph, kind, chosen, host_csr is not None)
+                # In this process SciPy runs right after each source's own runs, so that a
+                # machine whose speed drifts during the bench slows both sides alike.
+                paired = host_csr if self.compare_scipy and self.client is None else None
+                result = self._one_owner(graph, kind, chosen, host_csr is not None, paired)
             else:
                 result = self._owners(graph, kind, chosen, host_csr is not None)
             first_dist = result.pop("first_dist")
@@ -311,7 +315,7 @@ class _Bench:
                 _check_with_scipy(host_csr, kind, int(chosen[0]), first_dist)
                 result["scipy_checked"] = True
             if self.compare_scipy:
-                result["scipy"] = _time_scipy(host_csr, kind, chosen)
+                result["scipy"] = _time_scipy(host_csr, kind, chosen, result.pop("scipy_times", None))
                 result["scipy"]["ratio"] = result["scipy"]["median_s"] / result["median_s"]
             report["results"].append(result)
 
@@ -354,10 +358,10 @@ class _Bench:
 
     # --- traversals from every source ---------------------------------------------------------
 
-    def _one_owner(self, graph, kind, chosen, keep_first):
+    def _one_owner(self, graph, kind, chosen, keep_first, scipy_csr=None):
         ex, built = graph._executor, graph._built
         handle = ex.submit(_time_one_owner, built.parts[0], kind, chosen, self.repeat,
-                           built.negative_weights, keep_first, owner=0)
+                           built.negative_weights, keep_first, scipy_csr, owner=0)
         return ex.gather([handle])[0]
 
     def _owners(self, graph, kind, chosen, keep_first):
@@ -486,8 +490,9 @@ def _add_weights(frame, seed, partition_info=None):
     return frame.assign(weight=values)
 
 
-def _time_one_owner(part, kind, chosen, repeat, negative_weights, keep_first):
-    """Time and validate a traversal from each of ``chosen`` (global ids) on a one-owner graph."""
+def _time_one_owner(part, kind, chosen, repeat, negative_weights, keep_first, scipy_csr=None):
+    """Time and validate a traversal from each of ``chosen`` (global ids) on a one-owner graph;
+    with ``scipy_csr``, also time SciPy on it right after each source (``scipy_times``)."""
     xp = part.xp
 
     def traversal(source):
@@ -516,6 +521,8 @@ def _time_one_owner(part, kind, chosen, repeat, negative_weights, keep_first):
         if i == 0 and keep_first:
             result["first_dist"] = backends.get(part.backend).to_host(dist)
         result["sources"].append(_source_row(source, times, stats, peak, int(dist.nbytes + parent.nbytes)))
+        if scipy_csr is not None:
+            result.setdefault("scipy_times", []).append(_time_scipy_source(scipy_csr, kind, source))
     return result
 
 
@@ -802,19 +809,26 @@ def _host_csr(graph):
     return sp.csr_matrix((data, indices, indptr), shape=(n, n))
 
 
-def _time_scipy(csr, kind, chosen) -> dict:
+def _time_scipy(csr, kind, chosen, times=None) -> dict:
+    """SciPy's times from each of ``chosen`` (taken now unless ``times`` were taken already)."""
+    paired = times is not None
+    if not paired:
+        times = [_time_scipy_source(csr, kind, source) for source in chosen]
+    function = "breadth_first_order" if kind == BFS else "dijkstra"
+    return {"function": f"scipy.sparse.csgraph.{function}", "times_s": times,
+            "median_s": statistics.median(times), "paired": paired}
+
+
+def _time_scipy_source(csr, kind, source) -> float:
+    """Seconds of SciPy's BFS or Dijkstra, with predecessors, from ``source`` (a global id)."""
     from scipy.sparse.csgraph import breadth_first_order, dijkstra
 
-    times = []
-    for source in chosen:
-        t0 = time.perf_counter()
-        if kind == BFS:
-            breadth_first_order(csr, int(source), directed=True, return_predecessors=True)
-        else:
-            dijkstra(csr, directed=True, indices=int(source), return_predecessors=True)
-        times.append(time.perf_counter() - t0)
-    function = "breadth_first_order" if kind == BFS else "dijkstra"
-    return {"function": f"scipy.sparse.csgraph.{function}", "times_s": times, "median_s": statistics.median(times)}
+    t0 = time.perf_counter()
+    if kind == BFS:
+        breadth_first_order(csr, int(source), directed=True, return_predecessors=True)
+    else:
+        dijkstra(csr, directed=True, indices=int(source), return_predecessors=True)
+    return time.perf_counter() - t0
 
 
 def _check_with_scipy(csr, kind, source, dist):

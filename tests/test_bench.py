@@ -74,6 +74,7 @@ def test_bench_command_writes_report(tmp_path, capsys, restore_logging):
             assert SOURCE_KEYS <= set(row)
             assert row["reached_edges"] > 0 and row["gteps"] > 0
         assert result["scipy"]["ratio"] > 0 and len(result["scipy"]["times_s"]) == 3
+        assert result["scipy"]["paired"] and "scipy_times" not in result  # no client: per source
     # the same sources for both algorithms, and the table names the graph
     assert [s["source"] for s in report["results"][0]["sources"]] == [
         s["source"] for s in report["results"][1]["sources"]]
@@ -100,6 +101,14 @@ def test_bench_end_to_end():
     assert report["end_to_end"]["validated"]
     assert report["end_to_end"]["source"] == report["results"][0]["sources"][0]["source"]
     assert len(report["build"]["runs"]) == 2
+
+
+def test_bench_on_two_workers_times_scipy_after_all_sources():
+    report = bench.run(scale=7, algo="bfs", sources=2, workers=2, compare_scipy=True)
+    result = report["results"][0]
+    assert result["owners"] == 2 and result["validated"]
+    assert not result["scipy"]["paired"] and len(result["scipy"]["times_s"]) == 2
+    assert result["scipy"]["ratio"] > 0
 
 
 def test_bench_parquet_edges_with_sparse_ids(tmp_path):

@@ -24,34 +24,28 @@ def _element(context, builder, signature, args):
     return pointer, ir.IntType(array_type.dtype.bitwidth)
 
 
-@intrinsic
-def fetch_add(typingctx, array, index, value):
-    """``old = array[index]; array[index] += value; return old``, atomically (integer arrays)."""
-    if not _integer_array(array):
-        return None
+def _fetch_and(operation):
+    """An intrinsic ``(array, index, value)`` that applies LLVM's ``atomicrmw <operation>`` to
+    ``array[index]`` and returns the value it held before (integer arrays)."""
 
-    def codegen(context, builder, signature, args):
-        array_type, _, value_type = signature.args
-        pointer, _ = _element(context, builder, signature, args)
-        value = context.cast(builder, args[2], value_type, array_type.dtype)
-        return builder.atomic_rmw("add", pointer, value, "seq_cst")
+    @intrinsic
+    def fetch(typingctx, array, index, value):
+        if not _integer_array(array):
+            return None
 
-    return array.dtype(array, index, value), codegen
+        def codegen(context, builder, signature, args):
+            array_type, _, value_type = signature.args
+            pointer, _ = _element(context, builder, signature, args)
+            value = context.cast(builder, args[2], value_type, array_type.dtype)
+            return builder.atomic_rmw(operation, pointer, value, "seq_cst")
+
+        return array.dtype(array, index, value), codegen
+
+    return fetch
 
 
-@intrinsic
-def fetch_or(typingctx, array, index, value):
-    """``old = array[index]; array[index] |= value; return old``, atomically (integer arrays)."""
-    if not _integer_array(array):
-        return None
-
-    def codegen(context, builder, signature, args):
-        array_type, _, value_type = signature.args
-        pointer, _ = _element(context, builder, signature, args)
-        value = context.cast(builder, args[2], value_type, array_type.dtype)
-        return builder.atomic_rmw("or", pointer, value, "seq_cst")
-
-    return array.dtype(array, index, value), codegen
+fetch_add = _fetch_and("add")  # old = array[index]; array[index] += value; return old
+fetch_or = _fetch_and("or")  # old = array[index]; array[index] |= value; return old
 
 
 @intrinsic

@@ -197,20 +197,23 @@ def _work(t, bucket, frontier, n_frontier, claim, indptr, indices, weights, delt
 def _phase_parallel(bucket, frontier, n_frontier, claim, indptr, indices, weights, delta, dist,
                     parent, relaxed, locks, chunks, done):
     for t in numba.prange(done.shape[0]):
-        done[t] = _work(t, bucket, frontier, n_frontier, claim, indptr, indices, weights, delta,
-                        dist, parent, relaxed, locks, chunks)
+        done[t] = _work(np.int64(t), bucket, frontier, n_frontier, claim, indptr, indices, weights,
+                        delta, dist, parent, relaxed, locks, chunks)
 
 
 @_kernel
 def _grow(chunks, capacity):
     """`chunks` with a pool of `capacity` chunks (contents kept), reservations that failed undone."""
     pool, fill, next_chunk, head, tail, count, free_head, free_count, top, retry, stop_at = chunks
+    # Element loops, not slice assignments: Numba takes seconds to compile those.
     bigger = np.empty((capacity, pool.shape[1]), dtype=pool.dtype)
-    bigger[:pool.shape[0]] = pool
     bigger_fill = np.zeros(capacity, dtype=fill.dtype)
-    bigger_fill[:fill.shape[0]] = fill
     bigger_next = np.full(capacity, -1, dtype=next_chunk.dtype)
-    bigger_next[:next_chunk.shape[0]] = next_chunk
+    for c in range(pool.shape[0]):
+        for k in range(fill[c]):
+            bigger[c, k] = pool[c, k]
+        bigger_fill[c] = fill[c]
+        bigger_next[c] = next_chunk[c]
     # Reservations that failed began at or after every one that succeeded.
     first_failed = top[0]
     for t in range(stop_at.shape[0]):
@@ -287,12 +290,15 @@ def _delta_stepping(indptr, indices, weights, sources, delta, n_slots, n_threads
         parallel = n_threads > 1 and waiting >= parallel_vertices
         while True:
             if parallel:
-                _phase_parallel(bucket, frontier, n_frontier, claim, indptr, indices, weights,
-                                delta, dist, parent, relaxed, locks, chunks, done)
+                # Plain int64 arguments: literal or unsigned ones would each compile another
+                # copy of the phase (Numba specializes on them; 27 s instead of a few).
+                _phase_parallel(np.int64(bucket), frontier, np.int64(n_frontier), claim, indptr,
+                                indices, weights, delta, dist, parent, relaxed, locks, chunks, done)
             else:
                 done[:] = True
-                done[0] = _work(0, bucket, frontier, n_frontier, claim, indptr, indices, weights,
-                                delta, dist, parent, relaxed, locks, chunks)
+                done[0] = _work(np.int64(0), np.int64(bucket), frontier, np.int64(n_frontier),
+                                claim, indptr, indices, weights, delta, dist, parent, relaxed,
+                                locks, chunks)
             if done.all():
                 break
             chunks = _grow(chunks, 2 * chunks[0].shape[0])

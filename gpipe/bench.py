@@ -299,8 +299,8 @@ class _Bench:
             if graph.num_partitions == 1:
                 # In this process SciPy runs right after each source's own runs, so that a
                 # machine whose speed drifts during the bench slows both sides alike.
-                paired = host_csr if self.compare_scipy and self.client is None else None
-                result = self._one_owner(graph, kind, chosen, host_csr is not None, paired)
+                scipy_csr = host_csr if self.compare_scipy and self.client is None else None
+                result = self._one_owner(graph, kind, chosen, host_csr is not None, scipy_csr)
             else:
                 result = self._owners(graph, kind, chosen, host_csr is not None)
             first_dist = result.pop("first_dist")
@@ -340,7 +340,7 @@ class _Bench:
             if spec.weighted and spec.input_weight is None:
                 meta = frame._meta.assign(weight=np.empty(0, dtype=np.float64))
                 frame = frame.map_partitions(_add_weights, spec.seed, meta=meta)
-            return _persist(frame, self.client)
+            return execution.current(self.client).persist(frame)
         xp = "cupy" if gpu else "numpy"
         args = ("kron" if spec.scale is not None else "grid", spec.scale if spec.scale is not None else spec.grid,
                 spec.weighted, spec.seed, xp)
@@ -350,7 +350,8 @@ class _Bench:
         if self.client is not None:  # generated on a worker: the edges never pass through here
             whole = dask.delayed(_generate_parts, pure=False)(*args)
             parts = [dask.delayed(operator.getitem)(whole, i) for i in range(n_parts)]
-            return _persist(dd.from_delayed(parts, meta=meta, verify_meta=False), self.client)
+            return execution.current(self.client).persist(
+                dd.from_delayed(parts, meta=meta, verify_meta=False))
         frames = _generate_parts(*args)
         # Named delayeds: Dask does not hash the (large) frames to name them.
         parts = [dask.delayed(f, name=f"gpipe-bench-edges-{uuid.uuid4().hex}") for f in frames]
@@ -406,7 +407,7 @@ class _Bench:
                     phases = {}
                     t0 = time.perf_counter()
                     frame = gpipe.read_edges(path, src=spec.src, dst=spec.dst, weight=weight, backend=self.backend)
-                    frame = _persist(frame, self.client)
+                    frame = execution.current(self.client).persist(frame)
                     _sync(self.backend)
                     phases["read_persist_s"] = _lap(t0)
                     t0 = time.perf_counter()
@@ -770,11 +771,6 @@ def _check_frame(graph, kind, frame, global_sources):
 def _to_pandas(frame):
     """pandas from pandas or cuDF (nullable dtypes, so integer ids with nulls stay exact)."""
     return frame.to_pandas(nullable=True) if hasattr(frame, "to_pandas") else frame
-
-
-def _persist(frame, client):
-    """``frame`` computed and held in memory: on the workers with a client, else here."""
-    return execution.current(client).persist(frame)
 
 
 def _empty_edges(backend_name, weighted, id_dtype="int64"):

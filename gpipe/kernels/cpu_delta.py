@@ -235,8 +235,9 @@ def _delta_stepping(indptr, indices, weights, sources, delta, n_slots, n_threads
     fewer than `parallel_vertices` vertices is relaxed without starting a parallel region.
     """
     n = dist.shape[0]
-    chunks = (np.empty((max(capacity, 1), CHUNK), dtype=indices.dtype),
-              np.zeros(max(capacity, 1), dtype=np.int64), np.full(max(capacity, 1), -1, dtype=np.int64),
+    capacity = max(capacity, 1)
+    chunks = (np.empty((capacity, CHUNK), dtype=indices.dtype),
+              np.zeros(capacity, dtype=np.int64), np.full(capacity, -1, dtype=np.int64),
               np.full((n_threads, n_slots), -1, dtype=np.int64),
               np.full((n_threads, n_slots), -1, dtype=np.int64),
               np.zeros((n_threads, n_slots), dtype=np.int64),

@@ -10,6 +10,8 @@ Paths (the ``engine`` fixture, parametrized):
 
 Markers: ``gpu`` tests are skipped unless CuPy sees a device and cuDF and dask_cudf import;
 ``multigpu`` tests are skipped unless there are at least two devices and dask_cuda imports.
+``GPIPE_TEST_CUDA_DEVICES`` (default ``0,1``) names the devices of the two workers; ``0,0`` puts
+both on one GPU, so a one-GPU machine runs the multi-worker CUDA path too.
 """
 
 from __future__ import annotations
@@ -57,9 +59,14 @@ def gpu_available():
     return True
 
 
+def multigpu_devices():
+    """The CUDA device of each multi-GPU test worker, as ``GPIPE_TEST_CUDA_DEVICES`` says."""
+    return [int(d) for d in os.environ.get("GPIPE_TEST_CUDA_DEVICES", "0,1").split(",")]
+
+
 @functools.cache
 def multigpu_available():
-    if gpu_count() < 2 or not gpu_available():
+    if gpu_count() <= max(multigpu_devices()) or not gpu_available():
         return False
     try:
         import dask_cuda  # noqa: F401
@@ -104,14 +111,26 @@ def dask_client2():
 
 @pytest.fixture(scope="session")
 def dask_cuda_client2():
-    """A 2-worker LocalCUDACluster (one GPU each) and its Client, for the whole session."""
-    from dask_cuda import LocalCUDACluster
-    from distributed import Client
+    """A 2-worker CUDA cluster and its Client, for the whole session.
 
-    cluster = LocalCUDACluster(n_workers=2, CUDA_VISIBLE_DEVICES="0,1",
-                               dashboard_address=None)
+    Distinct devices in :func:`multigpu_devices`: a LocalCUDACluster, one worker per GPU. One
+    device named twice: two worker processes sharing that GPU.
+    """
+    from dask_cuda import LocalCUDACluster
+    from distributed import Client, LocalCluster
+
+    devices = multigpu_devices()
+    if len(set(devices)) > 1:
+        cluster = LocalCUDACluster(n_workers=len(devices), dashboard_address=None,
+                                   CUDA_VISIBLE_DEVICES=",".join(map(str, devices)))
+    else:
+        # dask-cuda names workers by device, so it cannot put two on one; plain worker
+        # processes pinned to that device run the same code path.
+        cluster = LocalCluster(n_workers=len(devices), threads_per_worker=1, processes=True,
+                               dashboard_address=None,
+                               env={"CUDA_VISIBLE_DEVICES": str(devices[0])})
     client = Client(cluster, set_as_default=False)
-    client.wait_for_workers(2)
+    client.wait_for_workers(len(devices))
     yield client
     client.close()
     cluster.close()

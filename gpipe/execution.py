@@ -9,8 +9,10 @@ handles are plain values.
 from __future__ import annotations
 
 import operator
+import uuid
 
 import dask
+from dask.utils import parse_timedelta
 
 WORKER_WAIT_S = 30  # how long a client without workers is given to get one
 
@@ -53,6 +55,14 @@ class Executor:
 
     def _delayed(self, handles):
         return handles
+
+    def run_together(self, fn, per_owner_args: list) -> list:
+        """Start ``fn(channel, *args)`` on every owner at once; one handle per owner.
+
+        ``per_owner_args[p]`` are owner ``p``'s arguments and ``channel`` its
+        :class:`gpipe.peers.Channel`, through which the owners message each other directly.
+        """
+        raise NotImplementedError
 
     def item(self, handle, index, owner: int | None = None):
         """A handle to ``handle[index]``, taken where ``handle`` lives."""
@@ -116,6 +126,18 @@ class OnCluster(Executor):
 
     def partitions(self, frame):
         return self.client.compute(frame.to_delayed(optimize_graph=True))
+
+    def run_together(self, fn, per_owner_args):
+        from gpipe import peers
+
+        self.client.register_plugin(peers.PeerMessages())
+        key = f"gpipe-traversal-{uuid.uuid4().hex}"
+        timeout = parse_timedelta(dask.config.get(peers.TIMEOUT_KEY, peers.DEFAULT_TIMEOUT))
+        addresses = self.workers[:len(per_owner_args)]
+        return [
+            self.submit(peers.run_owner, fn, peers.Channel(key, p, addresses, timeout), *args, owner=p)
+            for p, args in enumerate(per_owner_args)
+        ]
 
     def persist(self, frame):
         from distributed import wait

@@ -1,14 +1,16 @@
 """Traversal drivers: BFS and SSSP over the partitions of a built graph.
 
 One owner: the whole traversal runs inside a single task on its worker (no scheduler round
-trip per level). The CPU kernels do it in one call (queue BFS, heap Dijkstra); otherwise a
-level loop over the per-level kernels runs there.
+trip per level), in one kernel call where the backend has a whole-traversal kernel
+(direction-optimizing BFS; delta-stepping or near-far SSSP), else as a loop over the per-level
+kernels.
 
-Several owners: level-synchronous rounds. In each round every owner merges the candidates
-sent to it, expands its frontier locally (claiming or relaxing its own vertices in place) and
-prunes the remote candidates to one per target before they leave. States stay on their
-owners; candidate buckets move worker to worker; the client only reads one count per owner
-per round to know when to stop.
+Several owners: one long task per owner, all started together (``Executor.run_together``),
+level-synchronous. Each level every owner merges the candidates sent to it, expands its frontier
+locally (claiming or relaxing its own vertices in place), prunes the remote candidates to one per
+target and sends each peer its bucket with its own active count, worker to worker
+(:mod:`gpipe.peers`). Every owner sums the same counts, so all stop at the same level. Neither
+the client nor the scheduler takes part between the start and the result frames.
 
 SSSP relaxes with frontier-based Bellman-Ford, so negative weights work. A negative cycle
 reachable from a source is detected by a cycle in the parent graph (parents change only on
@@ -45,20 +47,7 @@ def bfs(executor, built, sources: np.ndarray, depth_limit: int | None) -> list:
     if built.layout.n_owners == 1:
         return [executor.submit(_bfs_one_owner, built.parts[0], built.ids, sources, depth_limit,
                                 built.vertex_dtype, owner=0)]
-    states = _initial_states(executor, built, sources, BFS)
-    incoming = [[] for _ in states]
-    level = 0
-    while True:
-        expand = depth_limit is None or level < depth_limit
-        rounds = [
-            executor.submit(_bfs_round, built.parts[p], states[p], built.layout, level, expand,
-                            *incoming[p], owner=p)
-            for p in range(len(states))
-        ]
-        if not expand or not _exchange(executor, rounds, incoming):
-            break
-        level += 1
-    return _finish(executor, built, states, rounds, BFS)
+    return _run_owners(executor, built, sources, _bfs_owner, depth_limit)
 
 
 def sssp(executor, built, sources: np.ndarray) -> list:
@@ -66,55 +55,90 @@ def sssp(executor, built, sources: np.ndarray) -> list:
     if built.layout.n_owners == 1:
         return [executor.submit(_sssp_one_owner, built.parts[0], built.ids, sources,
                                 built.negative_weights, built.vertex_dtype, owner=0)]
-    states = _initial_states(executor, built, sources, SSSP)
-    incoming = [[] for _ in states]
-    round_no = 0
-    while True:
-        rounds = [
-            executor.submit(_sssp_round, built.parts[p], states[p], built.layout, *incoming[p], owner=p)
-            for p in range(len(states))
-        ]
-        if not _exchange(executor, rounds, incoming):
-            break
-        round_no += 1
-        if built.negative_weights and _cycle_check_due(round_no):
-            parents = [executor.submit(_parent_of, states[p], rounds[p], owner=p) for p in range(len(states))]
-            found = executor.gather([executor.submit(_has_parent_cycle, built.backend, *parents, owner=0)])[0]
-            if found or round_no > 2 * built.layout.n + 2:
-                raise NegativeCycleError("a negative-weight cycle is reachable from the source")
-    return _finish(executor, built, states, rounds, SSSP)
+    return _run_owners(executor, built, sources, _sssp_owner, built.negative_weights)
 
 
-def _initial_states(executor, built, sources, kind):
+def _run_owners(executor, built, sources, owner_loop, option) -> list:
+    """Start ``owner_loop`` on every owner with its own sources; wait for all of them."""
     layout = built.layout
     owners = layout.owner_of(sources)
-    return [
-        executor.submit(_initial_state, built.parts[p], sources[owners == p] - layout.offset(p), kind, owner=p)
+    frames = executor.run_together(owner_loop, [
+        (built.parts[p], built.ids, layout, sources[owners == p] - layout.offset(p), option,
+         built.vertex_dtype)
         for p in range(layout.n_owners)
-    ]
-
-
-def _exchange(executor, rounds, incoming) -> bool:
-    """Route each round's outgoing buckets to their owners; False once nothing moved anywhere."""
-    n_owners = len(rounds)
-    active = sum(executor.gather([executor.item(r, 0, owner=p) for p, r in enumerate(rounds)]))
-    for q in range(n_owners):
-        incoming[q] = [executor.item(rounds[p], 1 + q, owner=p) for p in range(n_owners) if p != q]
-    return active > 0
-
-
-def _finish(executor, built, states, rounds, kind):
-    frames = [
-        executor.submit(_owner_result, built.parts[p], built.ids, states[p], rounds[p], kind,
-                        built.vertex_dtype, owner=p)
-        for p in range(len(states))
-    ]
+    ])
     executor.wait(frames)
     return frames
 
 
 def _cycle_check_due(round_no: int) -> bool:
     return round_no >= FIRST_CYCLE_CHECK and round_no & (round_no - 1) == 0
+
+
+# --- one owner's share of a traversal over several owners, run in step with the others ------
+
+
+def _bfs_owner(channel, part: Partition, ids, layout: Layout, local_sources, depth_limit,
+               vertex_dtype):
+    """This owner's result frame of a BFS, expanded level by level in step with its peers."""
+    state = _initial_state(part, local_sources, BFS)
+    incoming, level = [], 0
+    while True:
+        expand = depth_limit is None or level < depth_limit
+        active, *buckets = _bfs_round(part, state, layout, level, expand, *incoming)
+        if not expand:
+            break
+        incoming, total = _swap(channel, level, active, buckets)
+        if total == 0:
+            break
+        level += 1
+    return owner_frame(part, ids, state.dist, state.parent, BFS, vertex_dtype)
+
+
+def _sssp_owner(channel, part: Partition, ids, layout: Layout, local_sources, negative_weights,
+                vertex_dtype):
+    """This owner's result frame of an SSSP, relaxed round by round in step with its peers.
+
+    Raises NegativeCycleError (on every owner at the same round) when the parent graph gets a
+    cycle, or when the rounds outrun any negative-cycle-free graph.
+    """
+    state = _initial_state(part, local_sources, SSSP)
+    incoming, round_no = [], 0
+    while True:
+        active, *buckets = _sssp_round(part, state, layout, *incoming)
+        incoming, total = _swap(channel, round_no, active, buckets)
+        if total == 0:
+            break
+        round_no += 1
+        if negative_weights and (
+            round_no > 2 * layout.n + 2
+            or (_cycle_check_due(round_no) and _parent_cycle_anywhere(channel, part, state, round_no))
+        ):
+            raise NegativeCycleError("a negative-weight cycle is reachable from the source")
+    return owner_frame(part, ids, state.dist, state.parent, SSSP, vertex_dtype)
+
+
+def _swap(channel, tag, active: int, buckets: list):
+    """Send each peer its bucket and this owner's count; the non-empty buckets that came in,
+    and the count summed over all owners (the same on every owner, so all stop together)."""
+    sent = [(active, bucket if bucket[0].size else None) for bucket in buckets]
+    received = channel.exchange(tag, sent)
+    incoming = [bucket for _, bucket in received if bucket is not None]
+    return incoming, active + sum(count for count, _ in received)
+
+
+def _parent_cycle_anywhere(channel, part: Partition, state, round_no: int) -> bool:
+    """Whether the parents of all owners together hold a cycle; the same answer on every owner.
+
+    The parent arrays go to owner 0, which checks them and tells the others.
+    """
+    parents, verdict = f"parents-{round_no}", f"verdict-{round_no}"
+    if channel.owner != 0:
+        channel.send(parents, {0: state.parent})
+        return channel.receive(verdict, [0])[0]
+    found = _has_parent_cycle(part.backend, state.parent, *channel.receive(parents, channel.peers))
+    channel.send(verdict, {q: found for q in channel.peers})
+    return found
 
 
 # --- tasks that run on an owner's worker -------------------------------------------------
@@ -180,14 +204,6 @@ def _sssp_round(part: Partition, state: State, layout: Layout, *incoming):
     )
     buckets = exchange.prune(part.backend, layout, targets, dists, parents, key=dists)
     return [int(state.frontier.size) + int(targets.size)] + buckets
-
-
-def _parent_of(state: State, _round):
-    return state.parent
-
-
-def _owner_result(part, ids, state: State, _round, kind, vertex_dtype):
-    return owner_frame(part, ids, state.dist, state.parent, kind, vertex_dtype)
 
 
 def _bfs_one_owner(part: Partition, ids, sources, depth_limit, vertex_dtype):

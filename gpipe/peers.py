@@ -1,0 +1,179 @@
+"""Owner-to-owner messages for traversals that run as one long task per owner.
+
+A traversal over P owners runs as P tasks started together, each pinned to its owner's worker.
+Between levels every owner sends every other owner one message over Dask's worker-to-worker
+comms (the path Dask's P2P shuffle takes): the candidates pruned for that owner and its own
+count of active vertices. The receiving worker's comm handler files the message in that
+process's :data:`MAILBOX`; the owner's task waits until the level's messages are all in. The
+scheduler and the client see none of it: a level costs a local expansion and one message
+round, not a scheduler round trip.
+
+Owner tasks secede from their worker's thread pool while they run. They wait on each other, and
+the worker must stay free to start the owner tasks of other traversals: two traversals at once
+on one-thread workers would otherwise each hold a worker that the other one waits for.
+
+A failing owner tells the others (:meth:`Channel.abort`); they stop without a result and the
+failing task's error is the one the caller sees. An owner that hears nothing for
+``gpipe.peer-timeout`` (Dask config, default 15 minutes) gives up with ``TimeoutError``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections import OrderedDict
+
+from distributed import WorkerPlugin, get_worker, rejoin, secede
+from distributed.protocol import to_serialize
+from distributed.utils import sync
+
+HANDLER = "gpipe_peer_message"
+ABORT = "abort"
+TIMEOUT_KEY = "gpipe.peer-timeout"
+DEFAULT_TIMEOUT = "15 minutes"
+CLOSED_KEPT = 4096  # finished traversals remembered, so that late messages to them are dropped
+
+
+class PeerAborted(Exception):
+    """Another owner of the traversal failed; this owner stops without a result."""
+
+
+class Mailbox:
+    """Messages that arrived for the traversals of this process, by key, tag and sender."""
+
+    def __init__(self):
+        self._arrived = {}  # (key, tag, sender) -> payload
+        self._failed = {}  # key -> the owner that aborted
+        self._closed = OrderedDict()
+        self._changed = threading.Condition()
+
+    def put(self, key, tag, sender, payload) -> None:
+        with self._changed:
+            if key in self._closed:
+                return
+            if tag == ABORT:
+                self._failed.setdefault(key, sender)
+            else:
+                self._arrived[key, tag, sender] = payload
+            self._changed.notify_all()
+
+    def take(self, key, tag, senders, timeout: float) -> list:
+        """The payloads of ``tag`` from each of ``senders``, in that order, once all are in.
+
+        Raises :class:`PeerAborted` if an owner of ``key`` aborted first, ``TimeoutError`` if
+        ``timeout`` seconds pass without all of them.
+        """
+        wanted = [(key, tag, s) for s in senders]
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                if key in self._failed:
+                    raise PeerAborted(f"owner {self._failed[key]} of the traversal failed")
+                missing = [w[2] for w in wanted if w not in self._arrived]
+                if not missing:
+                    return [self._arrived.pop(w) for w in wanted]
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(
+                        f"no {tag!r} message from owner(s) {missing} in {timeout:g} s; "
+                        f"raise Dask config {TIMEOUT_KEY!r} if levels take that long"
+                    )
+                self._changed.wait(left)
+
+    def close(self, key) -> None:
+        """Forget ``key``: drop what is left of it and every message that comes later."""
+        with self._changed:
+            for k in [k for k in self._arrived if k[0] == key]:
+                del self._arrived[k]
+            self._failed.pop(key, None)
+            self._closed[key] = None
+            while len(self._closed) > CLOSED_KEPT:
+                self._closed.popitem(last=False)
+
+
+MAILBOX = Mailbox()
+
+
+def _receive(key, tag, sender, payload):
+    """The worker's comm handler for :data:`HANDLER` (runs on the worker's event loop)."""
+    MAILBOX.put(key, tag, sender, payload)
+    return "OK"
+
+
+class PeerMessages(WorkerPlugin):
+    """Installs :data:`HANDLER` on every worker of the cluster, present and future."""
+
+    name = "gpipe-peer-messages"
+    idempotent = True  # registering again (each traversal does) costs one scheduler call
+
+    def setup(self, worker):
+        worker.handlers[HANDLER] = _receive
+
+
+class Channel:
+    """One owner's end of a traversal's messages: made by the client, used in the owner's task.
+
+    ``addresses[q]`` is the worker of owner ``q``. Tags name a round of messages (a level, a
+    check); each owner sends at most one message per tag to each other owner.
+    """
+
+    def __init__(self, key: str, owner: int, addresses: list, timeout: float):
+        self.key = key
+        self.owner = owner
+        self.addresses = list(addresses)
+        self.timeout = timeout
+
+    @property
+    def peers(self) -> list:
+        return [q for q in range(len(self.addresses)) if q != self.owner]
+
+    def exchange(self, tag, payloads: list) -> list:
+        """Send ``payloads[q]`` to every other owner ``q``; what each of them sent, in owner order."""
+        self.send(tag, {q: payloads[q] for q in self.peers})
+        return self.receive(tag, self.peers)
+
+    def send(self, tag, payloads: dict) -> None:
+        """Deliver ``payloads[q]`` to owner ``q`` for each key; returns once all are filed."""
+        worker = get_worker()
+
+        async def deliver():
+            await asyncio.gather(*(
+                getattr(worker.rpc(self.addresses[q]), HANDLER)(
+                    key=self.key, tag=tag, sender=self.owner, payload=to_serialize(payload))
+                for q, payload in payloads.items()
+            ))
+
+        sync(worker.loop, deliver)
+
+    def receive(self, tag, senders: list) -> list:
+        """The payloads of ``tag`` from ``senders``, in that order, waiting for them."""
+        return MAILBOX.take(self.key, tag, senders, self.timeout)
+
+    def abort(self) -> None:
+        """Tell every other owner that this one failed (best effort: it is failing already)."""
+        try:
+            self.send(ABORT, {q: None for q in self.peers})
+        except Exception:
+            pass
+
+    def close(self) -> None:
+        MAILBOX.close(self.key)
+
+
+def run_owner(fn, channel: Channel, *args):
+    """``fn(channel, *args)`` as one owner's long task: seceded, and aborting its peers on error.
+
+    Returns None when a peer failed: that peer's task carries the error.
+    """
+    secede()
+    try:
+        return fn(channel, *args)
+    except PeerAborted:
+        return None
+    except BaseException:
+        channel.abort()
+        raise
+    finally:
+        channel.close()
+        rejoin()

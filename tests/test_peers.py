@@ -1,0 +1,116 @@
+"""Owner-to-owner messages: the mailbox's waiting rules, and owner tasks on a 2-worker cluster
+that fail, stall, or run two traversals at once on one-thread workers."""
+
+import threading
+import time
+
+import dask
+import pytest
+
+import gpipe
+import reference
+from gpipe import execution, peers
+
+
+def test_take_returns_payloads_in_sender_order_once_all_are_in():
+    box = peers.Mailbox()
+    box.put("k", 3, 2, "from two")
+    later = threading.Timer(0.05, box.put, args=("k", 3, 0, "from zero"))
+    later.start()
+    assert box.take("k", 3, [0, 2], timeout=5) == ["from zero", "from two"]
+    later.join()
+
+
+def test_take_keeps_tags_and_traversals_apart():
+    box = peers.Mailbox()
+    box.put("k", 1, 0, "level one")
+    box.put("other", 0, 0, "another traversal")
+    box.put("k", 0, 0, "level zero")
+    assert box.take("k", 0, [0], timeout=1) == ["level zero"]
+    assert box.take("k", 1, [0], timeout=1) == ["level one"]
+
+
+def test_take_names_the_silent_owner_when_it_times_out():
+    box = peers.Mailbox()
+    box.put("k", 0, 1, "here")
+    with pytest.raises(TimeoutError, match=r"owner\(s\) \[2\]"):
+        box.take("k", 0, [1, 2], timeout=0.05)
+
+
+def test_an_abort_wakes_a_waiting_owner():
+    box = peers.Mailbox()
+    threading.Timer(0.05, box.put, args=("k", peers.ABORT, 1, None)).start()
+    start = time.monotonic()
+    with pytest.raises(peers.PeerAborted, match="owner 1"):
+        box.take("k", 0, [1], timeout=30)
+    assert time.monotonic() - start < 10
+
+
+def test_messages_to_a_closed_traversal_are_dropped():
+    box = peers.Mailbox()
+    box.put("k", 0, 1, "read")
+    box.close("k")
+    box.put("k", 1, 1, "late")
+    box.put("k", peers.ABORT, 1, None)
+    assert not box._arrived and not box._failed
+
+
+# --- owner tasks on the 2-worker LocalCluster ---------------------------------------------
+
+
+def _two_exchanges(channel, fail_on, stall_s):
+    """Each owner stalls ``stall_s[owner]`` seconds, exchanges its number with every peer,
+    and then, unless it is owner ``fail_on`` (which raises), exchanges again."""
+    time.sleep(stall_s[channel.owner])
+    first = channel.exchange(0, [channel.owner] * len(channel.addresses))
+    if channel.owner == fail_on:
+        raise ArithmeticError(f"owner {channel.owner} fails on purpose")
+    return first + channel.exchange(1, [10 * channel.owner] * len(channel.addresses))
+
+
+@pytest.fixture
+def cluster(dask_client2):
+    with dask_client2.as_current():
+        yield execution.current(dask_client2)
+
+
+def test_owners_exchange_with_every_peer(cluster):
+    handles = cluster.run_together(_two_exchanges, [(None, (0, 0))] * 2)
+    assert cluster.gather(handles) == [[1, 10], [0, 0]]
+
+
+def test_a_failing_owner_raises_its_own_error_and_stops_the_others(cluster):
+    handles = cluster.run_together(_two_exchanges, [(1, (0, 0))] * 2)
+    with pytest.raises(ArithmeticError, match="owner 1 fails on purpose"):
+        cluster.wait(handles)
+    assert handles[0].result() is None  # aborted in its second exchange
+
+
+def test_a_stalled_owner_times_out_its_peers(cluster):
+    with dask.config.set({peers.TIMEOUT_KEY: "200ms"}):
+        handles = cluster.run_together(_two_exchanges, [(None, (0, 1.0))] * 2)
+    with pytest.raises(TimeoutError, match=r"owner\(s\) \[1\]"):
+        cluster.wait(handles)
+
+
+def test_two_traversals_at_once_on_one_thread_workers(cluster):
+    """Each traversal holds a task on both workers while it runs; without seceding from the
+    one-thread pools, two at once could each hold the worker the other waits for."""
+    edges = reference.random_edges(n=400, m=1600, seed=5)
+    graph = gpipe.Graph.from_edges(dask.dataframe.from_pandas(edges, npartitions=2), directed=False)
+    source = int(edges["src"].iloc[0])
+    want = reference.expected_bfs(edges, [source], directed=False)
+    results = [None] * 4
+
+    def query(i):
+        with cluster.client.as_current():  # a client made current does not follow into threads
+            results[i] = graph.bfs(source).compute()
+
+    threads = [threading.Thread(target=query, args=(i,)) for i in range(len(results))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads)
+    for got in results:
+        reference.assert_distances(got, want)

@@ -6,7 +6,9 @@ comms (the path Dask's P2P shuffle takes): the candidates pruned for that owner 
 count of active vertices. The receiving worker's comm handler files the message in that
 process's :data:`MAILBOX`; the owner's task waits until the level's messages are all in. The
 scheduler and the client see none of it: a level costs a local expansion and one message
-round, not a scheduler round trip.
+round, not a scheduler round trip. Sending does not wait for the peers' replies: the worker's
+event loop delivers while the owner goes on to wait for its own messages, and a failed delivery
+is raised there.
 
 Owner tasks secede from their worker's thread pool while they run. They wait on each other, and
 the worker must stay free to start the owner tasks of other traversals: two traversals at once
@@ -26,12 +28,12 @@ from collections import OrderedDict
 
 from distributed import WorkerPlugin, get_worker, rejoin, secede
 from distributed.protocol import to_serialize
-from distributed.utils import sync
 
 HANDLER = "gpipe_peer_message"
 ABORT = "abort"
 TIMEOUT_KEY = "gpipe.peer-timeout"
 DEFAULT_TIMEOUT = "15 minutes"
+ABORT_WAIT_S = 10  # how long a failing owner waits for its abort messages to be filed
 CLOSED_KEPT = 4096  # finished traversals remembered, so that late messages to them are dropped
 
 
@@ -58,16 +60,24 @@ class Mailbox:
                 self._arrived[key, tag, sender] = payload
             self._changed.notify_all()
 
-    def take(self, key, tag, senders, timeout: float) -> list:
+    def wake(self) -> None:
+        """Have every waiting :meth:`take` look again (and call its ``check``)."""
+        with self._changed:
+            self._changed.notify_all()
+
+    def take(self, key, tag, senders, timeout: float, check=None) -> list:
         """The payloads of ``tag`` from each of ``senders``, in that order, once all are in.
 
         Raises :class:`PeerAborted` if an owner of ``key`` aborted first, ``TimeoutError`` if
-        ``timeout`` seconds pass without all of them.
+        ``timeout`` seconds pass without all of them, and whatever ``check()`` raises: it is
+        called before each look.
         """
         wanted = [(key, tag, s) for s in senders]
         deadline = time.monotonic() + timeout
         with self._changed:
             while True:
+                if check is not None:
+                    check()
                 if key in self._failed:
                     raise PeerAborted(f"owner {self._failed[key]} of the traversal failed")
                 missing = [w[2] for w in wanted if w not in self._arrived]
@@ -123,6 +133,7 @@ class Channel:
         self.owner = owner
         self.addresses = list(addresses)
         self.timeout = timeout
+        self._sending = []  # deliveries under way (concurrent.futures.Future)
 
     @property
     def peers(self) -> list:
@@ -134,7 +145,12 @@ class Channel:
         return self.receive(tag, self.peers)
 
     def send(self, tag, payloads: dict) -> None:
-        """Deliver ``payloads[q]`` to owner ``q`` for each key; returns once all are filed."""
+        """Start delivering ``payloads[q]`` to owner ``q`` for each key, and return.
+
+        The worker's event loop delivers while this owner goes on; a failed delivery is raised
+        by the next :meth:`send`, by a :meth:`receive` waiting meanwhile, or by :meth:`flush`.
+        """
+        self._raise_failed_delivery()
         worker = get_worker()
 
         async def deliver():
@@ -144,16 +160,35 @@ class Channel:
                 for q, payload in payloads.items()
             ))
 
-        sync(worker.loop, deliver)
+        delivery = asyncio.run_coroutine_threadsafe(deliver(), worker.loop.asyncio_loop)
+        delivery.add_done_callback(lambda _: MAILBOX.wake())
+        self._sending.append(delivery)
 
     def receive(self, tag, senders: list) -> list:
         """The payloads of ``tag`` from ``senders``, in that order, waiting for them."""
-        return MAILBOX.take(self.key, tag, senders, self.timeout)
+        return MAILBOX.take(self.key, tag, senders, self.timeout, check=self._raise_failed_delivery)
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Wait until every delivery started has been filed; raise the first that failed."""
+        for delivery in self._sending:
+            delivery.result(timeout=self.timeout if timeout is None else timeout)
+        self._sending.clear()
+
+    def _raise_failed_delivery(self) -> None:
+        running = []
+        for delivery in self._sending:
+            if not delivery.done():
+                running.append(delivery)
+            elif delivery.exception() is not None:
+                raise delivery.exception()
+        self._sending = running
 
     def abort(self) -> None:
         """Tell every other owner that this one failed (best effort: it is failing already)."""
         try:
+            self._sending.clear()
             self.send(ABORT, {q: None for q in self.peers})
+            self.flush(timeout=ABORT_WAIT_S)
         except Exception:
             pass
 
@@ -168,7 +203,9 @@ def run_owner(fn, channel: Channel, *args):
     """
     secede()
     try:
-        return fn(channel, *args)
+        result = fn(channel, *args)
+        channel.flush()
+        return result
     except PeerAborted:
         return None
     except BaseException:

@@ -93,6 +93,25 @@ def test_a_stalled_owner_times_out_its_peers(cluster):
         cluster.wait(handles)
 
 
+def _send_to_nowhere(channel):
+    """Exchange with peers at an address where nobody listens (the abort then goes to the
+    real peers)."""
+    peers_at = channel.addresses
+    channel.addresses = ["tcp://127.0.0.1:9"] * len(peers_at)  # the discard port
+    try:
+        with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+            channel.exchange(0, [None] * len(peers_at))
+    finally:
+        channel.addresses = peers_at
+
+
+def test_a_failed_delivery_is_raised_not_waited_out(cluster):
+    start = time.monotonic()
+    with pytest.raises(OSError):
+        cluster.wait(cluster.run_together(_send_to_nowhere, [()] * 2))
+    assert time.monotonic() - start < 10
+
+
 def test_two_traversals_at_once_on_one_thread_workers(cluster):
     """Each traversal holds a task on both workers while it runs; without seceding from the
     one-thread pools, two at once could each hold the worker the other waits for."""

@@ -134,9 +134,10 @@ class OnCluster(Executor):
         key = f"gpipe-traversal-{uuid.uuid4().hex}"
         timeout = parse_timedelta(dask.config.get(peers.TIMEOUT_KEY, peers.DEFAULT_TIMEOUT))
         addresses = self.workers[:len(per_owner_args)]
+        channels = [peers.Channel(key, p, addresses, timeout) for p in range(len(per_owner_args))]
         return [
-            self.submit(peers.run_owner, fn, peers.Channel(key, p, addresses, timeout), *args, owner=p)
-            for p, args in enumerate(per_owner_args)
+            self.submit(peers.run_owner, fn, channel, *args, owner=channel.owner)
+            for channel, args in zip(channels, per_owner_args)
         ]
 
     def persist(self, frame):

@@ -140,7 +140,7 @@ class Channel:
         return [q for q in range(len(self.addresses)) if q != self.owner]
 
     def exchange(self, tag, payloads: list) -> list:
-        """Send ``payloads[q]`` to every other owner ``q``; what each of them sent, in owner order."""
+        """Send each other owner ``q`` its ``payloads[q]``; what each sent to us, in owner order."""
         self.send(tag, {q: payloads[q] for q in self.peers})
         return self.receive(tag, self.peers)
 

@@ -112,7 +112,7 @@ def _sssp_owner(channel, part: Partition, ids, layout: Layout, local_sources, ne
         round_no += 1
         if negative_weights and (
             round_no > 2 * layout.n + 2
-            or (_cycle_check_due(round_no) and _parent_cycle_anywhere(channel, part, state, round_no))
+            or _cycle_check_due(round_no) and _parent_cycle_anywhere(channel, part, state, round_no)
         ):
             raise NegativeCycleError("a negative-weight cycle is reachable from the source")
     return owner_frame(part, ids, state.dist, state.parent, SSSP, vertex_dtype)
@@ -141,7 +141,7 @@ def _parent_cycle_anywhere(channel, part: Partition, state, round_no: int) -> bo
     return found
 
 
-# --- tasks that run on an owner's worker -------------------------------------------------
+# --- the steps of a round, and whole one-owner traversals, on an owner's worker ------------
 
 
 def _initial_state(part: Partition, local_sources, kind):

@@ -4,7 +4,8 @@ A traversal over P owners runs as P tasks started together, each pinned to its o
 Between levels every owner sends every other owner one message over Dask's worker-to-worker
 comms (the path Dask's P2P shuffle takes): the candidates pruned for that owner and its own
 count of active vertices. The receiving worker's comm handler files the message in that
-process's :data:`MAILBOX`; the owner's task waits until the level's messages are all in. The
+process's :data:`MAILBOX`, in the box of the receiving owner (workers of a threaded cluster
+share one process, and so one mailbox); the owner's task waits until the level's messages are all in. The
 scheduler and the client see none of it: a level costs a local expansion and one message
 round, not a scheduler round trip. Sending does not wait for the peers' replies: the worker's
 event loop delivers while the owner goes on to wait for its own messages, and a failed delivery
@@ -34,7 +35,7 @@ ABORT = "abort"
 TIMEOUT_KEY = "gpipe.peer-timeout"
 DEFAULT_TIMEOUT = "15 minutes"
 ABORT_WAIT_S = 10  # how long a failing owner waits for its abort messages to be filed
-CLOSED_KEPT = 4096  # finished traversals remembered, so that late messages to them are dropped
+CLOSED_KEPT = 4096  # boxes of finished traversals remembered, so that late messages to them are dropped
 
 
 class PeerAborted(Exception):
@@ -42,22 +43,25 @@ class PeerAborted(Exception):
 
 
 class Mailbox:
-    """Messages that arrived for the traversals of this process, by key, tag and sender."""
+    """Messages that arrived for the owners in this process, by box, tag and sender.
+
+    A box is one owner of one traversal: ``(traversal key, owner)``.
+    """
 
     def __init__(self):
-        self._arrived = {}  # (key, tag, sender) -> payload
-        self._failed = {}  # key -> the owner that aborted
+        self._arrived = {}  # (box, tag, sender) -> payload
+        self._failed = {}  # box -> the owner that aborted
         self._closed = OrderedDict()
         self._changed = threading.Condition()
 
-    def put(self, key, tag, sender, payload) -> None:
+    def put(self, box, tag, sender, payload) -> None:
         with self._changed:
-            if key in self._closed:
+            if box in self._closed:
                 return
             if tag == ABORT:
-                self._failed.setdefault(key, sender)
+                self._failed.setdefault(box, sender)
             else:
-                self._arrived[key, tag, sender] = payload
+                self._arrived[box, tag, sender] = payload
             self._changed.notify_all()
 
     def wake(self) -> None:
@@ -65,21 +69,22 @@ class Mailbox:
         with self._changed:
             self._changed.notify_all()
 
-    def take(self, key, tag, senders, timeout: float, check=None) -> list:
-        """The payloads of ``tag`` from each of ``senders``, in that order, once all are in.
+    def take(self, box, tag, senders, timeout: float, check=None) -> list:
+        """The payloads of ``tag`` in ``box`` from each of ``senders``, in that order, once all
+        are in.
 
-        Raises :class:`PeerAborted` if an owner of ``key`` aborted first, ``TimeoutError`` if
+        Raises :class:`PeerAborted` if an abort reached ``box`` first, ``TimeoutError`` if
         ``timeout`` seconds pass without all of them, and whatever ``check()`` raises: it is
         called before each look.
         """
-        wanted = [(key, tag, s) for s in senders]
+        wanted = [(box, tag, s) for s in senders]
         deadline = time.monotonic() + timeout
         with self._changed:
             while True:
                 if check is not None:
                     check()
-                if key in self._failed:
-                    raise PeerAborted(f"owner {self._failed[key]} of the traversal failed")
+                if box in self._failed:
+                    raise PeerAborted(f"owner {self._failed[box]} of the traversal failed")
                 missing = [w[2] for w in wanted if w not in self._arrived]
                 if not missing:
                     return [self._arrived.pop(w) for w in wanted]
@@ -91,13 +96,13 @@ class Mailbox:
                     )
                 self._changed.wait(left)
 
-    def close(self, key) -> None:
-        """Forget ``key``: drop what is left of it and every message that comes later."""
+    def close(self, box) -> None:
+        """Forget ``box``: drop what is left in it and every message that comes later."""
         with self._changed:
-            for k in [k for k in self._arrived if k[0] == key]:
+            for k in [k for k in self._arrived if k[0] == box]:
                 del self._arrived[k]
-            self._failed.pop(key, None)
-            self._closed[key] = None
+            self._failed.pop(box, None)
+            self._closed[box] = None
             while len(self._closed) > CLOSED_KEPT:
                 self._closed.popitem(last=False)
 
@@ -105,9 +110,9 @@ class Mailbox:
 MAILBOX = Mailbox()
 
 
-def _receive(key, tag, sender, payload):
+def _receive(key, receiver, tag, sender, payload):
     """The worker's comm handler for :data:`HANDLER` (runs on the worker's event loop)."""
-    MAILBOX.put(key, tag, sender, payload)
+    MAILBOX.put((key, receiver), tag, sender, payload)
     return "OK"
 
 
@@ -136,6 +141,11 @@ class Channel:
         self._sending = []  # deliveries under way (concurrent.futures.Future)
 
     @property
+    def box(self) -> tuple:
+        """This owner's box in its process's :data:`MAILBOX`."""
+        return (self.key, self.owner)
+
+    @property
     def peers(self) -> list:
         return [q for q in range(len(self.addresses)) if q != self.owner]
 
@@ -145,7 +155,7 @@ class Channel:
         return self.receive(tag, self.peers)
 
     def send(self, tag, payloads: dict) -> None:
-        """Start delivering ``payloads[q]`` to owner ``q`` for each key, and return.
+        """Start delivering ``payloads[q]`` to each owner ``q`` named in ``payloads``; return.
 
         The worker's event loop delivers while this owner goes on; a failed delivery is raised
         by the next :meth:`send`, by a :meth:`receive` waiting meanwhile, or by :meth:`flush`.
@@ -156,7 +166,8 @@ class Channel:
         async def deliver():
             await asyncio.gather(*(
                 getattr(worker.rpc(self.addresses[q]), HANDLER)(
-                    key=self.key, tag=tag, sender=self.owner, payload=to_serialize(payload))
+                    key=self.key, receiver=q, tag=tag, sender=self.owner,
+                    payload=to_serialize(payload))
                 for q, payload in payloads.items()
             ))
 
@@ -166,7 +177,7 @@ class Channel:
 
     def receive(self, tag, senders: list) -> list:
         """The payloads of ``tag`` from ``senders``, in that order, waiting for them."""
-        return MAILBOX.take(self.key, tag, senders, self.timeout, check=self._raise_failed_delivery)
+        return MAILBOX.take(self.box, tag, senders, self.timeout, check=self._raise_failed_delivery)
 
     def flush(self, timeout: float | None = None) -> None:
         """Wait until every delivery started has been filed; raise the first that failed."""
@@ -193,7 +204,7 @@ class Channel:
             pass
 
     def close(self) -> None:
-        MAILBOX.close(self.key)
+        MAILBOX.close(self.box)
 
 
 def run_owner(fn, channel: Channel, *args):

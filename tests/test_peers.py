@@ -46,6 +46,19 @@ def test_an_abort_wakes_a_waiting_owner():
     assert time.monotonic() - start < 10
 
 
+def test_boxes_keep_the_owners_of_one_process_apart():
+    """Workers of a threaded cluster share the mailbox: one owner finishing must not drop
+    what has come, or is still to come, for another."""
+    box = peers.Mailbox()
+    box.put(("k", 0), 5, 1, "for owner 0")
+    box.put(("k", 1), 5, 0, "for owner 1")
+    assert box.take(("k", 0), 5, [1], timeout=1) == ["for owner 0"]
+    box.close(("k", 0))
+    box.put(("k", 1), 6, 0, "later, for owner 1")
+    assert box.take(("k", 1), 5, [0], timeout=1) == ["for owner 1"]
+    assert box.take(("k", 1), 6, [0], timeout=1) == ["later, for owner 1"]
+
+
 def test_messages_to_a_closed_traversal_are_dropped():
     box = peers.Mailbox()
     box.put("k", 0, 1, "read")
@@ -133,3 +146,39 @@ def test_two_traversals_at_once_on_one_thread_workers(cluster):
     assert not any(t.is_alive() for t in threads)
     for got in results:
         reference.assert_distances(got, want)
+
+
+def _receive_late(channel):
+    """Owner 1 sends, then waits before taking its message; owner 0 is done long before."""
+    channel.send(0, {q: channel.owner for q in channel.peers})
+    if channel.owner == 1:
+        time.sleep(0.5)
+    return channel.receive(0, channel.peers)
+
+
+@pytest.fixture(scope="module")
+def threaded_cluster():
+    """Two workers in this process (``processes=False``): their owners share one mailbox."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                      dashboard_address=None) as cluster, \
+            Client(cluster, set_as_default=False) as client:
+        with client.as_current(), dask.config.set({peers.TIMEOUT_KEY: "20s"}):
+            yield execution.current(client)
+
+
+def test_an_owner_done_first_leaves_the_other_owners_messages(threaded_cluster):
+    assert threaded_cluster.gather(threaded_cluster.run_together(_receive_late, [()] * 2)) == [[1], [0]]
+
+
+def test_a_threaded_cluster_runs_several_owners(threaded_cluster):
+    edges = reference.random_edges(n=300, m=1200, seed=8, weights="positive")
+    source = int(edges["src"].iloc[0])
+    graph = gpipe.Graph.from_edges(dask.dataframe.from_pandas(edges, npartitions=2),
+                                   directed=True, weight="weight")
+    assert graph.num_partitions == 2
+    reference.assert_distances(graph.bfs(source).compute(),
+                               reference.expected_bfs(edges, [source], directed=True))
+    reference.assert_distances(graph.sssp(source).compute(),
+                               reference.expected_sssp(edges, [source], directed=True), exact=False)

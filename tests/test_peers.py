@@ -182,3 +182,32 @@ def test_a_threaded_cluster_runs_several_owners(threaded_cluster):
                                reference.expected_bfs(edges, [source], directed=True))
     reference.assert_distances(graph.sssp(source).compute(),
                                reference.expected_sssp(edges, [source], directed=True), exact=False)
+
+
+def test_three_owners_agree_with_scipy():
+    """Every owner sends to two peers and hears from two: the all-to-all beyond a pair,
+    including the parent gathering of the negative-cycle check."""
+    from distributed import Client, LocalCluster
+
+    from test_api import shuffled_path, with_edge
+
+    positive = reference.random_edges(n=400, m=1600, seed=13, weights="positive", ids="sparse")
+    source = int(positive["src"].iloc[0])
+    path, order = shuffled_path(60, seed=17)
+    cycle = with_edge(path, order[50], order[4], -100.0)
+    with LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None,
+                      env={"NUMBA_NUM_THREADS": "1"}) as cluster, \
+            Client(cluster, set_as_default=False) as client, client.as_current():
+        frame = dask.dataframe.from_pandas(positive, npartitions=3)
+        graph = gpipe.Graph.from_edges(frame, directed=False, weight="weight")
+        assert graph.num_partitions == 3
+        reference.assert_distances(graph.bfs([source]).compute(),
+                                   reference.expected_bfs(positive, [source], directed=False))
+        reference.assert_distances(graph.sssp(source).compute(),
+                                   reference.expected_sssp(positive, [source], directed=False),
+                                   exact=False)
+        negative = gpipe.sssp(dask.dataframe.from_pandas(path, npartitions=3), int(order[0]))
+        reference.assert_distances(negative.compute(),
+                                   reference.expected_sssp(path, [int(order[0])], directed=True))
+        with pytest.raises(gpipe.NegativeCycleError):
+            gpipe.sssp(dask.dataframe.from_pandas(cycle, npartitions=3), int(order[0])).compute()

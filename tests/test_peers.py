@@ -162,7 +162,7 @@ def threaded_cluster():
     from distributed import Client, LocalCluster
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                      dashboard_address=None) as cluster, \
+                      dashboard_address=":0") as cluster, \
             Client(cluster, set_as_default=False) as client:
         with client.as_current(), dask.config.set({peers.TIMEOUT_KEY: "20s"}):
             yield execution.current(client)
@@ -195,7 +195,7 @@ def test_three_owners_agree_with_scipy():
     source = int(positive["src"].iloc[0])
     path, order = shuffled_path(60, seed=17)
     cycle = with_edge(path, order[50], order[4], -100.0)
-    with LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None,
+    with LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=":0",
                       env={"NUMBA_NUM_THREADS": "1"}) as cluster, \
             Client(cluster, set_as_default=False) as client, client.as_current():
         frame = dask.dataframe.from_pandas(positive, npartitions=3)

@@ -1,5 +1,6 @@
-"""Owner-to-owner messages: the mailbox's waiting rules, and owner tasks on a 2-worker cluster
-that fail, stall, or run two traversals at once on one-thread workers."""
+"""Owner-to-owner messages: the mailbox's waiting rules; owner tasks on the 2-worker cluster
+that fail, stall, cannot deliver, or run two traversals at once on one-thread workers; owners
+sharing one process (a threaded cluster); and three owners checked against SciPy."""
 
 import threading
 import time
@@ -59,7 +60,7 @@ def test_boxes_keep_the_owners_of_one_process_apart():
     assert box.take(("k", 1), 6, [0], timeout=1) == ["later, for owner 1"]
 
 
-def test_messages_to_a_closed_traversal_are_dropped():
+def test_messages_to_a_closed_box_are_dropped():
     box = peers.Mailbox()
     box.put("k", 0, 1, "read")
     box.close("k")

@@ -7,6 +7,7 @@ CPU tests run where there is no GPU.
 """
 
 import numpy as np
+import pytest
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
@@ -158,6 +159,15 @@ def host_rows(indptr, indices, weights):
     weights = weights if weights is not None else np.zeros(indices.size)
     return [sorted(zip(indices[a:b].astype(np.int64).tolist(), weights[a:b].tolist()))
             for a, b in zip(indptr[:-1], indptr[1:])]
+
+
+def build_csr_cases(test):
+    """Run ``test`` for every index dtype, input id dtype, with and without weights, directed
+    and symmetric: the cases of :func:`assert_build_csr_rows`."""
+    for name, values in (("symmetric", [False, True]), ("weighted", [True, False]),
+                         ("input_dtype", [np.int32, np.int64]), ("index_dtype", INDEX_DTYPES)):
+        test = pytest.mark.parametrize(name, values)(test)
+    return test
 
 
 def assert_build_csr_rows(build_csr, index_dtype, input_dtype, weighted, symmetric):

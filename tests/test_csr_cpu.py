@@ -1,16 +1,12 @@
 """CPU CSR construction (gpipe/kernels/cpu_csr.py): the same rows as a sort would give."""
 
 import numpy as np
-import pytest
-from kernel_graphs import INDEX_DTYPES, assert_build_csr_rows, host_rows
+from kernel_graphs import assert_build_csr_rows, build_csr_cases, host_rows
 
 from gpipe.kernels import cpu
 
 
-@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
-@pytest.mark.parametrize("input_dtype", [np.int32, np.int64])
-@pytest.mark.parametrize("weighted", [True, False])
-@pytest.mark.parametrize("symmetric", [False, True])
+@build_csr_cases
 def test_build_csr_rows_match_numpy(index_dtype, input_dtype, weighted, symmetric):
     def build(src, dst, w, n, index_dtype, symmetric, skip_loops):
         return cpu.build_csr(src, dst, w, n, index_dtype, symmetric=symmetric, skip_loops=skip_loops)

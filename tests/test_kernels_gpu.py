@@ -35,8 +35,8 @@ import gpipe  # noqa: E402
 import kernel_graphs  # noqa: E402
 from gpipe.kernels import gpu  # noqa: E402
 from kernel_graphs import (INDEX_DTYPES, assert_build_csr_rows, assert_tree,  # noqa: E402
-                           assert_unique, csr_rows, host_rows, local_sources, numpy_rows, owned_by,
-                           scipy_bfs_dist, scipy_graph, scipy_sssp_dist)
+                           assert_unique, build_csr_cases, csr_rows, host_rows, local_sources,
+                           numpy_rows, owned_by, scipy_bfs_dist, scipy_graph, scipy_sssp_dist)
 
 pytestmark = pytest.mark.gpu
 
@@ -586,10 +586,7 @@ def device_rows(indptr, indices, weights):
     return host_rows(indptr.get(), indices.get(), weights.get() if weights is not None else None)
 
 
-@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
-@pytest.mark.parametrize("input_dtype", [np.int32, np.int64])
-@pytest.mark.parametrize("weighted", [True, False])
-@pytest.mark.parametrize("symmetric", [False, True])
+@build_csr_cases
 def test_build_csr_rows_match_numpy(index_dtype, input_dtype, weighted, symmetric):
     def build(src, dst, w, n, index_dtype, symmetric, skip_loops):
         indptr, indices, weights = gpu.build_csr(

@@ -6,9 +6,9 @@
 """
 
 from gpipe.api import bfs, sssp
-from gpipe.errors import GpipeError, InputError, NegativeCycleError
+from gpipe.errors import GpipeError, GraphTooLarge, InputError, NegativeCycleError
 from gpipe.graph import Graph
 from gpipe.io import read_edges
 
-__all__ = ["Graph", "GpipeError", "InputError", "NegativeCycleError", "bfs", "read_edges", "sssp"]
+__all__ = ["Graph", "GpipeError", "GraphTooLarge", "InputError", "NegativeCycleError", "bfs", "read_edges", "sssp"]
 __version__ = "0.1.0"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from gpipe.graph import Graph
 
 
-def bfs(edges, source, *, directed=True, depth_limit=None, src="src", dst="dst"):
+def bfs(edges, source, *, directed=True, depth_limit=None, src="src", dst="dst", partitions=None):
     """Breadth-first search over an edge list: hop distance and parent of every vertex.
 
     Parameters
@@ -21,6 +21,9 @@ def bfs(edges, source, *, directed=True, depth_limit=None, src="src", dst="dst")
         Reach only vertices at most this many hops from a source.
     src, dst : str
         Names of the id columns.
+    partitions : int or None
+        Owners of the graph on a Dask cluster; None: the fewest workers whose memory holds it
+        (see :meth:`gpipe.Graph.from_edges`).
 
     Returns
     -------
@@ -40,7 +43,8 @@ def bfs(edges, source, *, directed=True, depth_limit=None, src="src", dst="dst")
 
     Notes
     -----
-    Runs with the active Dask client (one owner per worker), or in this process without one.
+    Runs on the active Dask client (on as few workers as hold the graph), or in this process
+    without one.
     Self-loops are ignored and duplicate edges are harmless. Time O(V + E) per query plus the
     graph build; use :class:`gpipe.Graph` to build once and query many times.
 
@@ -54,11 +58,11 @@ def bfs(edges, source, *, directed=True, depth_limit=None, src="src", dst="dst")
     >>> res["parent"].tolist()
     [<NA>, <NA>, 20, 30]
     """
-    graph = Graph.from_edges(edges, directed=directed, src=src, dst=dst)
+    graph = Graph.from_edges(edges, directed=directed, src=src, dst=dst, partitions=partitions)
     return graph.bfs(source, depth_limit=depth_limit)
 
 
-def sssp(edges, source, *, directed=True, src="src", dst="dst", weight="weight"):
+def sssp(edges, source, *, directed=True, src="src", dst="dst", weight="weight", partitions=None):
     """Single-source shortest paths over a weighted edge list.
 
     Parameters
@@ -71,6 +75,9 @@ def sssp(edges, source, *, directed=True, src="src", dst="dst", weight="weight")
         True follows ``src -> dst``; False follows edges both ways.
     src, dst, weight : str
         Column names.
+    partitions : int or None
+        Owners of the graph on a Dask cluster; None: the fewest workers whose memory holds it
+        (see :meth:`gpipe.Graph.from_edges`).
 
     Returns
     -------
@@ -103,5 +110,6 @@ def sssp(edges, source, *, directed=True, src="src", dst="dst", weight="weight")
         from gpipe.errors import InputError
 
         raise InputError("sssp needs a weight column: pass weight='<column>'")
-    graph = Graph.from_edges(edges, directed=directed, src=src, dst=dst, weight=weight)
+    graph = Graph.from_edges(edges, directed=directed, src=src, dst=dst, weight=weight,
+                             partitions=partitions)
     return graph.sssp(source)

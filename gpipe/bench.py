@@ -86,8 +86,9 @@ BUILD_TARGETS = {("kron23", "gpu"): (0.4, 2.5)}
 
 
 def run(*, scale=None, grid=None, edges=None, src="src", dst="dst", weight=None, weights=False,
-        seed=0, algo="bfs", sources=4, repeat=1, backend="auto", workers=0, compare_scipy=False,
-        end_to_end=False, build_repeat=1, scipy_check=True, tmpdir=None, command=None) -> dict:
+        seed=0, algo="bfs", sources=4, repeat=1, backend="auto", workers=0, partitions=None,
+        shared_gpu=False, protocol="tcp", compare_scipy=False, end_to_end=False, build_repeat=1,
+        scipy_check=True, tmpdir=None, command=None) -> dict:
     """Build one graph, time BFS and/or SSSP from several sources, validate, and report.
 
     Parameters
@@ -119,6 +120,14 @@ def run(*, scale=None, grid=None, edges=None, src="src", dst="dst", weight=None,
     workers : int
         0: no Dask client, everything in this process. K > 0: a local cluster of K workers
         (:func:`gpipe.cluster.start_local_cluster`, CUDA workers on GPU), closed at the end.
+    partitions : int, optional
+        Owners of the graph (``Graph.from_edges(partitions=...)``); None: gpipe's own choice,
+        the fewest workers whose memory holds the graph.
+    shared_gpu : bool
+        With `workers` on GPU: plain Dask worker processes that all use GPU 0 instead of
+        dask-cuda's one worker per GPU, so that several owners can be timed on one GPU.
+    protocol : {"tcp", "ucx"}
+        Transport between the workers (``ucx`` needs distributed-ucxx).
     compare_scipy : bool
         Also time ``scipy.sparse.csgraph.breadth_first_order`` / ``dijkstra`` (with
         predecessors) from the same sources on a host copy of the same CSR. Without workers
@@ -164,14 +173,21 @@ def run(*, scale=None, grid=None, edges=None, src="src", dst="dst", weight=None,
         raise InputError(f"algo must be 'bfs', 'sssp' or 'both', not {algo!r}")
     if sources < 1 or repeat < 1 or build_repeat < 1 or workers < 0:
         raise InputError("--sources, --repeat and --build-repeat must be at least 1, --workers at least 0")
+    if partitions is not None and not 1 <= partitions <= max(workers, 1):
+        raise InputError(f"--partitions must be between 1 and --workers ({workers}), not {partitions}")
+    if protocol not in ("tcp", "ucx"):
+        raise InputError(f"--protocol must be 'tcp' or 'ucx', not {protocol!r}")
     backend_name = backends.resolve(backend)
+    if protocol == "ucx" and (backend_name != backends.GPU or not workers):
+        raise InputError("--protocol ucx is for GPU workers: give --backend gpu and --workers K")
     weighted = SSSP in algos or weights or (edges is not None and weight is not None)
     spec = _GraphSpec(scale, grid, edges, src, dst, weight if edges is not None else "weight", weighted, seed)
     if edges is not None and SSSP in algos and weight is None and not weights:
         raise InputError("sssp needs weights: name the column with --weight, or add random ones with --weights")
     options = dict(scale=scale, grid=grid, edges=edges, src=src, dst=dst, weight=weight, weights=weights,
                    seed=seed, algo=algo, sources=sources, repeat=repeat, backend=backend_name,
-                   workers=workers, compare_scipy=compare_scipy, end_to_end=end_to_end,
+                   workers=workers, partitions=partitions, shared_gpu=shared_gpu, protocol=protocol,
+                   compare_scipy=compare_scipy, end_to_end=end_to_end,
                    build_repeat=build_repeat, scipy_check=scipy_check)
     report = {
         "machine": _machine(backend_name),
@@ -179,7 +195,7 @@ def run(*, scale=None, grid=None, edges=None, src="src", dst="dst", weight=None,
         "argv": sys.argv,
         "options": options,
     }
-    with _cluster(backend_name, workers) as client:
+    with _cluster(backend_name, workers, shared_gpu, protocol) as client:
         _Bench(spec, algos, backend_name, client, sources, repeat, seed, compare_scipy, end_to_end,
                build_repeat, scipy_check, tmpdir, report).run()
     report["machine"]["load_average_at_end"] = _load_average()
@@ -195,6 +211,7 @@ def main(args) -> int:
         scale=args.scale, grid=args.grid, edges=args.edges, src=args.src, dst=args.dst,
         weight=args.weight, weights=args.weights, seed=args.seed, algo=args.algo,
         sources=args.sources, repeat=args.repeat, backend=args.backend, workers=args.workers,
+        partitions=args.partitions, shared_gpu=args.shared_gpu, protocol=args.protocol,
         compare_scipy=args.compare_scipy, end_to_end=args.end_to_end,
         build_repeat=args.build_repeat, scipy_check=not args.no_scipy_check, tmpdir=args.tmpdir,
     )
@@ -264,7 +281,8 @@ class _Bench:
             _free_pools(self.backend, self.client)
             mark = _pool_mark_all(self.backend, self.client)
             t0 = time.perf_counter()
-            graph = Graph.from_edges(edges, directed=False, src=spec.src, dst=spec.dst, weight=spec.weight)
+            graph = Graph.from_edges(edges, directed=False, src=spec.src, dst=spec.dst, weight=spec.weight,
+                                     partitions=self.report["options"]["partitions"])
             _sync_all(graph)
             seconds = time.perf_counter() - t0
             peak = _pool_peak_all(graph, mark)
@@ -411,7 +429,8 @@ class _Bench:
                     _sync(self.backend)
                     phases["read_persist_s"] = _lap(t0)
                     t0 = time.perf_counter()
-                    graph = Graph.from_edges(frame, directed=False, src=spec.src, dst=spec.dst, weight=weight)
+                    graph = Graph.from_edges(frame, directed=False, src=spec.src, dst=spec.dst, weight=weight,
+                                             partitions=self.report["options"]["partitions"])
                     _sync_all(graph)
                     phases["build_s"] = _lap(t0)
                     if out["source"] is None:  # not timed: the first source of the main run
@@ -901,15 +920,15 @@ def _command_line(options) -> str:
     flags = {"scale": "--scale", "grid": "--grid", "edges": "--edges", "src": "--src", "dst": "--dst",
              "weight": "--weight", "seed": "--seed", "algo": "--algo", "sources": "--sources",
              "repeat": "--repeat", "backend": "--backend", "workers": "--workers",
-             "build_repeat": "--build-repeat"}
+             "partitions": "--partitions", "protocol": "--protocol", "build_repeat": "--build-repeat"}
     defaults = {"src": "src", "dst": "dst", "weight": None, "seed": 0, "repeat": 1, "workers": 0,
-                "build_repeat": 1}
+                "protocol": "tcp", "build_repeat": 1}
     words = ["gpipe", "bench"]
     for key, flag in flags.items():
         value = options[key]
         if value is not None and defaults.get(key, object()) != value:
             words += [flag, str(value)]
-    switches = {"weights": "--weights", "compare_scipy": "--compare-scipy", "end_to_end": "--end-to-end"}
+    switches = {"weights": "--weights", "shared_gpu": "--shared-gpu", "compare_scipy": "--compare-scipy", "end_to_end": "--end-to-end"}
     words += [flag for key, flag in switches.items() if options[key]]
     if not options["scipy_check"]:
         words.append("--no-scipy-check")
@@ -929,14 +948,30 @@ def _git_commit():
 
 
 @contextlib.contextmanager
-def _cluster(backend_name, workers):
+def _cluster(backend_name, workers, shared_gpu=False, protocol="tcp"):
+    """A local cluster of ``workers`` workers, current while the bench runs; None for 0."""
     if not workers:
         yield None
         return
+    from distributed import Client, LocalCluster
+
     from gpipe.cluster import start_local_cluster
 
-    cluster, client = start_local_cluster("cuda" if backend_name == backends.GPU else "cpu",
-                                          n_workers=workers, dashboard=False)
+    if backend_name == backends.GPU and shared_gpu:
+        # dask-cuda names its workers by device, so it cannot put two on one GPU.
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                               dashboard_address=None, protocol=protocol,
+                               env={"CUDA_VISIBLE_DEVICES": "0"})
+        client = Client(cluster, set_as_default=False)
+    elif protocol != "tcp":
+        from gpipe.cluster import connect
+
+        client = connect({"kind": "local-cuda", "n_workers": workers, "dashboard_address": None,
+                          "protocol": protocol})
+        cluster = client.cluster
+    else:
+        cluster, client = start_local_cluster("cuda" if backend_name == backends.GPU else "cpu",
+                                              n_workers=workers, dashboard=False)
     try:
         client.wait_for_workers(workers)
         with client.as_current():

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpipe import backend as backends
-from gpipe import validate
+from gpipe import sizing, validate
 from gpipe.errors import InputError
 from gpipe.partition import Layout, build_partition
 
@@ -43,13 +43,23 @@ class Built:
     layout: Layout
     parts: list  # handles to Partition, one per owner
     ids: object  # handle to the sorted distinct input ids, or None when ids are kept as they are
+    executor: object  # runs owner p's work on its worker (gpipe.execution.Executor)
+    # Per owner, its vertices' presence in the edge list as host bits (np.packbits, little bit
+    # order), so that sources are checked here; None when ids are renumbered (all present).
+    present_bits: list | None
     vertex_dtype: object  # NumPy dtype, or the input's pandas extension dtype
     n_edges_input: int
     negative_weights: bool
 
 
-def build(executor, edges, *, directed, src, dst, weight) -> Built:
-    """Validate, number, shuffle and build ``edges`` into one partition per owner."""
+def build(executor, edges, *, directed, src, dst, weight, partitions=None) -> Built:
+    """Validate, number, shuffle and build ``edges`` into one partition per owner.
+
+    ``partitions``: the number of owners, or None for the fewest workers whose memory holds
+    the graph (:mod:`gpipe.sizing`). Raises GraphTooLarge, before any partition is built, when
+    the owners' memory cannot hold it.
+    """
+    requested = sizing.requested_partitions(partitions)
     edges = validate.edge_frame(edges, src, dst, weight)
     backend_name = backends.name_of_frame(edges)
     columns = (src, dst, weight)
@@ -63,7 +73,12 @@ def build(executor, edges, *, directed, src, dst, weight) -> Built:
     rows = sum(s.rows for s in surveys)
     low, high = min(s.low for s in surveys), max(s.high for s in surveys)
 
-    if low >= 0 and high + 1 <= IDENTITY_SLACK * rows + IDENTITY_EXTRA:
+    identity = low >= 0 and high + 1 <= IDENTITY_SLACK * rows + IDENTITY_EXTRA
+    n_bound = high + 1 if identity else min(2 * rows, high - low + 1)
+    size = sizing.GraphSize(rows=rows, n=n_bound, directed=directed, weighted=weight is not None)
+    executor = executor.for_owners(sizing.choose_owners(size, executor.memory(backend_name), requested))
+
+    if identity:
         ids, n = None, high + 1
     else:
         ids = _distinct_ids(executor, backend_name, inputs, columns)
@@ -82,16 +97,30 @@ def build(executor, edges, *, directed, src, dst, weight) -> Built:
         )
         for owner in range(layout.n_owners)
     ]
-    executor.wait(parts)
+    present_bits = None
+    if track_presence:  # also waits for the partitions, and raises their errors
+        present_bits = executor.gather([
+            executor.submit(_packed_presence, part, owner=owner) for owner, part in enumerate(parts)])
+    else:
+        executor.wait(parts)
     return Built(
         backend=backend_name,
         layout=layout,
         parts=parts,
         ids=ids,
+        executor=executor,
+        present_bits=present_bits,
         vertex_dtype=vertex_dtype,
         n_edges_input=rows,
         negative_weights=any(s.negative for s in surveys),
     )
+
+
+def _packed_presence(part):
+    be = backends.get(part.backend)
+    if part.present is None:
+        return np.packbits(np.ones(part.n_local, dtype=bool), bitorder="little")
+    return be.to_host(be.xp.packbits(part.present, bitorder="little"))
 
 
 def _vertex_dtype(src_dtype, dst_dtype):

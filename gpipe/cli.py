@@ -65,6 +65,7 @@ def _traverse(args, pipeline):
             "backend": args.backend,
         },
         "directed": not args.undirected,
+        "partitions": args.partitions,
         "source": args.source,
         "depth_limit": getattr(args, "depth_limit", None),
         "output": {"path": args.out, "overwrite": args.overwrite},
@@ -134,6 +135,8 @@ def _parser():
             "--backend", default="auto", choices=("auto", "cpu", "gpu"), help="partition type (default: auto)"
         )
         sub.add_argument("--overwrite", action="store_true", help="replace an existing output directory")
+        sub.add_argument("--partitions", type=int, metavar="P",
+                         help="workers that own the graph (with --cluster); default: as few as hold it")
         sub.add_argument(
             "--cluster", metavar="FILE", help="cluster YAML (conf/cluster/*.yaml); default: no cluster, in-process"
         )
@@ -175,6 +178,12 @@ def _add_bench_parser(commands):
     bench.add_argument("--backend", default="auto", choices=("auto", "cpu", "gpu"), help="default: auto")
     bench.add_argument("--workers", type=int, default=0, metavar="K",
                        help="0: no Dask cluster, in-process (default); K: a local cluster of K workers")
+    bench.add_argument("--partitions", type=int, metavar="P",
+                       help="owners of the graph, at most K (default: as few as hold it)")
+    bench.add_argument("--shared-gpu", action="store_true",
+                       help="GPU: K plain workers all on GPU 0 (times several owners on one GPU)")
+    bench.add_argument("--protocol", default="tcp", choices=("tcp", "ucx"),
+                       help="transport between workers (default: tcp; ucx needs distributed-ucxx)")
     bench.add_argument("--compare-scipy", action="store_true",
                        help="also time scipy.sparse.csgraph breadth_first_order / dijkstra on the same graph")
     bench.add_argument("--end-to-end", action="store_true",

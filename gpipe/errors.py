@@ -11,3 +11,10 @@ class InputError(GpipeError, ValueError):
 
 class NegativeCycleError(GpipeError):
     """A cycle of negative total weight is reachable from a source, so shortest paths are undefined."""
+
+
+class GraphTooLarge(InputError):
+    """The graph cannot fit the memory of the workers that would own it; raised before building.
+
+    The message names the bytes each owner would need and the bytes the workers have.
+    """

@@ -56,6 +56,14 @@ class Executor:
     def _delayed(self, handles):
         return handles
 
+    def memory(self, backend_name) -> list:
+        """:class:`gpipe.sizing.WorkerMemory` of each worker that could own a partition."""
+        raise NotImplementedError
+
+    def for_owners(self, workers: list):
+        """An executor whose owner ``p`` runs on ``workers[p]`` (from :meth:`memory`)."""
+        raise NotImplementedError
+
     def run_together(self, fn, per_owner_args: list) -> list:
         """Start ``fn(channel, *args)`` on every owner at once; one handle per owner.
 
@@ -84,15 +92,28 @@ class InProcess(Executor):
     def partitions(self, frame):
         return list(dask.compute(*frame.to_delayed()))
 
+    def memory(self, backend_name):
+        from gpipe import sizing
+
+        return [sizing.in_process_memory(backend_name)]
+
+    def for_owners(self, workers):
+        return self
+
     def _delayed(self, handles):
         return [dask.delayed(h) for h in handles]
 
 
 class OnCluster(Executor):
-    """The active ``distributed.Client``: one owner per worker, in sorted address order."""
+    """The active ``distributed.Client``: owner ``p`` runs on ``workers[p]``, by default every
+    worker in sorted address order."""
 
-    def __init__(self, client):
+    def __init__(self, client, workers=None):
         self.client = client
+        if workers is not None:
+            self.workers = list(workers)
+            self.n_owners = len(self.workers)
+            return
         self.workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
         if not self.workers:  # starting up, or reconnecting after a missed heartbeat
             try:
@@ -126,6 +147,14 @@ class OnCluster(Executor):
 
     def partitions(self, frame):
         return self.client.compute(frame.to_delayed(optimize_graph=True))
+
+    def memory(self, backend_name):
+        from gpipe import sizing
+
+        return [m for m in sizing.cluster_memory(self.client, backend_name) if m.address in self.workers]
+
+    def for_owners(self, workers):
+        return OnCluster(self.client, [w.address for w in workers])
 
     def run_together(self, fn, per_owner_args):
         from gpipe import peers

@@ -17,14 +17,15 @@ class Graph:
     partitions, so the cost of reading, renumbering and partitioning is paid once.
     """
 
-    def __init__(self, built, executor, *, directed: bool, weight: str | None):
+    def __init__(self, built, *, directed: bool, weight: str | None):
         self._built = built
-        self._executor = executor
+        self._executor = built.executor
         self.directed = directed
         self.weight = weight
 
     @classmethod
-    def from_edges(cls, edges, *, directed=True, src="src", dst="dst", weight=None) -> "Graph":
+    def from_edges(cls, edges, *, directed=True, src="src", dst="dst", weight=None,
+                   partitions=None) -> "Graph":
         """Build a graph from an edge DataFrame.
 
         Parameters
@@ -37,17 +38,27 @@ class Graph:
             Columns of integer vertex ids, any integer dtype and any values.
         weight : str or None
             Column of finite edge weights; needed for :meth:`sssp`.
+        partitions : int or None
+            How many workers own a part of the graph. None (the default, or Dask config
+            ``gpipe.partitions``): the fewest workers whose memory holds it, so a graph that
+            fits one worker is traversed there with the one-owner kernels, without messages
+            between workers (:mod:`gpipe.sizing` has the rule). An integer forces that many
+            owners, at most the number of workers.
 
         Returns
         -------
         Graph
-            Partitioned over the workers of the active Dask client (one owner per worker),
-            or held in this process when no client is active.
+            Partitioned over ``num_partitions`` workers of the active Dask client, or held in
+            this process when no client is active.
 
         Raises
         ------
         InputError
-            A missing column, non-integer ids, null ids, NaN or infinite weights, no edges.
+            A missing column, non-integer ids, null ids, NaN or infinite weights, no edges;
+            ``partitions`` not a positive integer or more than the workers.
+        GraphTooLarge
+            Before anything is built: the graph needs more memory than its owners have (the
+            message gives both figures).
 
         Examples
         --------
@@ -59,21 +70,20 @@ class Graph:
         >>> g.sssp(1).compute().sort_values("vertex")["distance"].tolist()
         [0.0, 0.5, 2.5]
         """
-        executor = execution.current()
-        built = builder.build(executor, edges, directed=directed, src=src, dst=dst, weight=weight)
-        return cls(built, executor, directed=directed, weight=weight)
+        built = builder.build(execution.current(), edges, directed=directed, src=src, dst=dst,
+                              weight=weight, partitions=partitions)
+        return cls(built, directed=directed, weight=weight)
 
     @property
     def num_vertices(self) -> int:
         """Number of distinct vertex ids in the edge list (either end)."""
-        if self._built.ids is not None:
+        if self._built.present_bits is None:
             return self._built.layout.n
-        counts = [self._executor.submit(_present_count, part, owner=p) for p, part in enumerate(self._built.parts)]
-        return int(sum(self._executor.gather(counts)))
+        return int(sum(np.unpackbits(bits).sum() for bits in self._built.present_bits))
 
     @property
     def num_partitions(self) -> int:
-        """Number of owners the vertices are split among (one per Dask worker)."""
+        """Number of owners the vertices are split among, each on its own Dask worker."""
         return self._built.layout.n_owners
 
     @property
@@ -152,29 +162,24 @@ class Graph:
         if built.ids is not None:
             found = executor.gather([executor.submit(_locate, built.backend, built.ids, values)])[0]
         else:
-            found = np.array([v if 0 <= v < built.layout.n else -1 for v in values], dtype=np.int64)
-            owners = built.layout.owner_of(found)
-            checks = {
-                p: executor.submit(_present_at, built.parts[p], found[(owners == p) & (found >= 0)], owner=p)
-                for p in np.unique(owners[found >= 0]).tolist()
-            }
-            for p, present in zip(checks, executor.gather(list(checks.values()))):
-                found[np.flatnonzero((owners == p) & (found >= 0))[~present]] = -1
+            found = _present_sources(built.layout, built.present_bits, values)
         missing = np.flatnonzero(found < 0)
         if missing.size:
             raise InputError(f"source vertex {values[missing[0]]} is not in the graph")
         return found
 
 
-def _present_count(part) -> int:
-    return part.n_local if part.present is None else int(part.present.sum())
-
-
-def _present_at(part, global_ids) -> np.ndarray:
-    if part.present is None:
-        return np.ones(len(global_ids), dtype=bool)
-    local = part.xp.asarray(global_ids - part.offset)
-    return backends.get(part.backend).to_host(part.present[local])
+def _present_sources(layout, present_bits, values) -> np.ndarray:
+    """``values`` as global ids (ids are kept as they are), -1 for those not in the edge list."""
+    inside = np.array([0 <= v < layout.n for v in values], dtype=bool)
+    found = np.where(inside, np.array([v if ok else 0 for v, ok in zip(values, inside)], dtype=np.int64), -1)
+    owners = layout.owner_of(np.maximum(found, 0))
+    for p in np.unique(owners[inside]).tolist():
+        at = np.flatnonzero(inside & (owners == p))
+        local = found[at] - layout.offset(p)
+        present = (present_bits[p][local >> 3] >> (local & 7)) & 1
+        found[at[present == 0]] = -1
+    return found
 
 
 def _locate(backend_name, ids, values) -> np.ndarray:

@@ -27,6 +27,7 @@ The configuration file (see ``conf/pipelines/bfs.yaml``)::
       weight: null             # sssp: the weight column (default "weight")
       backend: auto            # auto | cpu | gpu
     directed: true
+    partitions: null           # workers that own the graph; null: as few as hold it
     source: 0                  # one vertex id, or a list (one traversal from all of them)
     depth_limit: null          # bfs only
     output:
@@ -54,7 +55,7 @@ from gpipe.output import summarize, write_parquet
 log = logging.getLogger("gpipe.pipeline")
 
 ALGORITHMS = ("bfs", "sssp")
-_TOP_KEYS = {"algorithm", "cluster", "edges", "directed", "source", "depth_limit", "output"}
+_TOP_KEYS = {"algorithm", "cluster", "edges", "directed", "partitions", "source", "depth_limit", "output"}
 _EDGE_KEYS = {"path", "src", "dst", "weight", "backend"}
 _OUTPUT_KEYS = {"path", "overwrite"}
 
@@ -145,7 +146,9 @@ def run(config):
                 src=edges_cfg["src"],
                 dst=edges_cfg["dst"],
                 weight=edges_cfg["weight"],
+                partitions=settings["partitions"],
             )
+        log.info("graph on %d partition(s)", graph.num_partitions)
         with _step("traverse", timings):
             if settings["algorithm"] == "bfs":
                 result = graph.bfs(source, depth_limit=settings["depth_limit"])
@@ -269,6 +272,7 @@ def _validate(config):
             "backend": edges.get("backend", "auto"),
         },
         "directed": _boolean(config.get("directed", True), "directed"),
+        "partitions": config.get("partitions"),
         "source": config["source"],
         "depth_limit": depth_limit,
         "output": {

@@ -5,7 +5,8 @@ Paths (the ``engine`` fixture, parametrized):
 - ``local``: no Dask client anywhere; gpipe runs its traversal in-process.
 - ``cluster``: a 2-worker ``LocalCluster`` (processes, one thread each), shared by the whole
   session; its client is made current only for the tests that ask for it, so ``local`` tests
-  never see it.
+  never see it. Graphs are split over both workers (Dask config ``gpipe.partitions`` = 2),
+  which runs the multi-owner path; left to itself, gpipe would put these small graphs on one.
 - ``gpu``: no client, cuDF partitions (``to_backend("cudf")``); marked ``gpu``.
 
 Markers: ``gpu`` tests are skipped unless CuPy sees a device and cuDF and dask_cudf import;
@@ -20,6 +21,7 @@ import functools
 import os
 import sys
 
+import dask
 import dask.dataframe as dd
 import pandas as pd
 import pytest
@@ -213,7 +215,7 @@ def engine(request):
     name = request.param
     if name == "cluster":
         client = request.getfixturevalue("dask_client2")
-        with client.as_current():
+        with client.as_current(), dask.config.set({"gpipe.partitions": 2}):
             yield Engine(name, client)
     else:
         yield Engine(name)
@@ -225,7 +227,7 @@ def cpu_engine(request):
     name = request.param
     if name == "cluster":
         client = request.getfixturevalue("dask_client2")
-        with client.as_current():
+        with client.as_current(), dask.config.set({"gpipe.partitions": 2}):
             yield Engine(name, client)
     else:
         yield Engine(name)
@@ -233,5 +235,6 @@ def cpu_engine(request):
 
 @pytest.fixture
 def multigpu_engine(multigpu):
-    """cuDF partitions on the 2-GPU LocalCUDACluster."""
-    yield Engine("multigpu", multigpu)
+    """cuDF partitions on the 2-GPU LocalCUDACluster, graphs split over both workers."""
+    with dask.config.set({"gpipe.partitions": 2}):
+        yield Engine("multigpu", multigpu)

@@ -104,7 +104,7 @@ def test_bench_end_to_end():
 
 
 def test_bench_on_two_workers_times_scipy_after_all_sources():
-    report = bench.run(scale=7, algo="bfs", sources=2, workers=2, compare_scipy=True)
+    report = bench.run(scale=7, algo="bfs", sources=2, workers=2, partitions=2, compare_scipy=True)
     result = report["results"][0]
     assert result["owners"] == 2 and result["validated"]
     assert not result["scipy"]["paired"] and len(result["scipy"]["times_s"]) == 2

@@ -130,7 +130,8 @@ def test_two_traversals_at_once_on_one_thread_workers(cluster):
     """Each traversal holds a task on both workers while it runs; without seceding from the
     one-thread pools, two at once could each hold the worker the other waits for."""
     edges = reference.random_edges(n=400, m=1600, seed=5)
-    graph = gpipe.Graph.from_edges(dask.dataframe.from_pandas(edges, npartitions=2), directed=False)
+    graph = gpipe.Graph.from_edges(dask.dataframe.from_pandas(edges, npartitions=2), directed=False,
+                                   partitions=2)
     source = int(edges["src"].iloc[0])
     want = reference.expected_bfs(edges, [source], directed=False)
     results = [None] * 4
@@ -177,7 +178,7 @@ def test_a_threaded_cluster_runs_several_owners(threaded_cluster):
     edges = reference.random_edges(n=300, m=1200, seed=8, weights="positive")
     source = int(edges["src"].iloc[0])
     graph = gpipe.Graph.from_edges(dask.dataframe.from_pandas(edges, npartitions=2),
-                                   directed=True, weight="weight")
+                                   directed=True, weight="weight", partitions=2)
     assert graph.num_partitions == 2
     reference.assert_distances(graph.bfs(source).compute(),
                                reference.expected_bfs(edges, [source], directed=True))
@@ -198,7 +199,8 @@ def test_three_owners_agree_with_scipy():
     cycle = with_edge(path, order[50], order[4], -100.0)
     with LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=":0",
                       env={"NUMBA_NUM_THREADS": "1"}) as cluster, \
-            Client(cluster, set_as_default=False) as client, client.as_current():
+            Client(cluster, set_as_default=False) as client, client.as_current(), \
+            dask.config.set({"gpipe.partitions": 3}):
         frame = dask.dataframe.from_pandas(positive, npartitions=3)
         graph = gpipe.Graph.from_edges(frame, directed=False, weight="weight")
         assert graph.num_partitions == 3

@@ -1,0 +1,175 @@
+"""How many owners a graph gets: its estimated bytes against the memory of the workers.
+
+A graph that fits one worker is built and traversed there, as one owner, with the one-owner
+kernels: splitting it would only add a message round per level. A larger one is split over the
+fewest workers whose memory holds it with headroom, largest memories first. A graph that cannot
+fit even across every worker is refused before anything is built (:class:`GraphTooLarge`).
+
+The estimate covers what an owner holds at its peak: the CSR (row pointers, neighbours,
+weights), the edge buckets it is built from, the per-vertex arrays of a traversal and its result
+frame, and, with several owners, the per-traversal exchange buffers. The budget of a worker is
+``gpipe.memory-fraction`` (Dask config, default 0.8) of what it has free: device memory on GPU
+workers (CUDA's free memory plus what CuPy's pool holds unused), the Dask memory limit less the
+process's current use on CPU workers (the machine's memory when the worker has no limit).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import dask
+
+from gpipe.errors import GraphTooLarge, InputError
+
+PARTITIONS_KEY = "gpipe.partitions"
+FRACTION_KEY = "gpipe.memory-fraction"
+DEFAULT_FRACTION = 0.8
+IN_PROCESS = "in-process"  # the address of the one "worker" of a graph built without a client
+
+# Bytes per vertex of an owner's traversal: dist and parent (4 + 8 BFS, 8 + 8 SSSP), frontier
+# queues and flags, and the result frame (vertex, distance, parent and their null masks).
+TRAVERSAL_BYTES_PER_VERTEX = 48
+# Bytes per global vertex id of a multi-owner traversal's exchange state: the sent bitmap or
+# the best distance sent, and the per-peer candidate queues.
+EXCHANGE_BYTES_PER_VERTEX = 32
+
+
+@dataclass(frozen=True)
+class GraphSize:
+    """The figures of an edge list that its memory needs follow from."""
+
+    rows: int  # input edges
+    n: int  # vertex ids (an upper bound before renumbering)
+    directed: bool
+    weighted: bool
+
+    @property
+    def stored_edges(self) -> int:
+        return self.rows if self.directed else 2 * self.rows
+
+    @property
+    def index_bytes(self) -> int:
+        return 4 if self.n < 2**31 else 8
+
+    def owner_bytes(self, owners: int) -> int:
+        """Peak bytes on each of ``owners`` owners while building and traversing (estimate).
+
+        One owner of an undirected graph builds its CSR from the input's own id arrays (no
+        shuffled copy); every other owner first receives its edges as int64 id pairs.
+        """
+        edges = -(-self.stored_edges // owners)
+        vertices = -(-self.n // owners)
+        weight = 8 if self.weighted else 0
+        csr = 8 * (vertices + 1) + edges * (self.index_bytes + weight)
+        builder = 16 * vertices  # degree counts and scatter cursors
+        if owners > 1 or self.directed:
+            builder += edges * (16 + weight)
+        traversal = vertices * TRAVERSAL_BYTES_PER_VERTEX
+        exchange = self.n * EXCHANGE_BYTES_PER_VERTEX if owners > 1 else 0
+        return csr + builder + traversal + exchange
+
+
+@dataclass(frozen=True)
+class WorkerMemory:
+    """What one worker can give a partition."""
+
+    address: str
+    free_bytes: int
+    kind: str  # "device" or "host"
+
+
+def requested_partitions(partitions):
+    """``partitions`` as given, else Dask config ``gpipe.partitions``; None means automatic.
+
+    Raises InputError unless it is None, ``"auto"`` or a positive integer.
+    """
+    if partitions is None:
+        partitions = dask.config.get(PARTITIONS_KEY, None)
+    if partitions is None or partitions == "auto":
+        return None
+    if isinstance(partitions, bool) or not isinstance(partitions, (int, str)):
+        raise InputError(f"partitions must be a positive integer or None, not {partitions!r}")
+    try:
+        count = int(partitions)
+    except ValueError:
+        raise InputError(f"partitions must be a positive integer or None, not {partitions!r}") from None
+    if count < 1:
+        raise InputError(f"partitions must be a positive integer or None, not {partitions!r}")
+    return count
+
+
+def choose_owners(size: GraphSize, workers: list, requested: int | None) -> list:
+    """The workers that own the graph's partitions, in owner order.
+
+    ``workers``: :class:`WorkerMemory` of every worker. ``requested``: a forced owner count, or
+    None for the fewest workers whose budget holds the graph.
+
+    Raises
+    ------
+    InputError
+        ``requested`` is more than there are workers.
+    GraphTooLarge
+        The graph does not fit the owners' budgets (the requested ones, or all workers).
+    """
+    fraction = float(dask.config.get(FRACTION_KEY, DEFAULT_FRACTION))
+    ranked = sorted(workers, key=lambda w: (-w.free_bytes, w.address))
+    if requested is not None and requested > len(ranked):
+        if ranked[0].address == IN_PROCESS:
+            raise InputError(f"partitions={requested} needs a Dask client with {requested} workers; "
+                             "without one the graph is held in this process, as one partition")
+        raise InputError(
+            f"partitions={requested} needs {requested} Dask workers; the cluster has {len(ranked)}")
+    counts = [requested] if requested is not None else range(1, len(ranked) + 1)
+    for count in counts:
+        chosen = ranked[:count]
+        if size.owner_bytes(count) <= fraction * min(w.free_bytes for w in chosen):
+            return sorted(chosen, key=lambda w: w.address)
+    count = counts[-1]
+    chosen = ranked[:count]
+    raise GraphTooLarge(
+        f"the graph needs about {_gib(size.owner_bytes(count))} on each of {count} owner(s) "
+        f"({size.rows:,} edges, {size.n:,} vertex ids); the {'requested' if requested else 'available'} "
+        f"worker(s) have {', '.join(_gib(w.free_bytes) for w in chosen)} of free {chosen[0].kind} "
+        f"memory, of which gpipe uses {fraction:g} (Dask config {FRACTION_KEY!r}). "
+        "Add workers or memory, or raise the fraction")
+
+
+def in_process_memory(backend_name) -> WorkerMemory:
+    """This process's memory budget, for a graph built without a Dask client."""
+    return WorkerMemory(IN_PROCESS, _free_bytes(backend_name), _kind(backend_name))
+
+
+def cluster_memory(client, backend_name) -> list:
+    """:class:`WorkerMemory` of every worker of ``client``, asked of each worker (one round trip)."""
+    free = client.run(_free_bytes, backend_name)
+    return [WorkerMemory(address, int(bytes_), _kind(backend_name)) for address, bytes_ in free.items()]
+
+
+def _kind(backend_name) -> str:
+    return "device" if backend_name == "gpu" else "host"
+
+
+def _free_bytes(backend_name) -> int:
+    """Bytes this process can still take: device memory on GPU, host memory on CPU."""
+    if backend_name == "gpu":
+        import cupy
+
+        free, _ = cupy.cuda.runtime.memGetInfo()
+        return int(free) + int(cupy.get_default_memory_pool().free_bytes())
+    import psutil
+
+    limit = None
+    try:
+        from distributed import get_worker
+
+        limit = get_worker().memory_manager.memory_limit
+    except (ImportError, ValueError, AttributeError):
+        pass
+    process = psutil.Process().memory_info().rss
+    if limit:
+        return max(0, int(limit) - process)
+    return int(psutil.virtual_memory().available)
+
+
+def _gib(value: int) -> str:
+    return f"{value / 2**30:.2f} GiB"

@@ -1,0 +1,117 @@
+"""How many owners a graph gets (gpipe/sizing.py): the fewest workers whose memory holds it,
+a forced count, and the refusal, before building, of a graph too large for its owners."""
+
+import dask
+import dask.dataframe as dd
+import pytest
+
+import gpipe
+import reference
+from gpipe import sizing
+from gpipe.sizing import GraphSize, WorkerMemory
+
+GIB = 2**30
+
+
+def workers(*free_gib):
+    return [WorkerMemory(f"tcp://w{i}", int(f * GIB), "device") for i, f in enumerate(free_gib)]
+
+
+def addresses(chosen):
+    return [w.address for w in chosen]
+
+
+def test_a_graph_that_fits_one_worker_gets_the_one_with_most_memory():
+    size = GraphSize(rows=10**6, n=10**5, directed=False, weighted=True)
+    assert addresses(sizing.choose_owners(size, workers(8, 16, 16), None)) == ["tcp://w1"]
+
+
+def test_a_graph_too_large_for_one_worker_is_split_over_the_fewest_that_hold_it():
+    size = GraphSize(rows=2 * 10**9, n=2**27, directed=True, weighted=False)
+    one = size.owner_bytes(1)
+    two = size.owner_bytes(2)
+    assert two < one
+    free = (two / sizing.DEFAULT_FRACTION * 1.01) / GIB  # room for half, not for the whole
+    chosen = sizing.choose_owners(size, workers(free, free, free, free), None)
+    assert addresses(chosen) == ["tcp://w0", "tcp://w1"]
+
+
+def test_a_forced_count_is_kept_even_when_one_worker_would_do():
+    size = GraphSize(rows=1000, n=100, directed=True, weighted=False)
+    assert len(sizing.choose_owners(size, workers(4, 4, 4), 3)) == 3
+
+
+def test_more_partitions_than_workers_is_an_input_error():
+    size = GraphSize(rows=1000, n=100, directed=True, weighted=False)
+    with pytest.raises(gpipe.InputError, match="partitions=3 needs 3 Dask workers; the cluster has 2"):
+        sizing.choose_owners(size, workers(4, 4), 3)
+
+
+def test_a_graph_larger_than_all_workers_names_what_it_needs_and_what_they_have():
+    size = GraphSize(rows=4 * 10**9, n=2**28, directed=False, weighted=True)
+    with pytest.raises(gpipe.GraphTooLarge) as error:
+        sizing.choose_owners(size, workers(1, 1), None)
+    message = str(error.value)
+    assert "GiB on each of 2 owner(s)" in message and "1.00 GiB, 1.00 GiB" in message
+    assert isinstance(error.value, gpipe.InputError)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, "two", True])
+def test_partitions_must_be_a_positive_integer(bad):
+    with pytest.raises(gpipe.InputError, match="partitions must be a positive integer"):
+        sizing.requested_partitions(bad)
+
+
+def test_partitions_come_from_dask_config_when_not_given():
+    assert sizing.requested_partitions(None) is None
+    with dask.config.set({sizing.PARTITIONS_KEY: 3}):
+        assert sizing.requested_partitions(None) == 3
+        assert sizing.requested_partitions(2) == 2
+    with dask.config.set({sizing.PARTITIONS_KEY: "auto"}):
+        assert sizing.requested_partitions(None) is None
+
+
+def test_without_a_client_a_graph_has_one_partition_and_cannot_be_forced_to_more():
+    edges = reference.random_edges(n=50, m=200, seed=1)
+    frame = dd.from_pandas(edges, npartitions=2)
+    assert gpipe.Graph.from_edges(frame).num_partitions == 1
+    with pytest.raises(gpipe.InputError, match="needs a Dask client with 2 workers"):
+        gpipe.Graph.from_edges(frame, partitions=2)
+
+
+def test_on_a_two_worker_cluster_a_small_graph_is_built_on_one_worker(dask_client2):
+    edges = reference.random_edges(n=300, m=1200, seed=2, weights="positive")
+    source = int(edges["src"].iloc[0])
+    with dask_client2.as_current():
+        frame = dd.from_pandas(edges, npartitions=3)
+        graph = gpipe.Graph.from_edges(frame, directed=False, weight="weight")
+        assert graph.num_partitions == 1
+        reference.assert_distances(graph.bfs(source).compute(),
+                                   reference.expected_bfs(edges, [source], directed=False))
+        forced = gpipe.Graph.from_edges(frame, directed=False, weight="weight", partitions=2)
+        assert forced.num_partitions == 2
+        reference.assert_distances(forced.sssp(source).compute(),
+                                   reference.expected_sssp(edges, [source], directed=False),
+                                   exact=False)
+
+
+def test_the_size_guard_raises_before_anything_is_built(dask_client2, monkeypatch):
+    """A tiny memory budget: the build must stop at the guard, with no partition task run."""
+    edges = reference.random_edges(n=300, m=1200, seed=3)
+    built = []
+    monkeypatch.setattr("gpipe.build.build_partition", lambda *a: built.append(a))
+    with dask_client2.as_current(), dask.config.set({sizing.FRACTION_KEY: 1e-9}):
+        with pytest.raises(gpipe.GraphTooLarge, match="the graph needs about"):
+            gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=2))
+    assert built == []
+
+
+def test_the_cli_refuses_partitions_without_a_cluster(tmp_path):
+    from gpipe.cli import main
+
+    edges = reference.random_edges(n=30, m=60, seed=4)
+    edges.to_parquet(tmp_path / "edges.parquet")
+    status = main(["-q", "bfs", str(tmp_path / "edges.parquet"), "--source", str(int(edges["src"].iloc[0])),
+                   "--out", str(tmp_path / "out"), "--partitions", "2", "--backend", "cpu"])
+    assert status == 2
+    assert not (tmp_path / "out").exists()

@@ -18,3 +18,17 @@ class GraphTooLarge(InputError):
 
     The message names the bytes each owner would need and the bytes the workers have.
     """
+
+
+class GraphLost(GpipeError):
+    """Partitions of a graph were lost with their worker and cannot be rebuilt from its input.
+
+    The message names the partition and the worker; build the graph again from its edges.
+    """
+
+
+class OutOfMemory(GpipeError, MemoryError):
+    """A worker ran out of memory (host or device) building or traversing a graph.
+
+    The message names the worker or partition and, where known, the sizes involved.
+    """

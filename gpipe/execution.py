@@ -9,12 +9,14 @@ handles are plain values.
 from __future__ import annotations
 
 import operator
+import time
 import uuid
 
 import dask
 from dask.utils import parse_timedelta
 
 WORKER_WAIT_S = 30  # how long a client without workers is given to get one
+WATCH_S = 1.0  # while waiting, how often the owners' workers are looked for in the cluster
 
 
 class Executor:
@@ -63,6 +65,9 @@ class Executor:
     def for_owners(self, workers: list):
         """An executor whose owner ``p`` runs on ``workers[p]`` (from :meth:`memory`)."""
         raise NotImplementedError
+
+    def wait_for_workers(self, count: int) -> None:
+        """Give the cluster up to WORKER_WAIT_S seconds to have ``count`` workers (no error)."""
 
     def run_together(self, fn, per_owner_args: list) -> list:
         """Start ``fn(channel, *args)`` on every owner at once; one handle per owner.
@@ -138,12 +143,36 @@ class OnCluster(Executor):
         return self.client.gather(list(handles))
 
     def wait(self, handles):
-        from distributed import wait
+        """Block until ``handles`` are done; raise the first task error as soon as it comes.
 
-        wait(list(handles))
-        for future in handles:
-            if future.status == "error":
-                future.result()
+        Raises GraphLost when an owner's worker leaves the cluster meanwhile (a task pinned to
+        it could never run), and OutOfMemory for Dask's KilledWorker.
+        """
+        from distributed import wait
+        from distributed.client import FIRST_COMPLETED, FuturesCancelledError
+
+        pending = list(handles)
+        while pending:
+            try:
+                wait(pending, timeout=WATCH_S, return_when=FIRST_COMPLETED)
+            except TimeoutError:
+                self._raise_if_owner_left(handles)
+            except FuturesCancelledError as error:
+                raise _lost(f"a task of the graph was cancelled ({error})") from error
+            for future in pending:
+                if future.status == "error":
+                    self.client.cancel([f for f in handles if f.status == "pending"])
+                    if isinstance(future.exception(), OSError):  # a comm to a peer broke: gone?
+                        self._raise_if_owner_left(handles)
+                    _raise_task_error(future)
+            pending = [f for f in pending if f.status == "pending"]
+
+    def _raise_if_owner_left(self, handles) -> None:
+        present = self.client.scheduler_info(n_workers=-1)["workers"]
+        for owner, address in enumerate(self.workers):
+            if address not in present:
+                self.client.cancel(list(handles))
+                raise _lost(f"partition {owner}'s worker {address} left the cluster")
 
     def partitions(self, frame):
         return self.client.compute(frame.to_delayed(optimize_graph=True))
@@ -154,12 +183,39 @@ class OnCluster(Executor):
         return [m for m in sizing.cluster_memory(self.client, backend_name) if m.address in self.workers]
 
     def for_owners(self, workers):
-        return OnCluster(self.client, [w.address for w in workers])
+        owners = OnCluster(self.client, [w.address for w in workers])
+        if owners.n_owners > 1:
+            owners._install_peer_messages()
+        return owners
+
+    def _install_peer_messages(self) -> None:
+        """Install the owners' message handler on every worker, once per client: the scheduler
+        installs it on workers that join (or restart) later. A worker that died moments ago may
+        still be listed and refuse it; asked again once the scheduler has let it go."""
+        from gpipe import peers
+
+        if getattr(self.client, "_gpipe_peer_messages", False):
+            return
+        for attempt in range(3):
+            try:
+                self.client.register_plugin(peers.PeerMessages())
+                break
+            except OSError:
+                if attempt == 2:
+                    raise
+                time.sleep(WATCH_S)
+        self.client._gpipe_peer_messages = True
+
+    def wait_for_workers(self, count):
+        try:
+            self.client.wait_for_workers(count, timeout=WORKER_WAIT_S)
+        except TimeoutError:
+            pass
 
     def run_together(self, fn, per_owner_args):
         from gpipe import peers
 
-        self.client.register_plugin(peers.PeerMessages())
+        self._install_peer_messages()
         key = f"gpipe-traversal-{uuid.uuid4().hex}"
         timeout = parse_timedelta(dask.config.get(peers.TIMEOUT_KEY, peers.DEFAULT_TIMEOUT))
         addresses = self.workers[:len(per_owner_args)]
@@ -175,6 +231,30 @@ class OnCluster(Executor):
         frame = self.client.persist(frame)
         wait(frame)
         return frame
+
+
+def _lost(what: str):
+    from gpipe.errors import GraphLost
+
+    return GraphLost(f"{what}; rebuild the graph (gpipe.Graph.from_edges) if it cannot be "
+                     "rebuilt from its input")
+
+
+def _raise_task_error(future):
+    """Raise the error of a failed task, in gpipe's terms where it is a lost worker."""
+    from distributed import KilledWorker
+
+    from gpipe.errors import OutOfMemory
+    from gpipe.peers import PeerLost
+
+    error = future.exception()
+    if isinstance(error, PeerLost):
+        raise _lost(str(error)) from error
+    if isinstance(error, KilledWorker):
+        raise OutOfMemory(
+            f"a worker died each time it ran {error.task!r}: most often the nanny killing a "
+            f"worker over its memory limit; give the workers more memory ({error})") from error
+    future.result()
 
 
 def current(client=None) -> Executor:

@@ -7,7 +7,7 @@ import numpy as np
 from gpipe import backend as backends
 from gpipe import build as builder
 from gpipe import execution, result, traverse, validate
-from gpipe.errors import InputError
+from gpipe.errors import GraphLost, InputError
 
 
 class Graph:
@@ -17,9 +17,10 @@ class Graph:
     partitions, so the cost of reading, renumbering and partitioning is paid once.
     """
 
-    def __init__(self, built, *, directed: bool, weight: str | None):
+    def __init__(self, built, *, directed: bool, weight: str | None, rebuild=None):
         self._built = built
         self._executor = built.executor
+        self._rebuild = rebuild  # () -> Built, from the same input; None: cannot be rebuilt
         self.directed = directed
         self.weight = weight
 
@@ -70,9 +71,11 @@ class Graph:
         >>> g.sssp(1).compute().sort_values("vertex")["distance"].tolist()
         [0.0, 0.5, 2.5]
         """
-        built = builder.build(execution.current(), edges, directed=directed, src=src, dst=dst,
-                              weight=weight, partitions=partitions)
-        return cls(built, directed=directed, weight=weight)
+        def build():
+            return builder.build(execution.current(), edges, directed=directed, src=src, dst=dst,
+                                 weight=weight, partitions=partitions)
+
+        return cls(build(), directed=directed, weight=weight, rebuild=build)
 
     @property
     def num_vertices(self) -> int:
@@ -115,8 +118,8 @@ class Graph:
             A source that is not in the graph, or a negative ``depth_limit``.
         """
         depth_limit = validate.depth_limit(depth_limit)
-        sources = self._global_sources(source)
-        frames = traverse.bfs(self._executor, self._built, sources, depth_limit)
+        frames = self._query(lambda built, sources: traverse.bfs(self._executor, built, sources, depth_limit),
+                             source)
         return self._frame(frames, result.BFS)
 
     def sssp(self, source):
@@ -147,9 +150,48 @@ class Graph:
         """
         if self.weight is None:
             raise InputError("sssp needs edge weights: build the graph with weight='<column>'")
-        sources = self._global_sources(source)
-        frames = traverse.sssp(self._executor, self._built, sources)
+        frames = self._query(lambda built, sources: traverse.sssp(self._executor, built, sources), source)
         return self._frame(frames, result.SSSP)
+
+    def _query(self, run, source) -> list:
+        """``run(built, global sources)``'s frame handles, waited for.
+
+        A graph whose partitions were lost with a worker (before or during the query) is
+        rebuilt from its input and the query run once more; GraphLost when that fails too.
+        """
+        for attempt in range(2):
+            if attempt or self._lost():
+                self._rebuild_from_input()
+            sources = self._global_sources(source)
+            try:
+                frames = run(self._built, sources)
+                self._executor.wait(frames)
+                return frames
+            except GraphLost:
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _lost(self) -> bool:
+        """Whether a partition's data is gone as far as this client knows (no round trip)."""
+        handles = [*self._built.parts, self._built.ids]
+        return any(getattr(h, "status", "finished") not in ("finished",) for h in handles if h is not None)
+
+    def _rebuild_from_input(self) -> None:
+        if self._rebuild is None:
+            raise GraphLost("the graph's partitions were lost and it keeps no input to rebuild them from")
+        self._executor.wait_for_workers(self.num_partitions)  # a nanny restarts killed workers
+        try:
+            self._built = self._rebuild()
+        except (GraphLost, InputError):
+            raise
+        except Exception as error:
+            raise GraphLost(
+                f"the graph's partitions were lost with their worker and its input edges cannot "
+                f"be read again ({type(error).__name__}: {error}); build the graph anew from "
+                "re-readable edges (a lazy read_edges(...) frame, not one persisted on a lost "
+                "worker)") from error
+        self._executor = self._built.executor
 
     def _frame(self, frames, kind):
         built = self._built

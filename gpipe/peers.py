@@ -16,8 +16,11 @@ the worker must stay free to start the owner tasks of other traversals: two trav
 on one-thread workers would otherwise each hold a worker that the other one waits for.
 
 A failing owner tells the others (:meth:`Channel.abort`); they stop without a result and the
-failing task's error is the one the caller sees. An owner that hears nothing for
-``gpipe.peer-timeout`` (Dask config, default 15 minutes) gives up with ``TimeoutError``.
+failing task's error is the one the caller sees. While an owner waits, it asks the scheduler
+every :data:`WATCH_S` seconds whether its peers' workers are still in the cluster; a peer whose
+worker has left ends the wait with :class:`PeerLost` within seconds. An owner that hears nothing
+for ``gpipe.peer-timeout`` (Dask config, default 15 minutes) from peers that are still there
+gives up with ``TimeoutError``: the last guard against a peer alive but silent.
 """
 
 from __future__ import annotations
@@ -36,10 +39,15 @@ TIMEOUT_KEY = "gpipe.peer-timeout"
 DEFAULT_TIMEOUT = "15 minutes"
 ABORT_WAIT_S = 10  # how long a failing owner waits for its abort messages to be filed
 CLOSED_KEPT = 4096  # boxes of finished traversals remembered, so that late messages to them are dropped
+WATCH_S = 1.0  # how often a waiting owner asks the scheduler whether its peers' workers remain
 
 
 class PeerAborted(Exception):
     """Another owner of the traversal failed; this owner stops without a result."""
+
+
+class PeerLost(Exception):
+    """The worker of another owner left the cluster while this owner waited for it."""
 
 
 class Mailbox:
@@ -94,7 +102,7 @@ class Mailbox:
                         f"no {tag!r} message from owner(s) {missing} in {timeout:g} s; "
                         f"raise Dask config {TIMEOUT_KEY!r} if levels take that long"
                     )
-                self._changed.wait(left)
+                self._changed.wait(min(left, WATCH_S) if check is not None else left)
 
     def close(self, box) -> None:
         """Forget ``box``: drop what is left in it and every message that comes later."""
@@ -120,7 +128,7 @@ class PeerMessages(WorkerPlugin):
     """Installs :data:`HANDLER` on every worker of the cluster, present and future."""
 
     name = "gpipe-peer-messages"
-    idempotent = True  # registering again (each traversal does) costs one scheduler call
+    idempotent = True  # registering again (another client of the cluster) changes nothing
 
     def setup(self, worker):
         worker.handlers[HANDLER] = _receive
@@ -139,6 +147,8 @@ class Channel:
         self.addresses = list(addresses)
         self.timeout = timeout
         self._sending = []  # deliveries under way (concurrent.futures.Future)
+        self._roll_call = None  # the scheduler's answer on which peers' workers remain, under way
+        self._roll_call_at = None  # when the last question was asked (the first wait starts it)
 
     @property
     def box(self) -> tuple:
@@ -176,14 +186,45 @@ class Channel:
         self._sending.append(delivery)
 
     def receive(self, tag, senders: list) -> list:
-        """The payloads of ``tag`` from ``senders``, in that order, waiting for them."""
-        return MAILBOX.take(self.box, tag, senders, self.timeout, check=self._raise_failed_delivery)
+        """The payloads of ``tag`` from ``senders``, in that order, waiting for them.
+
+        Raises :class:`PeerLost` when a peer's worker leaves the cluster meanwhile.
+        """
+        def check():
+            self._raise_failed_delivery()
+            self._raise_lost_peer()
+
+        return MAILBOX.take(self.box, tag, senders, self.timeout, check=check)
 
     def flush(self, timeout: float | None = None) -> None:
         """Wait until every delivery started has been filed; raise the first that failed."""
         for delivery in self._sending:
             delivery.result(timeout=self.timeout if timeout is None else timeout)
         self._sending.clear()
+
+    def _raise_lost_peer(self) -> None:
+        """Raise PeerLost if the scheduler's last answer lacks a peer's worker; ask again every
+        :data:`WATCH_S` seconds (the question travels on the worker's event loop, not here)."""
+        call = self._roll_call
+        if call is not None and call.done():
+            self._roll_call = None
+            present = call.result() if call.exception() is None else None
+            if present is not None:
+                gone = [q for q in self.peers if self.addresses[q] not in present]
+                if gone:
+                    q = gone[0]
+                    raise PeerLost(f"owner {q}'s worker {self.addresses[q]} left the cluster "
+                                   "during the traversal")
+        now = time.monotonic()
+        if self._roll_call_at is None:
+            self._roll_call_at = now
+        elif self._roll_call is None and now - self._roll_call_at >= WATCH_S:
+            self._roll_call_at = now
+            worker = get_worker()
+            addresses = [self.addresses[q] for q in self.peers]
+            self._roll_call = asyncio.run_coroutine_threadsafe(
+                worker.scheduler.ncores(workers=addresses), worker.loop.asyncio_loop)
+            self._roll_call.add_done_callback(lambda _: MAILBOX.wake())
 
     def _raise_failed_delivery(self) -> None:
         running = []

@@ -57,7 +57,8 @@ def random_edges(n, m, *, seed, weights=None, ids="dense", dtype="int64", compon
         None: no weight column. positive: uniform in [0.5, 10). nonnegative: integers 0..4
         as floats (many zeros: zero-weight cycles). integer: int64 weights 1..9.
         dag_negative: every edge goes up a random topological order, weights integers in
-        [-5, 10] as floats (negative edges, no cycle at all).
+        [-5, 10] as floats (negative edges, no negative cycle: self-loops get non-negative
+        weights).
     ids : one of ID_STYLES
     components : int
         Split the vertices into this many blocks; an edge never joins two blocks.
@@ -94,7 +95,10 @@ def random_edges(n, m, *, seed, weights=None, ids="dense", dtype="int64", compon
     id_of = vertex_ids(n + 1, ids, seed=seed + 1, dtype=dtype)
     frame = pd.DataFrame({src: id_of[a], dst: id_of[b]})
     if weights is not None:
-        frame[weight] = random_weights(len(a), weights, rng)
+        values = random_weights(len(a), weights, rng)
+        if weights == "dag_negative":
+            values[a == b] = np.abs(values[a == b])  # a negative self-loop is a negative cycle
+        frame[weight] = values
     return frame
 
 

@@ -6,7 +6,8 @@
    as they are (no sort; ids that never occur are masked out later). Other ids are replaced by
    their rank in the sorted array of distinct ids, merged from per-partition uniques.
 3. *Shuffle*: each input partition cuts its edges (both directions when undirected, self-loops
-   dropped) into one bucket per owner of the source vertex.
+   dropped) into one bucket per owner of the source vertex. Vertices with a self-loop of
+   negative weight, a negative cycle of one edge, go to their owner as a list of their own.
 4. *Build*: each owner concatenates its buckets into a CSR (:func:`gpipe.partition.build_partition`).
 """
 
@@ -71,8 +72,10 @@ def build(executor, edges, *, directed, src, dst, weight) -> Built:
 
     layout = Layout(n=n, n_owners=min(executor.n_owners, n))
     track_presence = ids is None
+    negative_weights = any(s.negative for s in surveys)
     shuffled = [
-        executor.submit(_split, backend_name, p, ids, columns, layout, directed, track_presence)
+        executor.submit(_split, backend_name, p, ids, columns, layout, directed, track_presence,
+                        negative_weights)
         for p in inputs
     ]
     parts = [
@@ -90,7 +93,7 @@ def build(executor, edges, *, directed, src, dst, weight) -> Built:
         ids=ids,
         vertex_dtype=vertex_dtype,
         n_edges_input=rows,
-        negative_weights=any(s.negative for s in surveys),
+        negative_weights=negative_weights,
     )
 
 
@@ -158,28 +161,33 @@ def _merge_unique(backend_name, *arrays):
     return xp.unique(xp.concatenate(arrays))
 
 
-def _split(backend_name, frame, ids, columns, layout: Layout, directed: bool, track_presence: bool):
+def _split(backend_name, frame, ids, columns, layout: Layout, directed: bool, track_presence: bool,
+           negative_weights: bool):
     """Cut one input partition into ``layout.n_owners`` buckets by owner of the source.
 
-    Returns a list of ``(src, dst, weights, present_ids, halved)``, global ids. ``present_ids``
-    carries the ids whose presence the owner could not see from its own out-edges:
-    self-loop vertices, and targets of directed edges. An undirected graph with one owner is
-    passed on as it is (``halved``: each edge once, self-loops kept; ``build_csr`` stores both
-    directions), so the doubled list never exists; otherwise self-loops are dropped and
-    undirected edges doubled here.
+    Returns a list of ``(src, dst, weights, present_ids, halved, negative_loops)``, global ids.
+    ``present_ids`` carries the ids whose presence the owner could not see from its own
+    out-edges: self-loop vertices, and targets of directed edges. ``negative_loops`` carries
+    the vertices with a self-loop of negative weight when the graph has negative weights (else
+    None): the CSR keeps no self-loop, and such a loop is a negative cycle. An undirected graph
+    with one owner is passed on as it is (``halved``: each edge once, self-loops kept;
+    ``build_csr`` stores both directions), so the doubled list never exists; otherwise
+    self-loops are dropped and undirected edges doubled here.
     """
     xp, src, dst, weights = _arrays(backend_name, frame, columns)
     if ids is not None:
         src = xp.searchsorted(ids, src)
         dst = xp.searchsorted(ids, dst)
     if not directed and layout.n_owners == 1:
-        return [(src, dst, weights, None, True)]  # ids of any integer width: no copy
+        negative_loops = _negative_loops(src, dst == src, weights) if negative_weights else None
+        return [(src, dst, weights, None, True, negative_loops)]  # ids of any integer width: no copy
     src = src.astype("int64", copy=False)
     dst = dst.astype("int64", copy=False)
     loops = src == dst
     present = None
     if track_presence:
         present = xp.concatenate([src[loops], dst]) if directed else src[loops]
+    negative_loops = _negative_loops(src, loops, weights) if negative_weights else None
     keep = ~loops
     src, dst = src[keep], dst[keep]
     weights = weights[keep] if weights is not None else None
@@ -189,22 +197,33 @@ def _split(backend_name, frame, ids, columns, layout: Layout, directed: bool, tr
 
     owner = layout.owner_of(src)
     if layout.n_owners == 1:
-        return [(src, dst, weights, present, False)]
+        return [(src, dst, weights, present, False, negative_loops)]
     order = xp.argsort(owner)
     bounds = _bounds(backend_name, owner[order], layout.n_owners)
     src, dst = src[order], dst[order]
     weights = weights[order] if weights is not None else None
-    present_bounds = None
-    if present is not None:
-        present = xp.unique(present)  # sorted, so the owners' ranges are contiguous
-        present_bounds = _bounds(backend_name, layout.owner_of(present), layout.n_owners)
+    present = _by_owner(backend_name, present, layout)
+    negative_loops = _by_owner(backend_name, negative_loops, layout)
     buckets = []
     for q in range(layout.n_owners):
         lo, hi = bounds[q], bounds[q + 1]
-        bucket_present = present[present_bounds[q]:present_bounds[q + 1]] if present is not None else None
         buckets.append((src[lo:hi], dst[lo:hi], weights[lo:hi] if weights is not None else None,
-                        bucket_present, False))
+                        present[q], False, negative_loops[q]))
     return buckets
+
+
+def _negative_loops(src, loops, weights):
+    """The sources of the self-loops (``loops`` marks them) whose weight is negative."""
+    return src[loops & (weights < 0)]
+
+
+def _by_owner(backend_name, vertices, layout: Layout) -> list:
+    """``vertices`` (global ids, or None) as one sorted distinct array per owner (or Nones)."""
+    if vertices is None:
+        return [None] * layout.n_owners
+    vertices = backends.get(backend_name).xp.unique(vertices)  # sorted: owners' ranges are contiguous
+    bounds = _bounds(backend_name, layout.owner_of(vertices), layout.n_owners)
+    return [vertices[bounds[q]:bounds[q + 1]] for q in range(layout.n_owners)]
 
 
 def _bounds(backend_name, sorted_owner, n_owners) -> list:

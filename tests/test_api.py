@@ -167,7 +167,7 @@ def test_self_loop_only_vertex(engine):
     out = sorted_frame(run_bfs(engine, edges, [1, 9], directed=True))
     row = out[out["vertex"] == 9]
     assert row["distance"].tolist() == [0] and row["parent"].isna().all()
-    out = sorted_frame(run_sssp(engine, edges.assign(weight=[1.0, 2.0, -5.0]), 9,
+    out = sorted_frame(run_sssp(engine, edges.assign(weight=[1.0, 2.0, 5.0]), 9,
                                 directed=True))
     assert out["distance"].isna().tolist() == [True, True, True, False]
 
@@ -315,8 +315,8 @@ def with_edge(edges, src, dst, weight):
     return pd.concat([edges, row], ignore_index=True)
 
 
-def raises_in_call_or_compute(error, fn):
-    with pytest.raises(error):
+def raises_in_call_or_compute(error, fn, match=None):
+    with pytest.raises(error, match=match):
         result = fn()
         result.compute()
 
@@ -336,10 +336,86 @@ def test_unreachable_negative_cycle_does_not_raise(engine):
     run_sssp(engine, edges, 4, directed=True)
 
 
-def test_negative_self_loop_is_ignored(engine):
-    edges = pd.DataFrame({"src": [0, 1, 1], "dst": [1, 1, 2], "weight": [1.0, -5.0, 2.0]})
-    out = sorted_frame(run_sssp(engine, edges, 0, directed=True))
-    assert out["distance"].tolist() == [0.0, 1.0, 3.0]
+def self_loop_graph():
+    """Two components. 0 -> 1 -> 2 with a self-loop of weight -1 on 1 (a negative cycle);
+    5 -> 6 -> 7 with self-loops of weight 3 on 6 and 0 on 7 (ignored). The ids are dense,
+    so on two owners 0..3 and 4..7 fall to different owners."""
+    return pd.DataFrame({
+        "src": [0, 1, 1, 5, 6, 6, 7],
+        "dst": [1, 1, 2, 6, 6, 7, 7],
+        "weight": [1.0, -1.0, 2.0, 1.0, 3.0, 0.5, 0.0],
+    })
+
+
+def assert_scipy_finds_a_negative_cycle(edges, sources, *, directed):
+    from scipy.sparse import csgraph
+
+    with pytest.raises(csgraph.NegativeCycleError):
+        reference.expected_sssp(edges, sources, directed=directed)
+
+
+@pytest.mark.parametrize("directed", [True, False], ids=["directed", "undirected"])
+@pytest.mark.parametrize("sources", [0, 2, [5, 1]], ids=["before", "after", "multi"])
+def test_reachable_negative_self_loop_raises(engine, directed, sources):
+    edges = self_loop_graph()
+    if directed and sources == 2:
+        sources = 1  # 2 has no out-edge; start on the looped vertex itself
+    assert_scipy_finds_a_negative_cycle(edges, sources, directed=directed)
+    frame = engine.frame(edges, npartitions=2)
+    raises_in_call_or_compute(gpipe.NegativeCycleError,
+                              lambda: gpipe.sssp(frame, sources, directed=directed))
+    graph = gpipe.Graph.from_edges(frame, directed=directed, weight="weight")
+    raises_in_call_or_compute(gpipe.NegativeCycleError, lambda: graph.sssp(sources))
+
+
+@pytest.mark.parametrize("directed", [True, False], ids=["directed", "undirected"])
+def test_unreachable_negative_self_loop_does_not_raise(engine, directed):
+    edges = self_loop_graph()
+    out = sorted_frame(run_sssp(engine, edges, 5, directed=directed))
+    assert out.set_index("vertex")["distance"].dropna().to_dict() == {5: 0.0, 6: 1.0, 7: 1.5}
+    if directed:  # 2 lies beyond the loop: from it, the loop is out of reach
+        out = sorted_frame(run_sssp(engine, edges, 2, directed=True))
+        assert out.set_index("vertex")["distance"].dropna().to_dict() == {2: 0.0}
+
+
+def test_non_negative_self_loops_are_ignored(engine):
+    edges = self_loop_graph()
+    edges.loc[edges["src"] == 1, "weight"] = [4.0, 2.0]  # the negative loop made positive
+    for directed in (True, False):
+        out = sorted_frame(run_sssp(engine, edges, 0, directed=directed))
+        assert out["distance"].iloc[:3].tolist() == [0.0, 1.0, 3.0]
+
+
+@pytest.mark.parametrize("edges", [
+    pd.DataFrame({"src": [0], "dst": [0], "weight": [-1.0]}),
+    pd.DataFrame({"src": [3, 4, 9], "dst": [4, 5, 9], "weight": [1.0, -2.0, -0.5]}),
+], ids=["lone-loop", "loop-only-vertex"])
+@pytest.mark.parametrize("directed", [True, False], ids=["directed", "undirected"])
+def test_negative_self_loop_on_a_source_raises(engine, edges, directed):
+    """The looped vertex is a source; a lone vertex is one owner even on the cluster, whose
+    lazy result then raises at compute."""
+    source = int(edges["src"].iloc[-1])
+    assert_scipy_finds_a_negative_cycle(edges, source, directed=directed)
+    frame = engine.frame(edges, npartitions=1)
+    raises_in_call_or_compute(gpipe.NegativeCycleError,
+                              lambda: gpipe.sssp(frame, source, directed=directed))
+
+
+def test_negative_self_loop_on_any_owner_raises(engine):
+    """A loop on the smallest id (the first owner) or the largest (the last owner) of a path
+    whose consecutive vertices lie on different owners; from beyond the loop, no error."""
+    edges, order = shuffled_path(40, seed=73)
+    edges["weight"] = edges["weight"].abs()  # no negative edge but the loop
+    for looped in (order.min(), order.max()):
+        at = int(np.flatnonzero(order == looped)[0])
+        with_loop = with_edge(edges, looped, looped, -0.25)
+        assert_scipy_finds_a_negative_cycle(with_loop, int(order[0]), directed=True)
+        frame = engine.frame(with_loop)
+        raises_in_call_or_compute(gpipe.NegativeCycleError,
+                                  lambda: gpipe.sssp(frame, int(order[0])),
+                                  match=f"self-loop on vertex {looped}$")
+        if at + 1 < len(order):
+            run_sssp(engine, with_loop, int(order[at + 1]), directed=True)
 
 
 def test_undirected_negative_edge_is_a_negative_cycle(engine):

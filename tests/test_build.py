@@ -76,3 +76,24 @@ def test_shuffle_sends_each_edge_to_the_owner_of_its_source(n_owners):
         owned = np.repeat(np.arange(part.n_local) + part.offset, np.diff(part.indptr))
         got |= set(zip(owned.tolist(), part.indices.tolist()))
     assert got == {(s, d) for s, d in zip(src.tolist(), dst.tolist()) if s != d}
+
+
+@pytest.mark.parametrize("directed", [True, False], ids=["directed", "undirected"])
+@pytest.mark.parametrize("n_owners", [1, 2])
+def test_negative_self_loops_are_listed_by_owner(directed, n_owners):
+    executor = execution.InProcess()
+    executor.n_owners = n_owners
+    edges = _edges([0, 1, 1, 5, 5, 6], [1, 1, 2, 5, 5, 6], w=[1.0, -1.0, 2.0, -2.0, -3.0, 4.0])
+    built = build.build(executor, edges, directed=directed, src="src", dst="dst", weight="w")
+    loops = [part.offset + part.negative_loops for part in built.parts]
+    assert [p.negative_loops.dtype for p in built.parts] == [np.int64] * n_owners
+    assert np.concatenate(loops).tolist() == [1, 5]  # 6's loop is positive; 5's listed once
+    for part in built.parts:  # and the CSR still holds no self-loop
+        owned = np.repeat(np.arange(part.n_local) + part.offset, np.diff(part.indptr))
+        assert not (owned == part.indices).any()
+
+
+def test_negative_self_loops_are_not_looked_for_without_negative_weights():
+    built = build.build(execution.InProcess(), _edges([0, 1], [1, 1], w=[1.0, 2.0]), directed=True,
+                        src="src", dst="dst", weight="w")
+    assert built.parts[0].negative_loops is None

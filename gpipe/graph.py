@@ -133,7 +133,8 @@ class Graph:
         InputError
             The graph was built without a weight column, or a source is not in the graph.
         NegativeCycleError
-            A cycle of negative total weight is reachable from a source.
+            A cycle of negative total weight is reachable from a source; a self-loop of
+            negative weight is one.
         """
         if self.weight is None:
             raise InputError("sssp needs edge weights: build the graph with weight='<column>'")

@@ -1,7 +1,8 @@
 """From an edge DataFrame to partitions on their owners: survey, number, shuffle, build.
 
 1. *Survey* each input partition where it lies: row count, id range, negative weights, and
-   the data checks of :func:`gpipe.validate.check_partition`.
+   the data checks of :func:`gpipe.validate.check_partition`. The id range settles the id
+   dtype when the two id columns differ (uint64 and int64: the one that holds every id).
 2. *Number* the vertices ``0..n-1``. Ids that are already small non-negative integers are kept
    as they are (no sort; ids that never occur are masked out later). Other ids are replaced by
    their rank in the sorted array of distinct ids, merged from per-partition uniques.
@@ -13,7 +14,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -26,6 +27,16 @@ from gpipe.partition import Layout, build_partition
 # arrays indexed by id stay within a small multiple of the edge list.
 IDENTITY_SLACK = 2
 IDENTITY_EXTRA = 1024
+
+
+@dataclass(frozen=True)
+class Columns:
+    """The edge columns to read, and the dtype both id columns are read as (None: as they are)."""
+
+    src: str
+    dst: str
+    weight: str | None
+    id_dtype: object = None
 
 
 @dataclass
@@ -53,8 +64,7 @@ def build(executor, edges, *, directed, src, dst, weight) -> Built:
     """Validate, number, shuffle and build ``edges`` into one partition per owner."""
     edges = validate.edge_frame(edges, src, dst, weight)
     backend_name = backends.name_of_frame(edges)
-    columns = (src, dst, weight)
-    vertex_dtype = _vertex_dtype(edges.dtypes[src], edges.dtypes[dst])
+    columns = Columns(src, dst, weight)
 
     inputs = executor.partitions(edges)
     surveys = executor.gather([executor.submit(_survey, backend_name, p, columns) for p in inputs])
@@ -63,6 +73,8 @@ def build(executor, edges, *, directed, src, dst, weight) -> Built:
         raise InputError("the edge list is empty: it has no rows")
     rows = sum(s.rows for s in surveys)
     low, high = min(s.low for s in surveys), max(s.high for s in surveys)
+    vertex_dtype = _vertex_dtype(columns, edges.dtypes[src], edges.dtypes[dst], low, high)
+    columns = replace(columns, id_dtype=validate.numpy_dtype(vertex_dtype))
 
     if low >= 0 and high + 1 <= IDENTITY_SLACK * rows + IDENTITY_EXTRA:
         ids, n = None, high + 1
@@ -97,23 +109,44 @@ def build(executor, edges, *, directed, src, dst, weight) -> Built:
     )
 
 
-def _vertex_dtype(src_dtype, dst_dtype):
-    """The dtype of result ids: the input's own when both columns share it (pandas extension
-    dtypes such as ``Int64`` included), else the NumPy type that holds both."""
+def _vertex_dtype(columns: Columns, src_dtype, dst_dtype, low: int, high: int):
+    """The dtype of result ids, which holds every id exactly.
+
+    The input's own when both columns share it (pandas extension dtypes such as ``Int64``
+    included); else the NumPy integer dtype that holds both columns' dtypes (uint8 and int16:
+    int16); where none does (uint64 with a signed dtype, which NumPy widens to float64), int64
+    when the ids ``low .. high`` all fit it, else uint64 when none is negative.
+
+    Raises InputError, naming both columns and their dtypes, when no integer dtype holds them.
+    """
     if src_dtype == dst_dtype:
         return src_dtype
-    return np.result_type(validate.numpy_dtype(src_dtype), validate.numpy_dtype(dst_dtype))
+    common = np.promote_types(validate.numpy_dtype(src_dtype), validate.numpy_dtype(dst_dtype))
+    if common.kind in "iu":
+        return common
+    for candidate in (np.dtype("int64"), np.dtype("uint64")):
+        if np.iinfo(candidate).min <= low and high <= np.iinfo(candidate).max:
+            return candidate
+    raise InputError(
+        f"vertex id columns {columns.src!r} ({src_dtype}) and {columns.dst!r} ({dst_dtype}) have "
+        f"no integer dtype in common: their ids run from {low} (below uint64's range) to {high} "
+        f"(above int64's)"
+    )
 
 
-def _arrays(backend_name, frame, columns):
-    """The id and weight arrays of one input partition, with its data checks."""
+def _arrays(backend_name, frame, columns: Columns):
+    """The id and weight arrays of one input partition, with its data checks; both id arrays
+    of ``columns.id_dtype`` when it is set."""
     be = backends.get(backend_name)
-    src_name, dst_name, weight_name = columns
+    src_name, dst_name, weight_name = columns.src, columns.dst, columns.weight
     for name in (src_name, dst_name):
         if _has_nulls(frame[name]):
             raise InputError(f"vertex id column {name!r} holds null values")
     src = be.column(frame, src_name)
     dst = be.column(frame, dst_name)
+    if columns.id_dtype is not None:
+        src = src.astype(columns.id_dtype, copy=False)
+        dst = dst.astype(columns.id_dtype, copy=False)
     weights = None
     if weight_name is not None:
         if _has_nulls(frame[weight_name]):

@@ -20,6 +20,7 @@ import pytest
 
 import gpipe
 import reference
+from gpipe import validate
 from gpipe.verify import check_bfs_tree, check_sssp_tree
 
 pytestmark = pytest.mark.timeout(180)
@@ -196,6 +197,95 @@ def test_huge_uint64_ids(engine):
     out = sorted_frame(run_sssp(engine, edges, int(ids[1]), directed=True))
     assert out["distance"].isna().tolist() == [True, False, False, False, False]
     assert out["distance"].iloc[1:].tolist() == [0.0, 2.0, 5.0, 9.0]
+
+
+def mixed_id_edges(src_dtype, dst_dtype, ids, seed):
+    """A random weighted edge list whose id columns have different dtypes. Negative ids of
+    the ``ids="negative"`` style are kept out of an unsigned column: such an edge is turned
+    round, or dropped when both its ends are negative."""
+    edges = reference.random_edges(120, 400, seed=seed, weights="positive", ids=ids)
+    unsigned = [c for c, d in (("src", src_dtype), ("dst", dst_dtype))
+                if validate.numpy_dtype(pd.api.types.pandas_dtype(d)).kind == "u"]
+    for column in unsigned:
+        other = "dst" if column == "src" else "src"
+        turn = edges[column] < 0
+        edges.loc[turn, [column, other]] = edges.loc[turn, [other, column]].to_numpy()
+        edges = edges[edges[column] >= 0]
+    return edges.astype({"src": src_dtype, "dst": dst_dtype}).reset_index(drop=True)
+
+
+def run_mixed_ids(engine, edges, id_dtype, *, directed, seed):
+    """BFS and SSSP on ``edges``, whose result ids must come back as ``id_dtype``; compared
+    with SciPy on the edge list with both id columns mapped to ``id_dtype``."""
+    mapped = edges.astype({"src": id_dtype, "dst": id_dtype})
+    source = reference.pick_sources(mapped, 1, seed=seed)[0]
+    frame = engine.frame(edges)
+    out = check_frame(engine, gpipe.bfs(frame, source, directed=directed), id_dtype=id_dtype,
+                      kind="bfs")
+    reference.assert_distances(out, reference.expected_bfs(mapped, source, directed=directed))
+    check_bfs_tree(mapped, out, source, directed=directed)
+    out = check_frame(engine, gpipe.sssp(frame, source, directed=directed), id_dtype=id_dtype,
+                      kind="sssp")
+    reference.assert_distances(out, reference.expected_sssp(mapped, source, directed=directed),
+                               exact=False)
+    check_sssp_tree(mapped, out, source, directed=directed)
+    assert out["distance"].notna().sum() > 5, "degenerate case: nothing reached"
+    return out
+
+
+MIXED_ID_CASES = {  # src dtype, dst dtype, id style, the dtype that holds both
+    "uint64-int64": ("uint64", "int64", "sparse", "int64"),
+    "uint64-int64-negative": ("uint64", "int64", "negative", "int64"),
+    "int64-uint64-negative": ("int64", "uint64", "negative", "int64"),
+    "uint32-int64": ("uint32", "int64", "shuffled", "int64"),
+    "uint8-int16": ("uint8", "int16", "shuffled", "int16"),
+    "int16-uint16-negative": ("int16", "uint16", "negative", "int32"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MIXED_ID_CASES))
+@pytest.mark.parametrize("directed", [True, False], ids=["directed", "undirected"])
+def test_mixed_signed_and_unsigned_ids(engine, name, directed):
+    src_dtype, dst_dtype, ids, common = MIXED_ID_CASES[name]
+    edges = mixed_id_edges(src_dtype, dst_dtype, ids, seed=len(name))
+    out = run_mixed_ids(engine, edges, common, directed=directed, seed=len(name))
+    if ids == "negative":  # negative ids were reached, and came back exact (SciPy agreed)
+        assert (out.loc[out["distance"].notna(), "vertex"] < 0).any()
+
+
+@pytest.mark.parametrize("src_dtype, dst_dtype, common", [
+    ("UInt64", "Int64", "int64"), ("Int64", "uint64", "int64"), ("uint8", "Int16", "int16"),
+    ("UInt32", "int64", "int64"),
+])
+def test_mixed_pandas_extension_id_dtypes(cpu_engine, src_dtype, dst_dtype, common):
+    """Extension dtypes mixed with each other or with NumPy ones: the NumPy dtype that holds
+    both, ids exact."""
+    edges = mixed_id_edges(src_dtype, dst_dtype, "negative", seed=5)
+    run_mixed_ids(cpu_engine, edges, common, directed=True, seed=5)
+
+
+def test_huge_uint64_ids_with_int64_ids(engine):
+    """uint64 ids above int64's range and non-negative int64 ids share uint64, exactly."""
+    top = np.iinfo(np.uint64).max
+    edges = pd.DataFrame({"src": np.array([2**63 + 5, top, 3, 2**63 + 5], dtype=np.uint64),
+                          "dst": np.array([3, 2**62, 7, 7], dtype=np.int64),
+                          "weight": [1.0, 2.0, 4.0, 6.0]})
+    out = sorted_frame(check_frame(engine, gpipe.sssp(engine.frame(edges, 2), 2**63 + 5),
+                                   id_dtype="uint64", kind="sssp"))
+    assert out["vertex"].tolist() == [3, 7, 2**62, 2**63 + 5, top]
+    assert out["distance"].fillna(-1.0).tolist() == [1.0, 5.0, -1.0, 0.0, -1.0]
+    assert out["parent"].tolist()[:2] == [2**63 + 5, 3] and out["parent"].iloc[2:].isna().all()
+    mapped = edges.astype({"dst": "uint64"})
+    reference.assert_distances(out, reference.expected_sssp(mapped, 2**63 + 5, directed=True))
+
+
+def test_ids_no_integer_dtype_holds_raise(engine):
+    """uint64 ids above 2**63 - 1 with negative int64 ids: neither int64 nor uint64 holds all."""
+    edges = pd.DataFrame({"a": np.array([2**63, 1], dtype=np.uint64),
+                          "b": np.array([-1, 2], dtype=np.int64)})
+    frame = engine.frame(edges, 1)
+    with pytest.raises(gpipe.InputError, match=r"'a' \(uint64\).*'b' \(int64\)"):
+        gpipe.bfs(frame, 1, src="a", dst="b")
 
 
 @pytest.mark.parametrize("form", ["int", "numpy-scalar", "list-of-one", "list"])

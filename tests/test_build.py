@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from gpipe import build, execution
+from gpipe.errors import InputError
 from gpipe.partition import Layout
 
 
@@ -97,3 +98,28 @@ def test_negative_self_loops_are_not_looked_for_without_negative_weights():
     built = build.build(execution.InProcess(), _edges([0, 1], [1, 1], w=[1.0, 2.0]), directed=True,
                         src="src", dst="dst", weight="w")
     assert built.parts[0].negative_loops is None
+
+
+U64_TOP = 2**64 - 1
+
+
+@pytest.mark.parametrize("src_dtype, dst_dtype, low, high, expected", [
+    ("int32", "int32", -5, 5, "int32"),
+    ("Int64", "Int64", -5, 5, "Int64"),  # one dtype: the input's own, extension included
+    ("uint8", "int16", 0, 200, "int16"),
+    ("uint32", "int64", -5, 2**32 - 1, "int64"),
+    ("uint64", "int64", -5, 2**63 - 1, "int64"),
+    ("int8", "uint64", 0, 2**63, "uint64"),
+    ("UInt64", "Int64", -5, 5, "int64"),
+    ("Int64", "uint64", 0, U64_TOP, "uint64"),
+])
+def test_vertex_dtype_holds_both_columns(src_dtype, dst_dtype, low, high, expected):
+    dtypes = [pd.api.types.pandas_dtype(d) for d in (src_dtype, dst_dtype, expected)]
+    got = build._vertex_dtype(build.Columns("s", "d", None), dtypes[0], dtypes[1], low, high)
+    assert got == dtypes[2] and type(got) is type(dtypes[2])
+
+
+def test_vertex_dtype_that_no_integer_dtype_holds_is_an_input_error():
+    with pytest.raises(InputError, match=r"'s' \(uint64\) and 'd' \(Int64\)"):
+        build._vertex_dtype(build.Columns("s", "d", None), np.dtype("uint64"), pd.Int64Dtype(),
+                            -1, 2**63)

@@ -34,7 +34,8 @@ class Graph:
         directed : bool
             True follows ``src -> dst`` only; False follows both directions.
         src, dst : str
-            Columns of integer vertex ids, any integer dtype and any values.
+            Columns of integer vertex ids, any integer dtype and any values. When their
+            dtypes differ, result ids take the integer dtype that holds every id.
         weight : str or None
             Column of finite edge weights; needed for :meth:`sssp`.
 
@@ -47,7 +48,9 @@ class Graph:
         Raises
         ------
         InputError
-            A missing column, non-integer ids, null ids, NaN or infinite weights, no edges.
+            A missing column, non-integer ids, null ids, NaN or infinite weights, no edges,
+            or ids that no one integer dtype holds (uint64 ids above ``2**63 - 1`` in one
+            column, negative ids in the other).
 
         Examples
         --------

@@ -92,7 +92,8 @@ def sssp(edges, source, *, directed=True, src="src", dst="dst", weight="weight",
         weights, an empty edge list, a source not in the graph.
     NegativeCycleError
         A negative-weight cycle is reachable from a source (in an undirected graph any
-        reachable negative edge is one).
+        reachable negative edge is one, and so is a self-loop of negative weight).
+        Self-loops of non-negative weight are ignored.
 
     Notes
     -----

@@ -1,18 +1,20 @@
 """From an edge DataFrame to partitions on their owners: survey, number, shuffle, build.
 
 1. *Survey* each input partition where it lies: row count, id range, negative weights, and
-   the data checks of :func:`gpipe.validate.check_partition`.
+   the data checks of :func:`gpipe.validate.check_partition`. The id range settles the id
+   dtype when the two id columns differ (uint64 and int64: the one that holds every id).
 2. *Number* the vertices ``0..n-1``. Ids that are already small non-negative integers are kept
    as they are (no sort; ids that never occur are masked out later). Other ids are replaced by
    their rank in the sorted array of distinct ids, merged from per-partition uniques.
 3. *Shuffle*: each input partition cuts its edges (both directions when undirected, self-loops
-   dropped) into one bucket per owner of the source vertex.
+   dropped) into one bucket per owner of the source vertex. Vertices with a self-loop of
+   negative weight, a negative cycle of one edge, go to their owner as a list of their own.
 4. *Build*: each owner concatenates its buckets into a CSR (:func:`gpipe.partition.build_partition`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -25,6 +27,16 @@ from gpipe.partition import Layout, build_partition
 # arrays indexed by id stay within a small multiple of the edge list.
 IDENTITY_SLACK = 2
 IDENTITY_EXTRA = 1024
+
+
+@dataclass(frozen=True)
+class Columns:
+    """The edge columns to read, and the dtype both id columns are read as (None: as they are)."""
+
+    src: str
+    dst: str
+    weight: str | None
+    id_dtype: object = None
 
 
 @dataclass
@@ -62,8 +74,7 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None) -> Bu
     requested = sizing.requested_partitions(partitions)
     edges = validate.edge_frame(edges, src, dst, weight)
     backend_name = backends.name_of_frame(edges)
-    columns = (src, dst, weight)
-    vertex_dtype = _vertex_dtype(edges.dtypes[src], edges.dtypes[dst])
+    columns = Columns(src, dst, weight)
 
     inputs = executor.partitions(edges)
     surveys = executor.gather([executor.submit(_survey, backend_name, p, columns) for p in inputs])
@@ -72,6 +83,8 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None) -> Bu
         raise InputError("the edge list is empty: it has no rows")
     rows = sum(s.rows for s in surveys)
     low, high = min(s.low for s in surveys), max(s.high for s in surveys)
+    vertex_dtype = _vertex_dtype(columns, edges.dtypes[src], edges.dtypes[dst], low, high)
+    columns = replace(columns, id_dtype=validate.numpy_dtype(vertex_dtype))
 
     identity = low >= 0 and high + 1 <= IDENTITY_SLACK * rows + IDENTITY_EXTRA
     n_bound = high + 1 if identity else min(2 * rows, high - low + 1)
@@ -86,8 +99,10 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None) -> Bu
 
     layout = Layout(n=n, n_owners=min(executor.n_owners, n))
     track_presence = ids is None
+    negative_weights = any(s.negative for s in surveys)
     shuffled = [
-        executor.submit(_split, backend_name, p, ids, columns, layout, directed, track_presence)
+        executor.submit(_split, backend_name, p, ids, columns, layout, directed, track_presence,
+                        negative_weights)
         for p in inputs
     ]
     parts = [
@@ -112,7 +127,7 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None) -> Bu
         present_bits=present_bits,
         vertex_dtype=vertex_dtype,
         n_edges_input=rows,
-        negative_weights=any(s.negative for s in surveys),
+        negative_weights=negative_weights,
     )
 
 
@@ -123,23 +138,44 @@ def _packed_presence(part):
     return be.to_host(be.xp.packbits(part.present, bitorder="little"))
 
 
-def _vertex_dtype(src_dtype, dst_dtype):
-    """The dtype of result ids: the input's own when both columns share it (pandas extension
-    dtypes such as ``Int64`` included), else the NumPy type that holds both."""
+def _vertex_dtype(columns: Columns, src_dtype, dst_dtype, low: int, high: int):
+    """The dtype of result ids, which holds every id exactly.
+
+    The input's own when both columns share it (pandas extension dtypes such as ``Int64``
+    included); else the NumPy integer dtype that holds both columns' dtypes (uint8 and int16:
+    int16); where none does (uint64 with a signed dtype, which NumPy widens to float64), int64
+    when the ids ``low .. high`` all fit it, else uint64 when none is negative.
+
+    Raises InputError, naming both columns and their dtypes, when no integer dtype holds them.
+    """
     if src_dtype == dst_dtype:
         return src_dtype
-    return np.result_type(validate.numpy_dtype(src_dtype), validate.numpy_dtype(dst_dtype))
+    common = np.promote_types(validate.numpy_dtype(src_dtype), validate.numpy_dtype(dst_dtype))
+    if common.kind in "iu":
+        return common
+    for candidate in (np.dtype("int64"), np.dtype("uint64")):
+        if np.iinfo(candidate).min <= low and high <= np.iinfo(candidate).max:
+            return candidate
+    raise InputError(
+        f"vertex id columns {columns.src!r} ({src_dtype}) and {columns.dst!r} ({dst_dtype}) have "
+        f"no integer dtype in common: their ids run from {low} (below uint64's range) to {high} "
+        f"(above int64's)"
+    )
 
 
-def _arrays(backend_name, frame, columns):
-    """The id and weight arrays of one input partition, with its data checks."""
+def _arrays(backend_name, frame, columns: Columns):
+    """The id and weight arrays of one input partition, with its data checks; both id arrays
+    of ``columns.id_dtype`` when it is set."""
     be = backends.get(backend_name)
-    src_name, dst_name, weight_name = columns
+    src_name, dst_name, weight_name = columns.src, columns.dst, columns.weight
     for name in (src_name, dst_name):
         if _has_nulls(frame[name]):
             raise InputError(f"vertex id column {name!r} holds null values")
     src = be.column(frame, src_name)
     dst = be.column(frame, dst_name)
+    if columns.id_dtype is not None:
+        src = src.astype(columns.id_dtype, copy=False)
+        dst = dst.astype(columns.id_dtype, copy=False)
     weights = None
     if weight_name is not None:
         if _has_nulls(frame[weight_name]):
@@ -187,28 +223,33 @@ def _merge_unique(backend_name, *arrays):
     return xp.unique(xp.concatenate(arrays))
 
 
-def _split(backend_name, frame, ids, columns, layout: Layout, directed: bool, track_presence: bool):
+def _split(backend_name, frame, ids, columns, layout: Layout, directed: bool, track_presence: bool,
+           negative_weights: bool):
     """Cut one input partition into ``layout.n_owners`` buckets by owner of the source.
 
-    Returns a list of ``(src, dst, weights, present_ids, halved)``, global ids. ``present_ids``
-    carries the ids whose presence the owner could not see from its own out-edges:
-    self-loop vertices, and targets of directed edges. An undirected graph with one owner is
-    passed on as it is (``halved``: each edge once, self-loops kept; ``build_csr`` stores both
-    directions), so the doubled list never exists; otherwise self-loops are dropped and
-    undirected edges doubled here.
+    Returns a list of ``(src, dst, weights, present_ids, halved, negative_loops)``, global ids.
+    ``present_ids`` carries the ids whose presence the owner could not see from its own
+    out-edges: self-loop vertices, and targets of directed edges. ``negative_loops`` carries
+    the vertices with a self-loop of negative weight when the graph has negative weights (else
+    None): the CSR keeps no self-loop, and such a loop is a negative cycle. An undirected graph
+    with one owner is passed on as it is (``halved``: each edge once, self-loops kept;
+    ``build_csr`` stores both directions), so the doubled list never exists; otherwise
+    self-loops are dropped and undirected edges doubled here.
     """
     xp, src, dst, weights = _arrays(backend_name, frame, columns)
     if ids is not None:
         src = xp.searchsorted(ids, src)
         dst = xp.searchsorted(ids, dst)
     if not directed and layout.n_owners == 1:
-        return [(src, dst, weights, None, True)]  # ids of any integer width: no copy
+        negative_loops = _negative_loops(src, dst == src, weights) if negative_weights else None
+        return [(src, dst, weights, None, True, negative_loops)]  # ids of any integer width: no copy
     src = src.astype("int64", copy=False)
     dst = dst.astype("int64", copy=False)
     loops = src == dst
     present = None
     if track_presence:
         present = xp.concatenate([src[loops], dst]) if directed else src[loops]
+    negative_loops = _negative_loops(src, loops, weights) if negative_weights else None
     keep = ~loops
     src, dst = src[keep], dst[keep]
     weights = weights[keep] if weights is not None else None
@@ -218,22 +259,33 @@ def _split(backend_name, frame, ids, columns, layout: Layout, directed: bool, tr
 
     owner = layout.owner_of(src)
     if layout.n_owners == 1:
-        return [(src, dst, weights, present, False)]
+        return [(src, dst, weights, present, False, negative_loops)]
     order = xp.argsort(owner)
     bounds = _bounds(backend_name, owner[order], layout.n_owners)
     src, dst = src[order], dst[order]
     weights = weights[order] if weights is not None else None
-    present_bounds = None
-    if present is not None:
-        present = xp.unique(present)  # sorted, so the owners' ranges are contiguous
-        present_bounds = _bounds(backend_name, layout.owner_of(present), layout.n_owners)
+    present = _by_owner(backend_name, present, layout)
+    negative_loops = _by_owner(backend_name, negative_loops, layout)
     buckets = []
     for q in range(layout.n_owners):
         lo, hi = bounds[q], bounds[q + 1]
-        bucket_present = present[present_bounds[q]:present_bounds[q + 1]] if present is not None else None
         buckets.append((src[lo:hi], dst[lo:hi], weights[lo:hi] if weights is not None else None,
-                        bucket_present, False))
+                        present[q], False, negative_loops[q]))
     return buckets
+
+
+def _negative_loops(src, loops, weights):
+    """The sources of the self-loops (``loops`` marks them) whose weight is negative."""
+    return src[loops & (weights < 0)]
+
+
+def _by_owner(backend_name, vertices, layout: Layout) -> list:
+    """``vertices`` (global ids, or None) as one sorted distinct array per owner (or Nones)."""
+    if vertices is None:
+        return [None] * layout.n_owners
+    vertices = backends.get(backend_name).xp.unique(vertices)  # sorted: owners' ranges are contiguous
+    bounds = _bounds(backend_name, layout.owner_of(vertices), layout.n_owners)
+    return [vertices[bounds[q]:bounds[q + 1]] for q in range(layout.n_owners)]
 
 
 def _bounds(backend_name, sorted_owner, n_owners) -> list:

@@ -36,7 +36,8 @@ class Graph:
         directed : bool
             True follows ``src -> dst`` only; False follows both directions.
         src, dst : str
-            Columns of integer vertex ids, any integer dtype and any values.
+            Columns of integer vertex ids, any integer dtype and any values. When their
+            dtypes differ, result ids take the integer dtype that holds every id.
         weight : str or None
             Column of finite edge weights; needed for :meth:`sssp`.
         partitions : int or None
@@ -55,8 +56,10 @@ class Graph:
         Raises
         ------
         InputError
-            A missing column, non-integer ids, null ids, NaN or infinite weights, no edges;
-            ``partitions`` not a positive integer or more than the workers.
+            A missing column, non-integer ids, null ids, NaN or infinite weights, no edges,
+            or ids that no one integer dtype holds (uint64 ids above ``2**63 - 1`` in one
+            column, negative ids in the other); ``partitions`` not a positive integer or more
+            than the workers.
         GraphTooLarge
             Before anything is built: the graph needs more memory than its owners have (the
             message gives both figures).
@@ -146,7 +149,8 @@ class Graph:
         InputError
             The graph was built without a weight column, or a source is not in the graph.
         NegativeCycleError
-            A cycle of negative total weight is reachable from a source.
+            A cycle of negative total weight is reachable from a source; a self-loop of
+            negative weight is one.
         """
         if self.weight is None:
             raise InputError("sssp needs edge weights: build the graph with weight='<column>'")

@@ -46,6 +46,9 @@ class Partition:
     ``weights``: float64 parallel to ``indices`` or None; ``present``: bool[n_local] marking the
     ids that occur in the edge list (None when every id does). ``symmetric``: the graph is
     undirected and held by one owner, so the CSR is also the CSR of the in-edges.
+    ``negative_loops``: sorted int64 local ids of the vertices with a self-loop of negative
+    weight, a negative cycle that the CSR (which keeps no self-loop) does not show; None when
+    the graph has no negative weight.
     """
 
     backend: str
@@ -58,6 +61,7 @@ class Partition:
     weights: object
     present: object
     symmetric: bool = False
+    negative_loops: object = None
 
     @property
     def xp(self):
@@ -72,11 +76,13 @@ def build_partition(backend_name: str, layout: Layout, owner: int, directed: boo
                     *buckets):
     """Assemble owner ``owner``'s :class:`Partition` from the edge buckets sent to it.
 
-    Each bucket is ``(src, dst, weights, present_ids, halved)`` of global ids: edges whose source
-    this owner holds and, when ``track_presence``, ids of this owner's vertices that occur in
-    the edge list but may have no out-edge here. ``halved`` buckets (one owner, undirected,
-    a backend that can build both directions at once) hold each undirected edge once, with its
-    self-loops; the others hold every stored direction, self-loops dropped.
+    Each bucket is ``(src, dst, weights, present_ids, halved, negative_loops)`` of global ids:
+    edges whose source this owner holds; when ``track_presence``, ids of this owner's vertices
+    that occur in the edge list but may have no out-edge here; and, when the graph has negative
+    weights, this owner's vertices with a negative self-loop (else None). ``halved`` buckets
+    (one owner, undirected, a backend that can build both directions at once) hold each
+    undirected edge once, with its self-loops; the others hold every stored direction,
+    self-loops dropped.
     """
     be = backends.get(backend_name)
     xp = be.xp
@@ -104,7 +110,16 @@ def build_partition(backend_name: str, layout: Layout, owner: int, directed: boo
         extra = _concat(xp, present_ids, "int64")
         present[extra - offset if offset else extra] = True
     return Partition(backend_name, owner, offset, n_local, layout.n, indptr, indices, csr_weights,
-                     present, symmetric=not directed and layout.n_owners == 1)
+                     present, symmetric=not directed and layout.n_owners == 1,
+                     negative_loops=_negative_loops(xp, buckets, offset))
+
+
+def _negative_loops(xp, buckets, offset):
+    """Sorted distinct local ids of the negative self-loops the buckets carry; None if none do."""
+    loops = [b[5] for b in buckets if b[5] is not None]
+    if not loops:
+        return None
+    return xp.unique(_concat(xp, loops, "int64") - offset)
 
 
 def _concat(xp, arrays, dtype):

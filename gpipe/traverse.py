@@ -15,7 +15,9 @@ the client nor the scheduler takes part between the start and the result frames.
 SSSP relaxes with frontier-based Bellman-Ford, so negative weights work. A negative cycle
 reachable from a source is detected by a cycle in the parent graph (parents change only on
 strict improvement, so without a negative cycle the parent graph stays a forest), checked at
-power-of-two rounds, and by a round bound that no negative-cycle-free graph reaches.
+power-of-two rounds, and by a round bound that no negative-cycle-free graph reaches. A negative
+self-loop, which the CSR does not hold, is a negative cycle when the traversal reaches its
+vertex: each owner checks its own (``Partition.negative_loops``) once the rounds are over.
 """
 
 from __future__ import annotations
@@ -100,7 +102,9 @@ def _sssp_owner(channel, part: Partition, ids, layout: Layout, local_sources, ne
     """This owner's result frame of an SSSP, relaxed round by round in step with its peers.
 
     Raises NegativeCycleError (on every owner at the same round) when the parent graph gets a
-    cycle, or when the rounds outrun any negative-cycle-free graph.
+    cycle, or when the rounds outrun any negative-cycle-free graph; and, after the last round,
+    on an owner that reached one of its negative self-loops (its peers, done by then, return
+    their frames; the caller sees this owner's error).
     """
     state = _initial_state(part, local_sources, SSSP)
     incoming, round_no = [], 0
@@ -115,6 +119,7 @@ def _sssp_owner(channel, part: Partition, ids, layout: Layout, local_sources, ne
             or _cycle_check_due(round_no) and _parent_cycle_anywhere(channel, part, state, round_no)
         ):
             raise NegativeCycleError("a negative-weight cycle is reachable from the source")
+    _raise_if_negative_loop_reached(part, ids, state.dist)
     return owner_frame(part, ids, state.dist, state.parent, SSSP, vertex_dtype)
 
 
@@ -213,9 +218,27 @@ def _bfs_one_owner(part: Partition, ids, sources, depth_limit, vertex_dtype):
 
 
 def _sssp_one_owner(part: Partition, ids, sources, negative_weights, vertex_dtype):
-    """The whole SSSP of a one-owner graph, in this task."""
+    """The whole SSSP of a one-owner graph, in this task. Raises NegativeCycleError."""
     dist, parent = sssp_arrays(part, sources, negative_weights)
+    _raise_if_negative_loop_reached(part, ids, dist)
     return owner_frame(part, ids, dist, parent, SSSP, vertex_dtype)
+
+
+def _raise_if_negative_loop_reached(part: Partition, ids, dist) -> None:
+    """Raise NegativeCycleError, naming the vertex by its input id, if ``dist`` reaches one of
+    ``part``'s vertices with a negative self-loop: going round the loop shortens every path
+    through it without end. The CSR holds no self-loops, so relaxation never sees these."""
+    loops = part.negative_loops
+    if loops is None or loops.size == 0:
+        return
+    reached = loops[part.xp.isfinite(dist[loops])]
+    if reached.size == 0:
+        return
+    vertex = part.offset + reached[0].item()
+    if ids is not None:
+        vertex = ids[vertex].item()
+    raise NegativeCycleError(
+        f"a negative-weight cycle is reachable from the source: the self-loop on vertex {vertex}")
 
 
 def bfs_arrays(part: Partition, sources, depth_limit=None):
@@ -243,7 +266,9 @@ def bfs_arrays(part: Partition, sources, depth_limit=None):
 def sssp_arrays(part: Partition, sources, negative_weights: bool):
     """SSSP over a one-owner partition from global ids ``sources``: ``(dist float64, parent int64)``.
 
-    ``dist`` is +inf and ``parent`` -1 where unreached. Raises NegativeCycleError.
+    ``dist`` is +inf and ``parent`` -1 where unreached. Raises NegativeCycleError for a
+    reachable negative cycle of the CSR; negative self-loops (``part.negative_loops``, not in
+    the CSR) are the caller's to check.
     """
     kernels = backends.get(part.backend).kernels
     xp = part.xp

@@ -1,9 +1,9 @@
 """Test helpers: seeded random edge lists and the expected answers from SciPy and NetworkX.
 
 Nothing here imports gpipe. The expected distances come from ``scipy.sparse.csgraph`` on a
-CSR matrix built the way the contract defines the graph: self-loops dropped, parallel edges
-collapsed to the lightest, and an undirected graph symmetrized with the minimum of both
-directions. A couple of cases cross-check with NetworkX.
+CSR matrix built the way the contract defines the graph: self-loops dropped unless negative (a
+negative self-loop is a negative cycle), parallel edges collapsed to the lightest, and an
+undirected graph symmetrized with the minimum of both directions. A couple of cases cross-check with NetworkX.
 
 Distances are returned as a float64 ``pandas.Series`` indexed by vertex id, NaN = unreached.
 """
@@ -57,7 +57,8 @@ def random_edges(n, m, *, seed, weights=None, ids="dense", dtype="int64", compon
         None: no weight column. positive: uniform in [0.5, 10). nonnegative: integers 0..4
         as floats (many zeros: zero-weight cycles). integer: int64 weights 1..9.
         dag_negative: every edge goes up a random topological order, weights integers in
-        [-5, 10] as floats (negative edges, no cycle at all).
+        [-5, 10] as floats (negative edges, no negative cycle: self-loops get non-negative
+        weights).
     ids : one of ID_STYLES
     components : int
         Split the vertices into this many blocks; an edge never joins two blocks.
@@ -94,7 +95,10 @@ def random_edges(n, m, *, seed, weights=None, ids="dense", dtype="int64", compon
     id_of = vertex_ids(n + 1, ids, seed=seed + 1, dtype=dtype)
     frame = pd.DataFrame({src: id_of[a], dst: id_of[b]})
     if weights is not None:
-        frame[weight] = random_weights(len(a), weights, rng)
+        values = random_weights(len(a), weights, rng)
+        if weights == "dag_negative":
+            values[a == b] = np.abs(values[a == b])  # a negative self-loop is a negative cycle
+        frame[weight] = values
     return frame
 
 
@@ -134,8 +138,9 @@ def widest_source(edges, *, directed, src="src", dst="dst"):
 def to_csr(edges, *, directed, src="src", dst="dst", weight=None):
     """``(ids, matrix)``: sorted vertex ids and the n x n CSR matrix of lightest edges.
 
-    Self-loops dropped; parallel edges reduced to the lightest; undirected graphs get
-    ``A[i, j] = A[j, i] = min`` over both directions. Zero weights stay explicit entries,
+    Self-loops dropped unless negative (SciPy sees those as the negative cycles they are);
+    parallel edges reduced to the lightest; undirected graphs get ``A[i, j] = A[j, i] = min``
+    over both directions. Zero weights stay explicit entries,
     which csgraph treats as edges of length 0.
     """
     s = edges[src].to_numpy()
@@ -145,7 +150,7 @@ def to_csr(edges, *, directed, src="src", dst="dst", weight=None):
     u = np.searchsorted(ids, s).astype(np.int64)
     v = np.searchsorted(ids, d).astype(np.int64)
     w = np.ones(len(u)) if weight is None else edges[weight].to_numpy(dtype=np.float64)
-    keep = u != v
+    keep = (u != v) | (w < 0)
     u, v, w = u[keep], v[keep], w[keep]
     if not directed:
         u, v, w = np.concatenate([u, v]), np.concatenate([v, u]), np.concatenate([w, w])
@@ -210,7 +215,7 @@ def expected_networkx(edges, sources, *, directed, src="src", dst="dst", weight=
     graph.add_nodes_from(v.item() for v in ids)
     frame = edges[[src, dst]].copy()
     frame["w"] = 1.0 if weight is None else edges[weight].astype(np.float64)
-    frame = frame[frame[src] != frame[dst]]
+    frame = frame[(frame[src] != frame[dst]) | (frame["w"] < 0)]  # negative loops: unbounded
     if not directed:
         a, b = frame[src].to_numpy(), frame[dst].to_numpy()
         frame[src], frame[dst] = np.minimum(a, b), np.maximum(a, b)

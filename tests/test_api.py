@@ -20,6 +20,7 @@ import pytest
 
 import gpipe
 import reference
+from gpipe import validate
 from gpipe.verify import check_bfs_tree, check_sssp_tree
 
 pytestmark = pytest.mark.timeout(180)
@@ -167,7 +168,7 @@ def test_self_loop_only_vertex(engine):
     out = sorted_frame(run_bfs(engine, edges, [1, 9], directed=True))
     row = out[out["vertex"] == 9]
     assert row["distance"].tolist() == [0] and row["parent"].isna().all()
-    out = sorted_frame(run_sssp(engine, edges.assign(weight=[1.0, 2.0, -5.0]), 9,
+    out = sorted_frame(run_sssp(engine, edges.assign(weight=[1.0, 2.0, 5.0]), 9,
                                 directed=True))
     assert out["distance"].isna().tolist() == [True, True, True, False]
 
@@ -196,6 +197,95 @@ def test_huge_uint64_ids(engine):
     out = sorted_frame(run_sssp(engine, edges, int(ids[1]), directed=True))
     assert out["distance"].isna().tolist() == [True, False, False, False, False]
     assert out["distance"].iloc[1:].tolist() == [0.0, 2.0, 5.0, 9.0]
+
+
+def mixed_id_edges(src_dtype, dst_dtype, ids, seed):
+    """A random weighted edge list whose id columns have different dtypes. Negative ids of
+    the ``ids="negative"`` style are kept out of an unsigned column: such an edge is turned
+    round, or dropped when both its ends are negative."""
+    edges = reference.random_edges(120, 400, seed=seed, weights="positive", ids=ids)
+    unsigned = [c for c, d in (("src", src_dtype), ("dst", dst_dtype))
+                if validate.numpy_dtype(pd.api.types.pandas_dtype(d)).kind == "u"]
+    for column in unsigned:
+        other = "dst" if column == "src" else "src"
+        turn = edges[column] < 0
+        edges.loc[turn, [column, other]] = edges.loc[turn, [other, column]].to_numpy()
+        edges = edges[edges[column] >= 0]
+    return edges.astype({"src": src_dtype, "dst": dst_dtype}).reset_index(drop=True)
+
+
+def run_mixed_ids(engine, edges, id_dtype, *, directed, seed):
+    """BFS and SSSP on ``edges``, whose result ids must come back as ``id_dtype``; compared
+    with SciPy on the edge list with both id columns mapped to ``id_dtype``."""
+    mapped = edges.astype({"src": id_dtype, "dst": id_dtype})
+    source = reference.pick_sources(mapped, 1, seed=seed)[0]
+    frame = engine.frame(edges)
+    out = check_frame(engine, gpipe.bfs(frame, source, directed=directed), id_dtype=id_dtype,
+                      kind="bfs")
+    reference.assert_distances(out, reference.expected_bfs(mapped, source, directed=directed))
+    check_bfs_tree(mapped, out, source, directed=directed)
+    out = check_frame(engine, gpipe.sssp(frame, source, directed=directed), id_dtype=id_dtype,
+                      kind="sssp")
+    reference.assert_distances(out, reference.expected_sssp(mapped, source, directed=directed),
+                               exact=False)
+    check_sssp_tree(mapped, out, source, directed=directed)
+    assert out["distance"].notna().sum() > 5, "degenerate case: nothing reached"
+    return out
+
+
+MIXED_ID_CASES = {  # src dtype, dst dtype, id style, the dtype that holds both
+    "uint64-int64": ("uint64", "int64", "sparse", "int64"),
+    "uint64-int64-negative": ("uint64", "int64", "negative", "int64"),
+    "int64-uint64-negative": ("int64", "uint64", "negative", "int64"),
+    "uint32-int64": ("uint32", "int64", "shuffled", "int64"),
+    "uint8-int16": ("uint8", "int16", "shuffled", "int16"),
+    "int16-uint16-negative": ("int16", "uint16", "negative", "int32"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MIXED_ID_CASES))
+@pytest.mark.parametrize("directed", [True, False], ids=["directed", "undirected"])
+def test_mixed_signed_and_unsigned_ids(engine, name, directed):
+    src_dtype, dst_dtype, ids, common = MIXED_ID_CASES[name]
+    edges = mixed_id_edges(src_dtype, dst_dtype, ids, seed=len(name))
+    out = run_mixed_ids(engine, edges, common, directed=directed, seed=len(name))
+    if ids == "negative":  # negative ids were reached, and came back exact (SciPy agreed)
+        assert (out.loc[out["distance"].notna(), "vertex"] < 0).any()
+
+
+@pytest.mark.parametrize("src_dtype, dst_dtype, common", [
+    ("UInt64", "Int64", "int64"), ("Int64", "uint64", "int64"), ("uint8", "Int16", "int16"),
+    ("UInt32", "int64", "int64"),
+])
+def test_mixed_pandas_extension_id_dtypes(cpu_engine, src_dtype, dst_dtype, common):
+    """Extension dtypes mixed with each other or with NumPy ones: the NumPy dtype that holds
+    both, ids exact."""
+    edges = mixed_id_edges(src_dtype, dst_dtype, "negative", seed=5)
+    run_mixed_ids(cpu_engine, edges, common, directed=True, seed=5)
+
+
+def test_huge_uint64_ids_with_int64_ids(engine):
+    """uint64 ids above int64's range and non-negative int64 ids share uint64, exactly."""
+    top = np.iinfo(np.uint64).max
+    edges = pd.DataFrame({"src": np.array([2**63 + 5, top, 3, 2**63 + 5], dtype=np.uint64),
+                          "dst": np.array([3, 2**62, 7, 7], dtype=np.int64),
+                          "weight": [1.0, 2.0, 4.0, 6.0]})
+    out = sorted_frame(check_frame(engine, gpipe.sssp(engine.frame(edges, 2), 2**63 + 5),
+                                   id_dtype="uint64", kind="sssp"))
+    assert out["vertex"].tolist() == [3, 7, 2**62, 2**63 + 5, top]
+    assert out["distance"].fillna(-1.0).tolist() == [1.0, 5.0, -1.0, 0.0, -1.0]
+    assert out["parent"].tolist()[:2] == [2**63 + 5, 3] and out["parent"].iloc[2:].isna().all()
+    mapped = edges.astype({"dst": "uint64"})
+    reference.assert_distances(out, reference.expected_sssp(mapped, 2**63 + 5, directed=True))
+
+
+def test_ids_no_integer_dtype_holds_raise(engine):
+    """uint64 ids above 2**63 - 1 with negative int64 ids: neither int64 nor uint64 holds all."""
+    edges = pd.DataFrame({"a": np.array([2**63, 1], dtype=np.uint64),
+                          "b": np.array([-1, 2], dtype=np.int64)})
+    frame = engine.frame(edges, 1)
+    with pytest.raises(gpipe.InputError, match=r"'a' \(uint64\).*'b' \(int64\)"):
+        gpipe.bfs(frame, 1, src="a", dst="b")
 
 
 @pytest.mark.parametrize("form", ["int", "numpy-scalar", "list-of-one", "list"])
@@ -315,8 +405,8 @@ def with_edge(edges, src, dst, weight):
     return pd.concat([edges, row], ignore_index=True)
 
 
-def raises_in_call_or_compute(error, fn):
-    with pytest.raises(error):
+def raises_in_call_or_compute(error, fn, match=None):
+    with pytest.raises(error, match=match):
         result = fn()
         result.compute()
 
@@ -336,10 +426,86 @@ def test_unreachable_negative_cycle_does_not_raise(engine):
     run_sssp(engine, edges, 4, directed=True)
 
 
-def test_negative_self_loop_is_ignored(engine):
-    edges = pd.DataFrame({"src": [0, 1, 1], "dst": [1, 1, 2], "weight": [1.0, -5.0, 2.0]})
-    out = sorted_frame(run_sssp(engine, edges, 0, directed=True))
-    assert out["distance"].tolist() == [0.0, 1.0, 3.0]
+def self_loop_graph():
+    """Two components. 0 -> 1 -> 2 with a self-loop of weight -1 on 1 (a negative cycle);
+    5 -> 6 -> 7 with self-loops of weight 3 on 6 and 0 on 7 (ignored). The ids are dense,
+    so on two owners 0..3 and 4..7 fall to different owners."""
+    return pd.DataFrame({
+        "src": [0, 1, 1, 5, 6, 6, 7],
+        "dst": [1, 1, 2, 6, 6, 7, 7],
+        "weight": [1.0, -1.0, 2.0, 1.0, 3.0, 0.5, 0.0],
+    })
+
+
+def assert_scipy_finds_a_negative_cycle(edges, sources, *, directed):
+    from scipy.sparse import csgraph
+
+    with pytest.raises(csgraph.NegativeCycleError):
+        reference.expected_sssp(edges, sources, directed=directed)
+
+
+@pytest.mark.parametrize("directed", [True, False], ids=["directed", "undirected"])
+@pytest.mark.parametrize("sources", [0, 2, [5, 1]], ids=["before", "after", "multi"])
+def test_reachable_negative_self_loop_raises(engine, directed, sources):
+    edges = self_loop_graph()
+    if directed and sources == 2:
+        sources = 1  # 2 has no out-edge; start on the looped vertex itself
+    assert_scipy_finds_a_negative_cycle(edges, sources, directed=directed)
+    frame = engine.frame(edges, npartitions=2)
+    raises_in_call_or_compute(gpipe.NegativeCycleError,
+                              lambda: gpipe.sssp(frame, sources, directed=directed))
+    graph = gpipe.Graph.from_edges(frame, directed=directed, weight="weight")
+    raises_in_call_or_compute(gpipe.NegativeCycleError, lambda: graph.sssp(sources))
+
+
+@pytest.mark.parametrize("directed", [True, False], ids=["directed", "undirected"])
+def test_unreachable_negative_self_loop_does_not_raise(engine, directed):
+    edges = self_loop_graph()
+    out = sorted_frame(run_sssp(engine, edges, 5, directed=directed))
+    assert out.set_index("vertex")["distance"].dropna().to_dict() == {5: 0.0, 6: 1.0, 7: 1.5}
+    if directed:  # 2 lies beyond the loop: from it, the loop is out of reach
+        out = sorted_frame(run_sssp(engine, edges, 2, directed=True))
+        assert out.set_index("vertex")["distance"].dropna().to_dict() == {2: 0.0}
+
+
+def test_non_negative_self_loops_are_ignored(engine):
+    edges = self_loop_graph()
+    edges.loc[edges["src"] == 1, "weight"] = [4.0, 2.0]  # the negative loop made positive
+    for directed in (True, False):
+        out = sorted_frame(run_sssp(engine, edges, 0, directed=directed))
+        assert out["distance"].iloc[:3].tolist() == [0.0, 1.0, 3.0]
+
+
+@pytest.mark.parametrize("edges", [
+    pd.DataFrame({"src": [0], "dst": [0], "weight": [-1.0]}),
+    pd.DataFrame({"src": [3, 4, 9], "dst": [4, 5, 9], "weight": [1.0, -2.0, -0.5]}),
+], ids=["lone-loop", "loop-only-vertex"])
+@pytest.mark.parametrize("directed", [True, False], ids=["directed", "undirected"])
+def test_negative_self_loop_on_a_source_raises(engine, edges, directed):
+    """The looped vertex is a source; a lone vertex is one owner even on the cluster, whose
+    lazy result then raises at compute."""
+    source = int(edges["src"].iloc[-1])
+    assert_scipy_finds_a_negative_cycle(edges, source, directed=directed)
+    frame = engine.frame(edges, npartitions=1)
+    raises_in_call_or_compute(gpipe.NegativeCycleError,
+                              lambda: gpipe.sssp(frame, source, directed=directed))
+
+
+def test_negative_self_loop_on_any_owner_raises(engine):
+    """A loop on the smallest id (the first owner) or the largest (the last owner) of a path
+    whose consecutive vertices lie on different owners; from beyond the loop, no error."""
+    edges, order = shuffled_path(40, seed=73)
+    edges["weight"] = edges["weight"].abs()  # no negative edge but the loop
+    for looped in (order.min(), order.max()):
+        at = int(np.flatnonzero(order == looped)[0])
+        with_loop = with_edge(edges, looped, looped, -0.25)
+        assert_scipy_finds_a_negative_cycle(with_loop, int(order[0]), directed=True)
+        frame = engine.frame(with_loop)
+        raises_in_call_or_compute(gpipe.NegativeCycleError,
+                                  lambda: gpipe.sssp(frame, int(order[0])),
+                                  match=f"self-loop on vertex {looped}$")
+        if at + 1 < len(order):
+            run_sssp(engine, with_loop, int(order[at + 1]), directed=True)
 
 
 def test_undirected_negative_edge_is_a_negative_cycle(engine):

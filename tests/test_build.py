@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from gpipe import build, execution
+from gpipe.errors import InputError
 from gpipe.partition import Layout
 
 
@@ -76,3 +77,49 @@ def test_shuffle_sends_each_edge_to_the_owner_of_its_source(n_owners):
         owned = np.repeat(np.arange(part.n_local) + part.offset, np.diff(part.indptr))
         got |= set(zip(owned.tolist(), part.indices.tolist()))
     assert got == {(s, d) for s, d in zip(src.tolist(), dst.tolist()) if s != d}
+
+
+@pytest.mark.parametrize("directed", [True, False], ids=["directed", "undirected"])
+@pytest.mark.parametrize("n_owners", [1, 2])
+def test_negative_self_loops_are_listed_by_owner(directed, n_owners):
+    executor = execution.InProcess()
+    executor.n_owners = n_owners
+    edges = _edges([0, 1, 1, 5, 5, 6], [1, 1, 2, 5, 5, 6], w=[1.0, -1.0, 2.0, -2.0, -3.0, 4.0])
+    built = build.build(executor, edges, directed=directed, src="src", dst="dst", weight="w")
+    loops = [part.offset + part.negative_loops for part in built.parts]
+    assert [p.negative_loops.dtype for p in built.parts] == [np.int64] * n_owners
+    assert np.concatenate(loops).tolist() == [1, 5]  # 6's loop is positive; 5's listed once
+    for part in built.parts:  # and the CSR still holds no self-loop
+        owned = np.repeat(np.arange(part.n_local) + part.offset, np.diff(part.indptr))
+        assert not (owned == part.indices).any()
+
+
+def test_negative_self_loops_are_not_looked_for_without_negative_weights():
+    built = build.build(execution.InProcess(), _edges([0, 1], [1, 1], w=[1.0, 2.0]), directed=True,
+                        src="src", dst="dst", weight="w")
+    assert built.parts[0].negative_loops is None
+
+
+U64_TOP = 2**64 - 1
+
+
+@pytest.mark.parametrize("src_dtype, dst_dtype, low, high, expected", [
+    ("int32", "int32", -5, 5, "int32"),
+    ("Int64", "Int64", -5, 5, "Int64"),  # one dtype: the input's own, extension included
+    ("uint8", "int16", 0, 200, "int16"),
+    ("uint32", "int64", -5, 2**32 - 1, "int64"),
+    ("uint64", "int64", -5, 2**63 - 1, "int64"),
+    ("int8", "uint64", 0, 2**63, "uint64"),
+    ("UInt64", "Int64", -5, 5, "int64"),
+    ("Int64", "uint64", 0, U64_TOP, "uint64"),
+])
+def test_vertex_dtype_holds_both_columns(src_dtype, dst_dtype, low, high, expected):
+    dtypes = [pd.api.types.pandas_dtype(d) for d in (src_dtype, dst_dtype, expected)]
+    got = build._vertex_dtype(build.Columns("s", "d", None), dtypes[0], dtypes[1], low, high)
+    assert got == dtypes[2] and type(got) is type(dtypes[2])
+
+
+def test_vertex_dtype_that_no_integer_dtype_holds_is_an_input_error():
+    with pytest.raises(InputError, match=r"'s' \(uint64\) and 'd' \(Int64\)"):
+        build._vertex_dtype(build.Columns("s", "d", None), np.dtype("uint64"), pd.Int64Dtype(),
+                            -1, 2**63)

@@ -27,7 +27,7 @@ class GraphLost(GpipeError):
     """
 
 
-class OutOfMemory(GpipeError, MemoryError):
+class OutOfMemory(MemoryError, GpipeError):
     """A worker ran out of memory (host or device) building or traversing a graph.
 
     The message names the worker or partition and, where known, the sizes involved.

@@ -8,6 +8,7 @@ handles are plain values.
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import time
 import uuid
@@ -66,6 +67,10 @@ class Executor:
         """An executor whose owner ``p`` runs on ``workers[p]`` (from :meth:`memory`)."""
         raise NotImplementedError
 
+    def span(self, name: str):
+        """A context whose tasks the Dask dashboard groups under ``name`` (its span view)."""
+        return contextlib.nullcontext()
+
     def wait_for_workers(self, count: int) -> None:
         """Give the cluster up to WORKER_WAIT_S seconds to have ``count`` workers (no error)."""
 
@@ -86,7 +91,7 @@ class InProcess(Executor):
     """No Dask client: one owner, everything runs here, handles are the values themselves."""
 
     def submit(self, fn, *args, owner=None):
-        return fn(*args)
+        return run_task(fn, *args)
 
     def gather(self, handles):
         return list(handles)
@@ -133,10 +138,11 @@ class OnCluster(Executor):
         self.n_owners = len(self.workers)
 
     def submit(self, fn, *args, owner=None):
+        key = f"{task_name(fn, args)}-{'' if owner is None else f'{owner}-'}{uuid.uuid4().hex}"
         if owner is None:
-            return self.client.submit(fn, *args, pure=False)
+            return self.client.submit(run_task, fn, *args, key=key)
         return self.client.submit(
-            fn, *args, workers=[self.workers[owner]], allow_other_workers=False, pure=False
+            run_task, fn, *args, key=key, workers=[self.workers[owner]], allow_other_workers=False
         )
 
     def gather(self, handles):
@@ -206,6 +212,11 @@ class OnCluster(Executor):
                 time.sleep(WATCH_S)
         self.client._gpipe_peer_messages = True
 
+    def span(self, name):
+        from distributed import span
+
+        return span(name)
+
     def wait_for_workers(self, count):
         try:
             self.client.wait_for_workers(count, timeout=WORKER_WAIT_S)
@@ -231,6 +242,44 @@ class OnCluster(Executor):
         frame = self.client.persist(frame)
         wait(frame)
         return frame
+
+
+# The names that tasks show in the dashboard: gpipe-<step>-<owner>-<unique>.
+TASK_NAMES = {
+    "_survey": "survey", "_unique_ids": "ids", "_merge_unique": "ids", "_split": "shuffle",
+    "build_partition": "build", "_packed_presence": "build-presence", "getitem": "shuffle-part",
+    "_bfs_one_owner": "bfs", "_sssp_one_owner": "sssp", "_bfs_owner": "bfs", "_sssp_owner": "sssp",
+}
+
+
+def task_name(fn, args=()) -> str:
+    """``gpipe-<step>`` for ``fn`` (a long owner task is named for the traversal it runs)."""
+    from gpipe import peers
+
+    if fn is peers.run_owner and args:
+        fn = args[0]
+    name = getattr(fn, "__name__", type(fn).__name__)
+    return "gpipe-" + TASK_NAMES.get(name, name.strip("_").replace("_", "-"))
+
+
+def run_task(fn, *args):
+    """``fn(*args)``, with running out of memory (host, CuPy or RMM) raised as OutOfMemory that
+    names the partition it was working on."""
+    from gpipe.errors import OutOfMemory
+    from gpipe.partition import Partition
+
+    try:
+        return fn(*args)
+    except OutOfMemory:
+        raise
+    except MemoryError as error:
+        part = next((a for a in args if isinstance(a, Partition)), None)
+        where = ""
+        if part is not None:
+            where = (f" on partition {part.owner} ({part.n_local:,} vertices, {part.n_edges:,} "
+                     f"stored edges, {part.nbytes / 2**30:.2f} GiB)")
+        device = "device" if "cupy" in type(error).__module__ or "rmm" in type(error).__module__ else "host"
+        raise OutOfMemory(f"{task_name(fn, args)}{where} ran out of {device} memory: {error}") from error
 
 
 def _lost(what: str):

@@ -75,8 +75,10 @@ class Graph:
         [0.0, 0.5, 2.5]
         """
         def build():
-            return builder.build(execution.current(), edges, directed=directed, src=src, dst=dst,
-                                 weight=weight, partitions=partitions)
+            executor = execution.current()
+            with executor.span("gpipe-build"):
+                return builder.build(executor, edges, directed=directed, src=src, dst=dst,
+                                     weight=weight, partitions=partitions)
 
         return cls(build(), directed=directed, weight=weight, rebuild=build)
 
@@ -121,8 +123,8 @@ class Graph:
             A source that is not in the graph, or a negative ``depth_limit``.
         """
         depth_limit = validate.depth_limit(depth_limit)
-        frames = self._query(lambda built, sources: traverse.bfs(self._executor, built, sources, depth_limit),
-                             source)
+        frames = self._query("gpipe-bfs", source, lambda built, sources: traverse.bfs(
+            self._executor, built, sources, depth_limit))
         return self._frame(frames, result.BFS)
 
     def sssp(self, source):
@@ -154,11 +156,12 @@ class Graph:
         """
         if self.weight is None:
             raise InputError("sssp needs edge weights: build the graph with weight='<column>'")
-        frames = self._query(lambda built, sources: traverse.sssp(self._executor, built, sources), source)
+        frames = self._query("gpipe-sssp", source,
+                             lambda built, sources: traverse.sssp(self._executor, built, sources))
         return self._frame(frames, result.SSSP)
 
-    def _query(self, run, source) -> list:
-        """``run(built, global sources)``'s frame handles, waited for.
+    def _query(self, name, source, run) -> list:
+        """``run(built, global sources)``'s frame handles, waited for, under the span ``name``.
 
         A graph whose partitions were lost with a worker (before or during the query) is
         rebuilt from its input and the query run once more; GraphLost when that fails too.
@@ -168,7 +171,8 @@ class Graph:
                 self._rebuild_from_input()
             sources = self._global_sources(source)
             try:
-                frames = run(self._built, sources)
+                with self._executor.span(name):
+                    frames = run(self._built, sources)
                 self._executor.wait(frames)
                 return frames
             except GraphLost:

@@ -71,6 +71,12 @@ class Partition:
     def n_edges(self) -> int:
         return int(self.indices.shape[0])
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the CSR, weights and presence mask."""
+        arrays = (self.indptr, self.indices, self.weights, self.present)
+        return sum(int(a.nbytes) for a in arrays if a is not None)
+
 
 def build_partition(backend_name: str, layout: Layout, owner: int, directed: bool, track_presence: bool,
                     *buckets):

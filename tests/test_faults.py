@@ -101,3 +101,28 @@ def test_a_restarted_client_with_persisted_input_raises_graph_lost(client):
     with pytest.raises(gpipe.GraphLost, match="cannot be read again"):
         graph.bfs(int(edges["src"].iloc[0]))
     assert time.monotonic() - start < DEADLINE_S
+
+
+def test_tasks_are_named_for_their_step_and_grouped_in_a_span(client):
+    edges = reference.random_edges(n=100, m=300, seed=25)
+    graph = gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=2), directed=False, partitions=2)
+    graph.bfs(int(edges["src"].iloc[0])).compute()
+    prefixes = client.run_on_scheduler(lambda dask_scheduler: sorted(dask_scheduler.task_prefixes))
+    assert {"gpipe-build", "gpipe-bfs", "gpipe-survey", "gpipe-shuffle"} <= set(prefixes)
+    spans = client.run_on_scheduler(
+        lambda dask_scheduler: sorted({s.name[-1] for s in dask_scheduler.extensions["spans"].spans.values()}))
+    assert {"gpipe-build", "gpipe-bfs"} <= set(spans)
+
+
+def test_running_out_of_memory_in_a_task_names_the_partition(client):
+    from gpipe import execution
+
+    edges = reference.random_edges(n=100, m=300, seed=26)
+    graph = gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=2), directed=False)
+
+    def _bfs_one_owner(part, *args):
+        raise MemoryError("Out of memory allocating 1,000,000,000 bytes")
+
+    with pytest.raises(gpipe.OutOfMemory, match=r"gpipe-bfs on partition 0 \(\d+ vertices, \d+ stored edges"):
+        graph._executor.gather([graph._executor.submit(_bfs_one_owner, graph._built.parts[0], owner=0)])
+    assert execution.task_name(_bfs_one_owner) == "gpipe-bfs"

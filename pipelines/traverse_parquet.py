@@ -229,10 +229,29 @@ def configure_logging(level=logging.INFO):
     """Log gpipe's messages (not Dask's) to stderr with timestamps, once per process."""
     logger = logging.getLogger("gpipe")
     if not logger.handlers:
-        handler = logging.StreamHandler()
+        handler = _StderrHandler()
         handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(message)s"))
         logger.addHandler(handler)
     logger.setLevel(level)
+
+
+class _StderrHandler(logging.StreamHandler):
+    """A stream handler that writes to ``sys.stderr`` as it is when a message is logged.
+
+    A plain ``StreamHandler()`` keeps the stream it was made with; when that was a replacement
+    (a test's captured stderr, since closed), every later message is lost.
+    """
+
+    def __init__(self):
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value):
+        pass
 
 
 def _validate(config):

@@ -132,6 +132,16 @@ def test_missing_edges_path_is_an_input_error(tmp_path, capsys):
     assert str(tmp_path / "nothing") in capsys.readouterr().err
 
 
+def test_edges_that_are_not_parquet_are_one_line_and_exit_2(graph, tmp_path, capsys):
+    edges, _ = graph
+    path = tmp_path / "edges.csv"
+    edges.to_csv(path, index=False)
+    assert main(["bfs", str(path), "--source", "0", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    line = [text for text in err.splitlines() if text.startswith("gpipe: error:")]
+    assert len(line) == 1 and str(path) in line[0] and "Traceback" not in err, err
+
+
 def pipeline_config(tmp_path, folder, source, **changes):
     config = {
         "algorithm": "sssp",

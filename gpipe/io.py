@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from gpipe import backend as backends
 from gpipe.errors import InputError
 
+WEIGHT = "weight"  # the weight column read_edges keeps when it is asked for none in particular
 BLOCK_BYTES = 256 * 2**20  # CPU: a file larger than this (uncompressed) is read as several partitions
 
 
@@ -30,7 +31,8 @@ def read_edges(path, *, src="src", dst="dst", weight=None, backend="auto"):
     src, dst : str
         Columns of integer vertex ids.
     weight : str or None
-        Column of edge weights to read as well.
+        Column of edge weights to read as well. None (default): a column named ``weight`` is
+        kept when the files have one, so ``gpipe.sssp(gpipe.read_edges(path), s)`` works.
     backend : {"auto", "cpu", "gpu"}
         ``"gpu"`` reads into cuDF partitions (needs cuDF and a GPU), ``"cpu"`` into pandas,
         ``"auto"`` picks the GPU when one is usable.
@@ -38,7 +40,7 @@ def read_edges(path, *, src="src", dst="dst", weight=None, backend="auto"):
     Returns
     -------
     dask.dataframe.DataFrame
-        Lazily read, with only the named columns. Local files are
+        Lazily read, with only the named columns (and ``weight`` if found). Local files are
         read one partition per file, by pyarrow on CPU (files larger than 256 MiB
         uncompressed: one partition per 256 MiB of row groups) and by ``cudf.read_parquet``
         on GPU (straight into device memory); selecting columns of the frame reads only those.
@@ -51,6 +53,13 @@ def read_edges(path, *, src="src", dst="dst", weight=None, backend="auto"):
         (the message names it); a named column is not in the files. Later, when the frame is
         computed, a local file whose data cannot be decoded (the message names it).
 
+    Examples
+    --------
+    >>> import pandas as pd, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "edges.parquet")
+    >>> pd.DataFrame({"src": [0, 1], "dst": [1, 2], "weight": [0.5, 2.0]}).to_parquet(path)
+    >>> list(read_edges(path, backend="cpu").columns)
+    ['src', 'dst', 'weight']
     """
     backend = backends.resolve(backend)
     path = os.fspath(path)
@@ -76,7 +85,7 @@ def _read_url(path, src, dst, weight, backend):
         except pa.ArrowInvalid as error:
             raise InputError(f"cannot read Parquet edges at {path!r}: {_one_line(error)}") from None
     available = list(frame.columns)
-    columns = [src, dst] + ([weight] if weight is not None else [])
+    columns = [src, dst] + _weight_columns(weight, [available], src, dst)
     for name in columns:
         if name not in available:
             raise InputError(f"edge column {name!r} not found in {path!r}; it has columns {available}")
@@ -130,13 +139,21 @@ def _one_line(error) -> str:
 def _edge_columns(path, footers, src, dst, weight) -> list:
     """The columns to read: ``src``, ``dst`` and the weight; InputError naming a file that lacks one."""
     names = {file: footer.schema.to_arrow_schema().names for file, footer in footers.items()}
-    columns = [src, dst] + ([weight] if weight is not None else [])
+    columns = [src, dst] + _weight_columns(weight, list(names.values()), src, dst)
     for file, available in names.items():
         for name in columns:
             if name not in available:
                 where = repr(path) if file == path else f"{file!r} (of {path!r})"
                 raise InputError(f"edge column {name!r} not found in {where}; it has columns {available}")
     return columns
+
+
+def _weight_columns(weight, names_per_file, src, dst) -> list:
+    """``[weight]``; for None, ``["weight"]`` when every file has that column and it is no id column."""
+    if weight is not None:
+        return [weight]
+    found = all(WEIGHT in names for names in names_per_file) and WEIGHT not in (src, dst)
+    return [WEIGHT] if found else []
 
 
 def _read_files_into_pandas(footers, columns):

@@ -83,3 +83,25 @@ def test_a_missing_column_names_the_file_that_lacks_it(tmp_path):
     with pytest.raises(gpipe.InputError, match="'weight'") as info:
         gpipe.read_edges(folder, weight="weight", backend="cpu")
     assert_names_file(info, folder / "part.1.parquet")
+
+
+def test_a_weight_column_is_kept_so_sssp_finds_it(tmp_path):
+    path = tmp_path / "edges.parquet"
+    edges(weight=[1.0, 2.0, 4.0]).to_parquet(path, index=False)
+    frame = gpipe.read_edges(path, backend="cpu")
+    assert list(frame.columns) == ["src", "dst", "weight"]
+    result = gpipe.sssp(frame, 0).compute().sort_values("vertex")
+    assert result["distance"].tolist() == [0.0, 1.0, 3.0]
+
+
+def test_without_a_weight_column_only_the_ids_are_read(tmp_path):
+    path = tmp_path / "edges.parquet"
+    edges(cost=[1.0, 2.0, 4.0]).to_parquet(path, index=False)
+    assert list(gpipe.read_edges(path, backend="cpu").columns) == ["src", "dst"]
+
+
+def test_sssp_says_how_to_read_a_missing_weight_column(tmp_path):
+    path = tmp_path / "edges.parquet"
+    edges(cost=[1.0, 2.0, 4.0]).to_parquet(path, index=False)
+    with pytest.raises(gpipe.InputError, match=r"read_edges\(\.\.\., weight='cost'\)"):
+        gpipe.sssp(gpipe.read_edges(path, backend="cpu"), 0, weight="cost")

@@ -74,6 +74,16 @@ def test_bfs_several_sources_and_depth_limit(graph, tmp_path):
     check_bfs_tree(edges, result, sources, directed=False, depth_limit=1)
 
 
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_quiet_before_or_after_the_command(graph, tmp_path, capsys, where):
+    edges, folder = graph
+    argv = ["bfs", str(folder), "--source", str(sources_of(edges, 1)[0]), "--out", str(tmp_path / "bfs")]
+    assert main(["-q"] + argv if where == "before" else argv + ["-q"]) == 0
+    assert "gpipe.pipeline" not in capsys.readouterr().err
+    assert main(argv + ["--overwrite"]) == 0  # and without it, the step timings are back
+    assert "gpipe.pipeline" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("directed", [True, False])
 def test_sssp_matches_scipy_with_renamed_columns(graph, tmp_path, directed):
     edges, _ = graph

@@ -15,13 +15,15 @@ Exit status: 0 on success; 2 with a one-line message on stderr when the configur
 the data is unusable (:class:`gpipe.InputError`); 1 with a one-line message for other gpipe
 errors (a negative cycle). Anything else is a bug and prints its traceback.
 
-The configuration file (see ``conf/pipelines/bfs.yaml``)::
+The configuration file (see ``conf/pipelines/bfs.yaml``); every relative path in it (edges,
+output, cluster file) is taken from the folder of the file itself, so the job runs the same
+from any working directory::
 
     algorithm: bfs             # bfs | sssp
-    cluster: ../cluster/local-cpu.yaml   # a cluster file (relative to this file), an
-                               # inline mapping, or null: no cluster, run in this process
+    cluster: ../cluster/local-cpu.yaml   # a cluster file, an inline mapping,
+                               # or null: no cluster, run in this process
     edges:
-      path: data/edges         # Parquet file or directory (relative to the working directory)
+      path: ../data/edges      # Parquet file, directory or glob
       src: src
       dst: dst
       weight: null             # sssp: the weight column (default "weight")
@@ -30,7 +32,7 @@ The configuration file (see ``conf/pipelines/bfs.yaml``)::
     source: 0                  # one vertex id, or a list (one traversal from all of them)
     depth_limit: null          # bfs only
     output:
-      path: out/bfs            # Parquet directory (relative to the working directory)
+      path: ../out/bfs         # Parquet directory
       overwrite: false
 """
 
@@ -62,8 +64,9 @@ _OUTPUT_KEYS = {"path", "overwrite"}
 def load_config(path):
     """Read a pipeline configuration file and return it as a dict.
 
-    A ``cluster`` given as a relative file name is resolved against the configuration file's
-    folder here, so the job can run from any working directory.
+    Relative paths in it (``edges.path``, ``output.path`` and a ``cluster`` file name) are
+    made absolute here, taken from the configuration file's folder, so the job runs the same
+    from any working directory. URLs and absolute paths are left as they are.
 
     Raises
     ------
@@ -84,10 +87,24 @@ def load_config(path):
     if not isinstance(config, Mapping):
         raise InputError(f"pipeline configuration {str(path)!r} must be a YAML mapping")
     config = dict(config)
-    cluster = config.get("cluster")
-    if isinstance(cluster, (str, os.PathLike)):
-        config["cluster"] = str(path.parent / cluster)
+    folder = path.absolute().parent
+    if "cluster" in config:
+        config["cluster"] = _beside(folder, config["cluster"])
+    for name in ("edges", "output"):
+        section = config.get(name)
+        if isinstance(section, Mapping) and "path" in section:
+            config[name] = {**section, "path": _beside(folder, section["path"])}
     return config
+
+
+def _beside(folder, value):
+    """A relative path `value` taken from `folder`; anything else (URL, absolute, not a path) as is."""
+    if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
+        return value
+    text = os.fspath(value)
+    if "://" in text or os.path.isabs(text):
+        return value
+    return str(folder / text)
 
 
 def run(config):
@@ -96,9 +113,9 @@ def run(config):
     Parameters
     ----------
     config : mapping
-        A pipeline configuration (the module docstring lists the keys). Relative data paths
-        are taken from the working directory, a relative cluster file too (use
-        :func:`load_config` to resolve it against the configuration file instead).
+        A pipeline configuration (the module docstring lists the keys). Relative paths are
+        taken from the working directory here; :func:`load_config` takes them from the
+        configuration file's folder.
 
     Returns
     -------

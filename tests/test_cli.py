@@ -176,6 +176,20 @@ def test_run_pipeline_config_in_process(graph, tmp_path):
     check_sssp_tree(edges, result, [source], directed=True)
 
 
+def test_run_takes_relative_paths_from_the_config_folder(graph, tmp_path, monkeypatch):
+    edges, folder = graph
+    source = sources_of(edges, 1)[0]
+    (tmp_path / "data").symlink_to(folder)
+    (tmp_path / "conf").mkdir()
+    config = pipeline_config(tmp_path / "conf", "../data", source, output={"path": "../results/sssp"})
+    elsewhere = tmp_path / "a" / "b"  # where "../data" and "../results" are not
+    elsewhere.mkdir(parents=True)
+    monkeypatch.chdir(elsewhere)
+    assert main(["run", str(config)]) == 0
+    assert_distances(tmp_path / "results" / "sssp", expected_sssp(edges, [source], directed=True))
+    assert os.listdir(elsewhere) == []
+
+
 @pytest.mark.parametrize(
     "changes, words",
     [
@@ -206,7 +220,9 @@ def test_shipped_pipeline_configs_are_valid_and_follow_the_demo():
         config = load_config(ROOT / "conf" / "pipelines" / f"{name}.yaml")
         settings = _validate(config)
         assert settings["algorithm"] == name
-        assert settings["edges"]["path"] == "out/demo/edges" and settings["source"] == demo_source
+        assert settings["source"] == demo_source
+        assert Path(settings["edges"]["path"]).resolve() == ROOT / "out" / "demo" / "edges"
+        assert Path(settings["output"]["path"]).resolve() == ROOT / "out" / "pipelines" / name
         cluster = yaml.safe_load(Path(config["cluster"]).read_text())
         assert cluster["kind"] == "local-cpu"
 

@@ -39,6 +39,7 @@ from any working directory::
 from __future__ import annotations
 
 import argparse
+import glob
 import logging
 import os
 import sys
@@ -129,12 +130,15 @@ def run(config):
     ------
     gpipe.InputError
         If a key is missing, unknown or of the wrong type (the message names it), or the
-        edges, a column or a source are unusable, or the output exists without ``overwrite``.
+        edges, a column or a source are unusable, or the output exists without ``overwrite``,
+        or the output path is the edges path, contains it or lies inside it (after resolving
+        symbolic links; ``overwrite`` or not).
     gpipe.NegativeCycleError
         If SSSP meets a negative cycle.
     """
     settings = _validate(config)
     output = settings["output"]
+    _refuse_output_over_edges(output["path"], settings["edges"]["path"])
     if os.path.lexists(output["path"]) and not output["overwrite"]:  # fail before the work
         raise InputError(f"output {output['path']!r} already exists; set overwrite to replace it")
     timings = {}
@@ -187,6 +191,41 @@ def run(config):
         written,
     )
     return summary
+
+
+def _refuse_output_over_edges(output, edges):
+    """InputError naming both paths if `output` is `edges`, contains them or lies inside them.
+
+    Writing there would replace the input, or put the result among the edges that the next run
+    reads. Paths are compared with symbolic links and ``..`` resolved; a glob is compared by the
+    files it matches. URLs are not compared.
+    """
+    if "://" in output or "://" in edges:
+        return
+    target = os.path.realpath(output)
+    inputs = sorted(glob.glob(edges)) if glob.has_magic(edges) else [edges]
+    for path in map(os.path.realpath, inputs):
+        if target == path:
+            relation = "is"
+        elif _inside(path, target):
+            relation = "contains"
+        elif _inside(target, path):
+            relation = "lies inside"
+        else:
+            continue
+        raise InputError(
+            f"output {_shown(output, target)} {relation} the edges path {_shown(edges, path)}; "
+            "write the result elsewhere"
+        )
+
+
+def _inside(path, folder) -> bool:
+    return os.path.commonpath([path, folder]) == folder and path != folder
+
+
+def _shown(given, resolved) -> str:
+    """`given` quoted, followed by where it resolves to if that reads differently."""
+    return repr(given) if os.path.abspath(given) == resolved else f"{given!r} (= {resolved!r})"
 
 
 def coerce_source(source, dtype):

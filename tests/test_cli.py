@@ -9,6 +9,7 @@ would, and the demo test starts a small local cluster.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -135,6 +136,48 @@ def test_input_errors_are_one_line_and_exit_2(graph, tmp_path, capsys, argv, wor
     assert len(line) == 1 and all(word in line[0] for word in words)
     assert "Traceback" not in err
     assert not out.exists()
+
+
+@pytest.fixture
+def own_edges(graph, tmp_path):
+    """A copy of the graph's edge folder, at tmp_path/data/edges, that a test may lose."""
+    edges, folder = graph
+    copy = tmp_path / "data" / "edges"
+    shutil.copytree(folder, copy)
+    return edges, copy
+
+
+def folder_files(folder):
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+@pytest.mark.parametrize("where", ["same", "relative", "symlink", "parent", "inside"])
+def test_output_over_the_edges_is_refused(own_edges, tmp_path, capsys, monkeypatch, where, overwrite):
+    edges, folder = own_edges
+    before = folder_files(folder)
+    monkeypatch.chdir(tmp_path)
+    if where == "symlink":
+        (tmp_path / "link").symlink_to(folder)
+    out = {"same": str(folder), "relative": "data/./edges", "symlink": "link",
+           "parent": str(folder.parent), "inside": str(folder / "result")}[where]
+    argv = ["bfs", str(folder), "--source", str(sources_of(edges, 1)[0]), "--out", out]
+    assert main(argv + (["--overwrite"] if overwrite else [])) == 2
+    err = capsys.readouterr().err
+    line = [text for text in err.splitlines() if text.startswith("gpipe: error:")]
+    assert len(line) == 1 and repr(out) in line[0] and repr(str(folder)) in line[0], err
+    assert "edges path" in line[0]
+    assert folder_files(folder) == before
+
+
+def test_run_refuses_an_output_inside_the_edges(own_edges, tmp_path, capsys):
+    edges, folder = own_edges
+    config = pipeline_config(tmp_path, "data/edges/*.parquet", sources_of(edges, 1)[0],
+                             output={"path": "data/edges", "overwrite": True})
+    before = folder_files(folder)
+    assert main(["run", str(config)]) == 2
+    assert "data/edges" in capsys.readouterr().err
+    assert folder_files(folder) == before
 
 
 def test_missing_edges_path_is_an_input_error(tmp_path, capsys):

@@ -4,6 +4,9 @@ Local files are checked at the door: the footer of every file is read (not its d
 CSV, a truncated file or a missing column is an :class:`gpipe.InputError` naming the file
 before any work starts. Errors that only show in the data pages surface when a partition is
 read, as an InputError naming the file too.
+
+A missing path that an overwrite by :func:`gpipe.output.write_parquet` left set aside when its
+writer was killed is put back first (:func:`gpipe.output.restore_interrupted`).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from contextlib import contextmanager
 
 from gpipe import backend as backends
 from gpipe.errors import InputError
+from gpipe.output import restore_interrupted
 
 WEIGHT = "weight"  # the weight column read_edges keeps when it is asked for none in particular
 BLOCK_BYTES = 256 * 2**20  # CPU: a file larger than this (uncompressed) is read as several partitions
@@ -102,6 +106,8 @@ def _local_files(path) -> list:
         if not files:
             raise InputError(f"no Parquet files (*.parquet) in directory {path!r}")
         return files
+    if not glob.has_magic(path) and not os.path.lexists(path) and restore_interrupted(path):
+        return _local_files(path)  # an overwrite killed half-way had set it aside
     files = sorted(p for p in glob.glob(path) if os.path.isfile(p))
     if not files:
         raise InputError(f"no Parquet files at {path!r}")

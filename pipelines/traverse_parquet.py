@@ -52,7 +52,7 @@ import gpipe
 from gpipe import execution
 from gpipe.cluster import connect, disconnect
 from gpipe.errors import GpipeError, InputError
-from gpipe.output import summarize, write_parquet
+from gpipe.output import restore_interrupted, summarize, write_parquet
 
 log = logging.getLogger("gpipe.pipeline")
 
@@ -139,6 +139,7 @@ def run(config):
     settings = _validate(config)
     output = settings["output"]
     _refuse_output_over_edges(output["path"], settings["edges"]["path"])
+    restore_interrupted(output["path"])  # a previous run killed mid-overwrite: its output is back
     if os.path.lexists(output["path"]) and not output["overwrite"]:  # fail before the work
         raise InputError(f"output {output['path']!r} already exists; set overwrite to replace it")
     timings = {}

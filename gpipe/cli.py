@@ -17,7 +17,8 @@ file describes (``conf/cluster/*.yaml``). Step timings are logged to stderr; ``-
 (``--quiet``), before or after the command, logs warnings only.
 
 Exit status: 0 on success, 2 for unusable input or options (one line on stderr), 1 for other
-gpipe errors such as a negative cycle.
+gpipe errors such as a negative cycle, and for memory running out anywhere in the run, on this
+machine or on a worker (one line naming memory, no traceback; :func:`gpipe.errors.out_of_memory`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import logging
 import sys
 
 from gpipe import __version__
-from gpipe.errors import GpipeError, InputError
+from gpipe.errors import command_report
 
 __all__ = ["main"]
 
@@ -46,12 +47,13 @@ def main(argv=None):
     pipeline.configure_logging(logging.WARNING if args.quiet else logging.INFO)
     try:
         return args.command(args, pipeline)
-    except InputError as error:
-        print(f"gpipe: error: {error}", file=sys.stderr)
-        return 2
-    except GpipeError as error:
-        print(f"gpipe: {type(error).__name__}: {error}", file=sys.stderr)
-        return 1
+    except Exception as error:
+        report = command_report(error)
+        if report is None:  # a bug: let its traceback show
+            raise
+        status, line = report
+        print(line, file=sys.stderr)
+        return status
 
 
 def _traverse(args, pipeline):

@@ -13,7 +13,8 @@ the output path see the previous result or the new one, never a mix), report wha
 
 Exit status: 0 on success; 2 with a one-line message on stderr when the configuration or
 the data is unusable (:class:`gpipe.InputError`); 1 with a one-line message for other gpipe
-errors (a negative cycle). Anything else is a bug and prints its traceback.
+errors (a negative cycle) and for memory running out, here or on a worker
+(:func:`gpipe.errors.out_of_memory`). Anything else is a bug and prints its traceback.
 
 The configuration file (see ``conf/pipelines/bfs.yaml``); every relative path in it (edges,
 output, cluster file) is taken from the folder of the file itself, so the job runs the same
@@ -51,7 +52,7 @@ from pathlib import Path
 import gpipe
 from gpipe import execution
 from gpipe.cluster import connect, disconnect
-from gpipe.errors import GpipeError, InputError
+from gpipe.errors import InputError, command_report
 from gpipe.output import restore_interrupted, summarize, write_parquet
 
 log = logging.getLogger("gpipe.pipeline")
@@ -267,16 +268,20 @@ def main(argv=None):
 
 
 def run_file(path):
-    """Load `path` and :func:`run` it; report gpipe errors as one line. Returns the exit status."""
+    """Load `path` and :func:`run` it; report gpipe errors and running out of memory as one line.
+
+    Returns the exit status: 0, 2 for unusable input, 1 for other gpipe errors and memory.
+    """
     start = time.perf_counter()
     try:
         summary = run(load_config(path))
-    except InputError as error:
-        print(f"gpipe: error: {error}", file=sys.stderr)
-        return 2
-    except GpipeError as error:
-        print(f"gpipe: {type(error).__name__}: {error}", file=sys.stderr)
-        return 1
+    except Exception as error:
+        report = command_report(error)
+        if report is None:  # a bug: let its traceback show
+            raise
+        status, line = report
+        print(line, file=sys.stderr)
+        return status
     steps = ", ".join(f"{name} {seconds:.2f}s" for name, seconds in summary["seconds"].items())
     log.info("done in %.2fs (%s)", time.perf_counter() - start, steps)
     return 0

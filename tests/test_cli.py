@@ -8,6 +8,7 @@ would, and the demo test starts a small local cluster.
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import subprocess
@@ -19,6 +20,7 @@ import pandas as pd
 import pytest
 import yaml
 
+import gpipe
 from gpipe.cli import main
 from gpipe.verify import check_bfs_tree, check_sssp_tree
 from reference import expected_bfs, expected_sssp, random_edges, result_distances
@@ -193,6 +195,77 @@ def test_edges_that_are_not_parquet_are_one_line_and_exit_2(graph, tmp_path, cap
     err = capsys.readouterr().err
     line = [text for text in err.splitlines() if text.startswith("gpipe: error:")]
     assert len(line) == 1 and str(path) in line[0] and "Traceback" not in err, err
+
+
+def cupy_out_of_memory():
+    """An exception shaped like cupy.cuda.memory.OutOfMemoryError (CuPy is not installed here)."""
+    kind = type("OutOfMemoryError", (MemoryError,), {"__module__": "cupy.cuda.memory"})
+    return kind("Out of memory allocating 8,589,934,592 bytes (allocated so far: 0 bytes).")
+
+
+def numba_wrapped():
+    """An error raised while handling a MemoryError, as Numba's dispatcher does."""
+    try:
+        raise MemoryError("Allocation failed (probably too large).")
+    except MemoryError:
+        try:
+            raise RuntimeError("Failed in nopython mode pipeline (step: native lowering)")
+        except RuntimeError as error:
+            return error
+
+
+def killed_worker():
+    from distributed.scheduler import KilledWorker
+
+    class Worker:
+        address = "tcp://127.0.0.1:40000"
+
+    return KilledWorker("('traverse-3f2a', 0)", Worker(), 3)
+
+
+@pytest.mark.parametrize(
+    "make_error",
+    [
+        lambda: MemoryError("Unable to allocate 8.00 GiB for an array with shape (1073741824,)"),
+        cupy_out_of_memory,
+        numba_wrapped,
+        lambda: RuntimeError("LLVM ERROR: out of memory"),
+        lambda: OSError(errno.ENOMEM, "Cannot allocate memory"),
+        killed_worker,
+    ],
+    ids=["MemoryError", "cupy", "numba", "llvm", "ENOMEM", "KilledWorker"],
+)
+@pytest.mark.parametrize("command", ["bfs", "run"])
+def test_out_of_memory_is_one_line_and_exit_1(graph, tmp_path, capsys, monkeypatch, make_error, command):
+    edges, folder = graph
+    source = sources_of(edges, 1)[0]
+
+    def traverse(self, *args, **kwargs):
+        raise make_error()
+
+    monkeypatch.setattr(gpipe.Graph, "bfs", traverse)
+    monkeypatch.setattr(gpipe.Graph, "sssp", traverse)
+    if command == "bfs":
+        argv = ["bfs", str(folder), "--source", str(source), "--out", str(tmp_path / "out")]
+    else:
+        argv = ["run", str(pipeline_config(tmp_path, folder, source))]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    line = [text for text in err.splitlines() if text.startswith("gpipe: out of memory:")]
+    assert len(line) == 1 and "memory" in line[0].split(":", 2)[2].lower(), err
+    assert "Traceback" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_other_errors_keep_their_traceback(graph, tmp_path, monkeypatch):
+    edges, folder = graph
+
+    def traverse(self, *args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(gpipe.Graph, "bfs", traverse)
+    with pytest.raises(RuntimeError, match="a bug"):
+        main(["bfs", str(folder), "--source", str(sources_of(edges, 1)[0]), "--out", str(tmp_path / "out")])
 
 
 def pipeline_config(tmp_path, folder, source, **changes):

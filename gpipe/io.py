@@ -126,14 +126,15 @@ def _footer(file):
 def _naming_errors(file):
     """Turn pyarrow's errors about an unreadable or malformed file into InputError naming it.
 
-    Out-of-memory errors (``ENOMEM``, ``pyarrow.ArrowMemoryError``) pass through unchanged.
+    Running out of memory (an ``OSError`` with ``ENOMEM``, ``pyarrow.ArrowMemoryError``) is
+    not the file's fault: it passes through unchanged.
     """
     import pyarrow as pa
 
     try:
         yield
     except (pa.ArrowInvalid, OSError) as error:
-        if isinstance(error, MemoryError) or getattr(error, "errno", None) == errno.ENOMEM:
+        if getattr(error, "errno", None) == errno.ENOMEM:
             raise
         raise InputError(f"cannot read edge file {file!r} as Parquet: {_one_line(error)}") from None
 

@@ -234,7 +234,7 @@ class _Sibling:
             stats = [os.lstat(self.path)]
             if self.path.is_dir() and not self.path.is_symlink():
                 stats += [entry.stat(follow_symlinks=False) for entry in os.scandir(self.path)]
-        except FileNotFoundError:  # removed or renamed meanwhile: someone is at work on it
+        except OSError:  # removed or renamed meanwhile (someone is at work on it), or not ours to read
             return time.time()
         return max(max(st.st_mtime, st.st_ctime) for st in stats)
 
@@ -253,7 +253,7 @@ def _siblings(target: Path) -> list:
     prefix = f".{target.name}."
     try:
         names = [entry.name for entry in os.scandir(target.parent) if entry.name.startswith(prefix)]
-    except (FileNotFoundError, NotADirectoryError):
+    except OSError:  # no parent folder yet, or one we may not list
         return []
     found = []
     for name in names:
@@ -273,7 +273,10 @@ def _remove_stale(target: Path) -> None:
     for sibling in _siblings(target):
         if sibling.abandoned(stale_after):
             log.info("removing %s, left by a write that did not finish", sibling.path)
-            _remove(sibling.path)
+            try:
+                _remove(sibling.path)
+            except OSError as error:  # another user's, say: it is not in the way of this write
+                log.warning("cannot remove %s: %s", sibling.path, error)
 
 
 @functools.cache

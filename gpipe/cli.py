@@ -13,10 +13,12 @@
 ``bfs`` and ``sssp`` are the pipeline of ``pipelines/traverse_parquet.py`` with its settings
 taken from the options: read the edges, traverse, write the result atomically. Without
 ``--cluster`` they run in this process (no Dask cluster); with it, on the cluster that the
-file describes (``conf/cluster/*.yaml``). Step timings are logged to stderr.
+file describes (``conf/cluster/*.yaml``). Step timings are logged to stderr; ``-q``
+(``--quiet``), before or after the command, logs warnings only.
 
 Exit status: 0 on success, 2 for unusable input or options (one line on stderr), 1 for other
-gpipe errors such as a negative cycle.
+gpipe errors such as a negative cycle, and for memory running out anywhere in the run, on this
+machine or on a worker (one line naming memory, no traceback; :func:`gpipe.errors.out_of_memory`).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import logging
 import sys
 
 from gpipe import __version__
-from gpipe.errors import GpipeError, InputError
+from gpipe.errors import command_report
 
 __all__ = ["main"]
 
@@ -45,12 +47,13 @@ def main(argv=None):
     pipeline.configure_logging(logging.WARNING if args.quiet else logging.INFO)
     try:
         return args.command(args, pipeline)
-    except InputError as error:
-        print(f"gpipe: error: {error}", file=sys.stderr)
-        return 2
-    except GpipeError as error:
-        print(f"gpipe: {type(error).__name__}: {error}", file=sys.stderr)
-        return 1
+    except Exception as error:
+        report = command_report(error)
+        if report is None:  # a bug: let its traceback show
+            raise
+        status, line = report
+        print(line, file=sys.stderr)
+        return status
 
 
 def _traverse(args, pipeline):
@@ -106,7 +109,7 @@ def _parser():
         prog="gpipe", description="BFS and SSSP over Parquet edge lists with Dask, on CPU or GPU."
     )
     parser.add_argument("--version", action="version", version=f"gpipe {__version__}")
-    parser.add_argument("-q", "--quiet", action="store_true", help="log warnings only, not step timings")
+    _add_global_options(parser, default=False)
     commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
 
     for algorithm, summary in (
@@ -155,7 +158,16 @@ def _parser():
     run.add_argument("config", help="pipeline YAML file")
 
     _add_bench_parser(commands)
+    for sub in commands.choices.values():
+        # SUPPRESS: a subcommand that is not given the flag leaves the value set before it.
+        _add_global_options(sub, default=argparse.SUPPRESS)
     return parser
+
+
+def _add_global_options(parser, default):
+    """Options that may come before the command or after it (``gpipe -q bfs ...``, ``gpipe bfs ... -q``)."""
+    parser.add_argument("-q", "--quiet", action="store_true", default=default,
+                        help="log warnings only, not step timings")
 
 
 def _add_bench_parser(commands):

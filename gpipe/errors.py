@@ -1,4 +1,9 @@
-"""Exceptions raised by gpipe."""
+"""Exceptions raised by gpipe, and how a command line reports errors in one line."""
+
+from __future__ import annotations
+
+import errno
+import re
 
 
 class GpipeError(Exception):
@@ -32,3 +37,66 @@ class OutOfMemory(MemoryError, GpipeError):
 
     The message names the worker or partition and, where known, the sizes involved.
     """
+
+
+# How LLVM, the CUDA driver and runtime, RMM and the C library say it when no exception type does.
+_OUT_OF_MEMORY = re.compile(r"out[ _]of[ _]memory|bad_alloc|cannot allocate memory", re.IGNORECASE)
+
+
+def command_report(error: BaseException) -> tuple[int, str] | None:
+    """How a command reports `error`: its exit status and one line for stderr, or None for a bug.
+
+    ``(2, "gpipe: error: ...")`` for an :class:`InputError`, ``(1, ...)`` for another
+    :class:`GpipeError` and for memory running out (:func:`out_of_memory`). Anything else is
+    None: the caller lets it through, with its traceback.
+    """
+    if isinstance(error, InputError):
+        return 2, f"gpipe: error: {error}"
+    if isinstance(error, GpipeError):
+        return 1, f"gpipe: {type(error).__name__}: {error}"
+    memory = out_of_memory(error)
+    if memory is not None:
+        return 1, f"gpipe: out of memory: {memory}"
+    return None
+
+
+def out_of_memory(error: BaseException) -> str | None:
+    """One line saying how memory ran out, if `error` or an exception it came from says so; else None.
+
+    Recognized: ``MemoryError`` and its subclasses (NumPy, Numba's allocator, pyarrow's
+    ``ArrowMemoryError``, cuDF/RMM, CuPy's ``OutOfMemoryError``), an ``OSError`` with
+    ``ENOMEM``, a message saying "out of memory" or "bad_alloc" (LLVM, CUDA errors), and Dask's
+    ``KilledWorker``: every worker that ran a task died, which is what the nanny does to a worker
+    that exceeds its memory limit. The exception chain (``raise ... from``) is followed.
+
+    Examples
+    --------
+    >>> out_of_memory(RuntimeError("step failed"))
+    >>> try:
+    ...     try:
+    ...         raise MemoryError("Unable to allocate 8.00 GiB")
+    ...     except MemoryError as cause:
+    ...         raise RuntimeError("build failed") from cause
+    ... except RuntimeError as error:
+    ...     out_of_memory(error)
+    'MemoryError: Unable to allocate 8.00 GiB'
+    """
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        text = " ".join(str(error).split())
+        if type(error).__name__ == "KilledWorker":
+            return _killed_workers(error)
+        if (isinstance(error, MemoryError) or getattr(error, "errno", None) == errno.ENOMEM
+                or _OUT_OF_MEMORY.search(text)):
+            return f"{type(error).__name__}: {text}" if text else type(error).__name__
+        error = error.__cause__ if error.__suppress_context__ else error.__context__
+    return None
+
+
+def _killed_workers(error) -> str:
+    task = getattr(error, "task", None)
+    return (
+        f"the Dask workers that ran task {task!r} all died (KilledWorker), most often because the "
+        "nanny stopped them above their memory limit; give the workers more memory, or add workers"
+    )

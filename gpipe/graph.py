@@ -218,6 +218,28 @@ class Graph:
             raise InputError(f"source vertex {values[missing[0]]} is not in the graph")
         return found
 
+    def __repr__(self) -> str:
+        """One line of what the build knows already; it computes nothing and asks no worker.
+
+        ``vertices`` is the number of distinct ids when they were renumbered. When the ids
+        were kept as they are (small non-negative integers), counting the ones that occur
+        would ask every owner, so ``vertex_ids=n`` says the ids lie in ``0..n-1`` instead
+        (:attr:`num_vertices` counts exactly). ``edges`` is the rows of the input edge list.
+
+        Examples
+        --------
+        >>> import pandas as pd, gpipe
+        >>> edges = pd.DataFrame({"src": [-10, 20], "dst": [20, 30], "w": [0.5, 2.0]})
+        >>> gpipe.Graph.from_edges(edges, weight="w")
+        Graph(vertices=3, edges=2, partitions=1, backend='cpu', weighted=True, directed=True)
+        """
+        built = self._built
+        count = "vertices" if built.ids is not None else "vertex_ids"
+        return (
+            f"Graph({count}={built.layout.n}, edges={built.n_edges_input}, partitions={self.num_partitions}, "
+            f"backend={self.backend!r}, weighted={self.weight is not None}, directed={self.directed})"
+        )
+
 
 def _present_sources(layout, present_bits, values) -> np.ndarray:
     """``values`` as global ids (ids are kept as they are), -1 for those not in the edge list."""

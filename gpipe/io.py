@@ -1,12 +1,27 @@
-"""Reading edge lists from Parquet into Dask DataFrames (cuDF partitions on GPU)."""
+"""Reading edge lists from Parquet into Dask DataFrames (cuDF partitions on GPU).
+
+Local files are checked at the door: the footer of every file is read (not its data), so a
+CSV, a truncated file or a missing column is an :class:`gpipe.InputError` naming the file
+before any work starts. Errors that only show in the data pages surface when a partition is
+read, as an InputError naming the file too.
+
+A missing path that an overwrite by :func:`gpipe.output.write_parquet` left set aside when its
+writer was killed is put back first (:func:`gpipe.output.restore_interrupted`).
+"""
 
 from __future__ import annotations
 
+import errno
 import glob
 import os
+from contextlib import contextmanager
 
 from gpipe import backend as backends
 from gpipe.errors import InputError
+from gpipe.output import restore_interrupted
+
+WEIGHT = "weight"  # the weight column read_edges keeps when it is asked for none in particular
+BLOCK_BYTES = 256 * 2**20  # CPU: a file larger than this (uncompressed) is read as several partitions
 
 
 def read_edges(path, *, src="src", dst="dst", weight=None, backend="auto"):
@@ -15,11 +30,13 @@ def read_edges(path, *, src="src", dst="dst", weight=None, backend="auto"):
     Parameters
     ----------
     path : str or os.PathLike
-        Parquet file, directory or glob pattern (local or any fsspec URL).
+        Parquet file, directory (its ``*.parquet`` files, recursively) or glob pattern, local
+        or any fsspec URL.
     src, dst : str
         Columns of integer vertex ids.
     weight : str or None
-        Column of edge weights to read as well.
+        Column of edge weights to read as well. None (default): a column named ``weight`` is
+        kept when the files have one, so ``gpipe.sssp(gpipe.read_edges(path), s)`` works.
     backend : {"auto", "cpu", "gpu"}
         ``"gpu"`` reads into cuDF partitions (needs cuDF and a GPU), ``"cpu"`` into pandas,
         ``"auto"`` picks the GPU when one is usable.
@@ -27,50 +44,168 @@ def read_edges(path, *, src="src", dst="dst", weight=None, backend="auto"):
     Returns
     -------
     dask.dataframe.DataFrame
-        Lazily read, with only the named columns. On GPU, local files are read one partition
-        per file by ``cudf.read_parquet`` (cuDF's reader, straight into device memory); URLs
-        go through ``dask.dataframe.read_parquet``.
+        Lazily read, with only the named columns (and ``weight`` if found). Local files are
+        read one partition per file, by pyarrow on CPU (files larger than 256 MiB
+        uncompressed: one partition per 256 MiB of row groups) and by ``cudf.read_parquet``
+        on GPU (straight into device memory); selecting columns of the frame reads only those.
+        URLs go through ``dask.dataframe.read_parquet``.
 
     Raises
     ------
     InputError
-        No file matches ``path``, or a named column is not in the files.
-    """
-    import dask
-    import dask.dataframe as dd
+        No file matches ``path``; a local file is not Parquet, is truncated or cannot be read
+        (the message names it); a named column is not in the files. Later, when the frame is
+        computed, a local file whose data cannot be decoded (the message names it).
 
+    Examples
+    --------
+    >>> import pandas as pd, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "edges.parquet")
+    >>> pd.DataFrame({"src": [0, 1], "dst": [1, 2], "weight": [0.5, 2.0]}).to_parquet(path)
+    >>> list(read_edges(path, backend="cpu").columns)
+    ['src', 'dst', 'weight']
+    """
     backend = backends.resolve(backend)
     path = os.fspath(path)
-    if "://" not in path and not glob.glob(path):
-        raise InputError(f"no Parquet files at {path!r}")
-    columns = [src, dst] + ([weight] if weight is not None else [])
-    available = _schema_names(path)
-    for name in columns:
-        if available is not None and name not in available:
-            raise InputError(f"edge column {name!r} not found in {path!r}; it has columns {available}")
+    if "://" in path:
+        return _read_url(path, src, dst, weight, backend)
     files = _local_files(path)
-    if backend == backends.GPU and files:
-        return _read_files_into_cudf(files, columns)
+    footers = {file: _footer(file) for file in files}
+    columns = _edge_columns(path, footers, src, dst, weight)
+    if backend == backends.GPU:
+        return _read_files_into_cudf(files, columns, footers[files[0]])
+    return _read_files_into_pandas(footers, columns)
+
+
+def _read_url(path, src, dst, weight, backend):
+    """Edges at a URL, through Dask's own reader; its metadata names the columns."""
+    import dask
+    import dask.dataframe as dd
+    import pyarrow as pa
+
     with dask.config.set({"dataframe.backend": "cudf" if backend == backends.GPU else "pandas"}):
-        return dd.read_parquet(path, columns=columns)
+        try:
+            frame = dd.read_parquet(path)
+        except pa.ArrowInvalid as error:
+            raise InputError(f"cannot read Parquet edges at {path!r}: {_one_line(error)}") from None
+    available = list(frame.columns)
+    columns = [src, dst] + _weight_columns(weight, [available], src, dst)
+    for name in columns:
+        if name not in available:
+            raise InputError(f"edge column {name!r} not found in {path!r}; it has columns {available}")
+    return frame[columns]
 
 
 def _local_files(path) -> list:
-    """The Parquet files of a local file, directory or glob, sorted; [] for a URL."""
-    if "://" in path:
-        return []
+    """The files of a local Parquet file, directory (``*.parquet``, recursively) or glob, sorted.
+
+    Raises InputError when there are none.
+    """
     if os.path.isdir(path):
-        return sorted(glob.glob(os.path.join(glob.escape(path), "**", "*.parquet"), recursive=True))
-    return sorted(p for p in glob.glob(path) if os.path.isfile(p))
+        files = sorted(glob.glob(os.path.join(glob.escape(path), "**", "*.parquet"), recursive=True))
+        if not files:
+            raise InputError(f"no Parquet files (*.parquet) in directory {path!r}")
+        return files
+    if not glob.has_magic(path) and not os.path.lexists(path) and restore_interrupted(path):
+        return _local_files(path)  # an overwrite killed half-way had set it aside
+    files = sorted(p for p in glob.glob(path) if os.path.isfile(p))
+    if not files:
+        raise InputError(f"no Parquet files at {path!r}")
+    return files
 
 
-def _read_files_into_cudf(files, columns):
+def _footer(file):
+    """The Parquet footer (schema, row groups) of a local file; InputError naming it if unreadable."""
+    import pyarrow.parquet as pq
+
+    with _naming_errors(file):
+        return pq.read_metadata(file)
+
+
+@contextmanager
+def _naming_errors(file):
+    """Turn pyarrow's errors about an unreadable or malformed file into InputError naming it.
+
+    Running out of memory (an ``OSError`` with ``ENOMEM``, ``pyarrow.ArrowMemoryError``) is
+    not the file's fault: it passes through unchanged.
+    """
+    import pyarrow as pa
+
+    try:
+        yield
+    except (pa.ArrowInvalid, OSError) as error:
+        if getattr(error, "errno", None) == errno.ENOMEM:
+            raise
+        raise InputError(f"cannot read edge file {file!r} as Parquet: {_one_line(error)}") from None
+
+
+def _one_line(error) -> str:
+    return " ".join(str(error).split())
+
+
+def _edge_columns(path, footers, src, dst, weight) -> list:
+    """The columns to read: ``src``, ``dst`` and the weight; InputError naming a file that lacks one."""
+    names = {file: footer.schema.to_arrow_schema().names for file, footer in footers.items()}
+    columns = [src, dst] + _weight_columns(weight, list(names.values()), src, dst)
+    for file, available in names.items():
+        for name in columns:
+            if name not in available:
+                where = repr(path) if file == path else f"{file!r} (of {path!r})"
+                raise InputError(f"edge column {name!r} not found in {where}; it has columns {available}")
+    return columns
+
+
+def _weight_columns(weight, names_per_file, src, dst) -> list:
+    """``[weight]``; for None, ``["weight"]`` when every file has that column and it is no id column."""
+    if weight is not None:
+        return [weight]
+    found = all(WEIGHT in names for names in names_per_file) and WEIGHT not in (src, dst)
+    return [WEIGHT] if found else []
+
+
+def _read_files_into_pandas(footers, columns):
+    """One pandas partition per file (per 256 MiB of row groups), read by pyarrow."""
+    import dask.dataframe as dd
+
+    pieces = [piece for file, footer in footers.items() for piece in _pieces(file, footer)]
+    first = next(iter(footers.values()))
+    meta = first.schema.to_arrow_schema().empty_table().select(columns).to_pandas()
+    return dd.from_map(_read_pandas, pieces, columns=columns, meta=meta, enforce_metadata=False,
+                       label="gpipe-read-edges")
+
+
+def _pieces(file, footer) -> list:
+    """``(file, row_groups)`` pieces of at most BLOCK_BYTES each; ``row_groups`` None is the whole file."""
+    sizes = [footer.row_group(i).total_byte_size for i in range(footer.num_row_groups)]
+    if sum(sizes) <= BLOCK_BYTES:
+        return [(file, None)]
+    pieces, group, size = [], [], 0
+    for i, bytes_ in enumerate(sizes):
+        if group and size + bytes_ > BLOCK_BYTES:
+            pieces.append((file, group))
+            group, size = [], 0
+        group.append(i)
+        size += bytes_
+    pieces.append((file, group))
+    return pieces
+
+
+def _read_pandas(piece, columns=None):
+    import pyarrow.parquet as pq
+
+    file, row_groups = piece
+    with _naming_errors(file):
+        parquet = pq.ParquetFile(file)
+        table = parquet.read(columns) if row_groups is None else parquet.read_row_groups(row_groups, columns)
+    return table.to_pandas()
+
+
+def _read_files_into_cudf(files, columns, footer):
     """One cuDF partition per file, each read by cuDF's own reader straight into device memory."""
     import cudf
     import dask.dataframe as dd
-    import pyarrow.parquet as pq
 
-    schema = pq.read_schema(files[0])
+    schema = footer.schema.to_arrow_schema()
     meta = cudf.DataFrame.from_arrow(schema.empty_table().select(columns))
     return dd.from_map(_read_cudf, files, columns=columns, meta=meta, enforce_metadata=False)
 
@@ -78,15 +213,5 @@ def _read_files_into_cudf(files, columns):
 def _read_cudf(file, columns):
     import cudf
 
-    return cudf.read_parquet(file, columns=columns)
-
-
-def _schema_names(path) -> list | None:
-    """Column names of the Parquet data at ``path``, or None if they cannot be read cheaply."""
-    try:
-        import pyarrow.dataset as ds
-
-        files = sorted(glob.glob(path)) if glob.has_magic(path) else path
-        return list(ds.dataset(files, format="parquet").schema.names)
-    except Exception:
-        return None
+    with _naming_errors(file):
+        return cudf.read_parquet(file, columns=columns)

@@ -5,27 +5,74 @@ crashed half-way) could otherwise see some new files beside old ones. :func:`wri
 writes into a hidden sibling directory and renames it into place only once every partition
 is written. A rename within one directory is atomic on POSIX filesystems, so the target path
 always names a complete dataset.
+
+Hidden siblings
+---------------
+While a write to ``NAME`` runs, it keeps beside it:
+
+- ``.NAME.tmp-<machine>-<pid>-<token>``: the new output, being written;
+- ``.NAME.old-<machine>-<pid>-<token>``: during an overwrite, the previous output, set aside
+  whole by one rename until the new one is renamed into place;
+- ``.NAME.del-<machine>-<pid>-<token>``: the previous output, being deleted after that.
+
+``<pid>`` is the writing process and ``<machine>`` a digest of its host name, boot and PID
+namespace, the scope in which a pid names one process. A writer that is killed (SIGKILL, a
+lost node) leaves them behind. The next write to ``NAME`` removes those that are *stale*:
+written on this machine by a process that is no longer running, or, wherever they come from,
+unchanged for ``gpipe.output.stale-after`` (Dask config, default 7 days): the processes of
+other hosts cannot be asked, and a pid reused after a crash would otherwise keep its files
+forever. The siblings of a write in progress, here or on another host sharing the
+filesystem, are left alone: concurrent writers to one path do not disturb each other.
+
+What a reader of ``NAME`` sees
+------------------------------
+Each lookup of ``NAME`` finds a complete output, the previous one or the new one, except:
+
+- During an overwrite, between its two renames (set the old output aside, rename the new one
+  into place), ``NAME`` does not exist for an instant. POSIX has no atomic exchange of two
+  directories. If the writer dies right there, ``NAME`` stays missing and ``.NAME.old-*``
+  holds the previous output, whole. The next :func:`write_parquet` to ``NAME``, or
+  :func:`gpipe.read_edges` of it, renames it back (:func:`restore_interrupted`): at once when
+  its writer ran on this machine and is gone, else once it was set aside a minute ago.
+- A reader that lists the files of ``NAME`` and opens them one by one while an overwrite
+  completes may open files of both outputs, or miss one: files are opened by name.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import logging
 import os
+import re
 import shutil
+import socket
+import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 from gpipe.errors import InputError
 
-__all__ = ["write_parquet", "summarize"]
+__all__ = ["write_parquet", "restore_interrupted", "summarize"]
+
+log = logging.getLogger("gpipe.output")
+
+STALE_AFTER_KEY = "gpipe.output.stale-after"  # Dask config: a sibling unchanged this long is stale
+DEFAULT_STALE_AFTER = "7 days"
+RESTORE_AFTER_S = 60  # a writer holds a set-aside output only for the instant between two renames
 
 
 def write_parquet(frame, path, *, overwrite=False):
     """Write a Dask DataFrame to a Parquet directory at `path`, all at once or not at all.
 
     The partitions are written to a temporary directory beside the target, named
-    ``.<name>.tmp-<uuid>``, which is renamed to `path` when the last partition is written.
-    With `overwrite`, an existing `path` is first renamed aside (``.<name>.old-<uuid>``),
-    then the new output takes its place and the old one is deleted.
+    ``.<name>.tmp-<machine>-<pid>-<token>``, which is renamed to `path` when the last
+    partition is written. With `overwrite`, an existing `path` is first renamed aside
+    (``.<name>.old-...``), then the new output takes its place and the old one is deleted.
+    Before writing, an output that an interrupted overwrite left set aside is put back
+    (:func:`restore_interrupted`) and stale temporaries of dead writes are removed (the module
+    docstring gives the rule).
 
     Parameters
     ----------
@@ -65,10 +112,8 @@ def write_parquet(frame, path, *, overwrite=False):
     Notes
     -----
     The guarantee is the rename's: atomic when the temporary and final directories are on one
-    POSIX filesystem, which they are, being siblings. During an overwrite there is a short
-    moment between the two renames when `path` does not exist; readers never see a mix.
-    If the process is killed mid-write, a ``.<name>.tmp-*`` directory may stay behind; it is
-    never read as output and can be deleted.
+    POSIX filesystem, which they are, being siblings. The module docstring says what a reader
+    may see during an overwrite, and after a writer was killed.
     """
     text = os.fspath(path)
     if "://" in text:
@@ -77,36 +122,82 @@ def write_parquet(frame, path, *, overwrite=False):
             "give a local or shared filesystem path"
         )
     target = Path(text).absolute()
+    restore_interrupted(target)
+    _remove_stale(target)
     if os.path.lexists(target) and not overwrite:
         raise InputError(f"output {str(target)!r} already exists; pass overwrite=True to replace it")
     target.parent.mkdir(parents=True, exist_ok=True)
 
-    token = uuid.uuid4().hex
-    staging = target.with_name(f".{target.name}.tmp-{token}")
+    staging = _sibling(target, "tmp")
     try:
         frame.to_parquet(staging, write_index=False)
-        _move_into_place(staging, target, overwrite, token)
+        _move_into_place(staging, target, overwrite)
     except BaseException:
         _remove(staging)
         raise
     return target
 
 
-def _move_into_place(staging: Path, target: Path, overwrite: bool, token: str) -> None:
+def restore_interrupted(path) -> bool:
+    """Put back the output that an overwrite of `path` set aside and never replaced.
+
+    When `path` is missing and a ``.<name>.old-*`` sibling holds the previous output (whole: it
+    was set aside by one rename), and no running write can still own it (its writer ran on
+    this machine and is gone, or it was set aside over a minute ago), rename it back to `path`.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        An output path of :func:`write_parquet`. URLs are left alone.
+
+    Returns
+    -------
+    bool
+        True if an output was put back. False when there was nothing to do, or the filesystem
+        refused (a read-only folder, another process that restored or wrote `path` first).
+    """
+    text = os.fspath(path)
+    if "://" in text:
+        return False
+    target = Path(text).absolute()
+    if os.path.lexists(target):
+        return False
+    set_aside = [s for s in _siblings(target) if s.kind == "old" and s.abandoned(RESTORE_AFTER_S)]
+    for sibling in sorted(set_aside, key=lambda s: s.last_change(), reverse=True):
+        try:
+            os.rename(sibling.path, target)
+        except OSError:
+            continue
+        log.warning("restored %s from %s, set aside by an overwrite that did not finish", target, sibling.path.name)
+        return True
+    return False
+
+
+def _move_into_place(staging: Path, target: Path, overwrite: bool) -> None:
     """Rename `staging` to `target`; an existing `target` is set aside first and deleted after."""
     if not os.path.lexists(target):
         os.replace(staging, target)
         return
     if not overwrite:  # appeared while we were writing
         raise InputError(f"output {str(target)!r} already exists; pass overwrite=True to replace it")
-    old = target.with_name(f".{target.name}.old-{token}")
+    old = _sibling(target, "old")
     os.replace(target, old)
     try:
         os.replace(staging, target)
     except BaseException:
         os.replace(old, target)
         raise
-    _remove(old)
+    _discard(old, target)
+
+
+def _discard(old: Path, target: Path) -> None:
+    """Delete a set-aside output, renamed ``.del-*`` first so that every ``.old-*`` stays whole."""
+    doomed = _sibling(target, "del")
+    try:
+        os.rename(old, doomed)
+    except OSError:
+        doomed = old
+    _remove(doomed)
 
 
 def _remove(path: Path) -> None:
@@ -114,6 +205,103 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
     elif os.path.lexists(path):
         path.unlink()
+
+
+# ---------------------------------------------------------------------------------------------
+# The hidden siblings of an output and whether a running write still owns them.
+
+
+@dataclass
+class _Sibling:
+    path: Path
+    kind: str  # "tmp", "old" or "del"
+    machine: str | None  # None: named by an older gpipe, without machine and pid
+    pid: int | None
+
+    def abandoned(self, quiet_s: float) -> bool:
+        """No running write owns it: its writer, on this machine, is gone, or it sat unchanged `quiet_s` seconds.
+
+        A pid reused by another process after a crash reads as running: the sibling then waits
+        for the age rule, it is never taken from a live writer.
+        """
+        if self.machine == _machine() and self.pid is not None and not _running(self.pid):
+            return True
+        return time.time() - self.last_change() > quiet_s
+
+    def last_change(self) -> float:
+        """The latest mtime or ctime of the sibling and its entries (a rename sets the ctime)."""
+        try:
+            stats = [os.lstat(self.path)]
+            if self.path.is_dir() and not self.path.is_symlink():
+                stats += [entry.stat(follow_symlinks=False) for entry in os.scandir(self.path)]
+        except OSError:  # removed or renamed meanwhile (someone is at work on it), or not ours to read
+            return time.time()
+        return max(max(st.st_mtime, st.st_ctime) for st in stats)
+
+
+_SIBLING_SUFFIX = re.compile(r"(tmp|old|del)-(?:([0-9a-f]{12})-(\d+)-)?[0-9a-f]+")
+
+
+def _sibling(target: Path, kind: str) -> Path:
+    """A fresh name for a hidden sibling of `target`, owned by this process."""
+    token = uuid.uuid4().hex[:12]
+    return target.with_name(f".{target.name}.{kind}-{_machine()}-{os.getpid()}-{token}")
+
+
+def _siblings(target: Path) -> list:
+    """The hidden siblings of `target` that exist now, by their names."""
+    prefix = f".{target.name}."
+    try:
+        names = [entry.name for entry in os.scandir(target.parent) if entry.name.startswith(prefix)]
+    except OSError:  # no parent folder yet, or one we may not list
+        return []
+    found = []
+    for name in names:
+        match = _SIBLING_SUFFIX.fullmatch(name[len(prefix):])
+        if match:
+            kind, machine, pid = match.groups()
+            found.append(_Sibling(target.parent / name, kind, machine, int(pid) if pid else None))
+    return found
+
+
+def _remove_stale(target: Path) -> None:
+    """Remove the hidden siblings of `target` that no running write owns (module docstring)."""
+    import dask
+    from dask.utils import parse_timedelta
+
+    stale_after = parse_timedelta(dask.config.get(STALE_AFTER_KEY, DEFAULT_STALE_AFTER))
+    for sibling in _siblings(target):
+        if sibling.abandoned(stale_after):
+            log.info("removing %s, left by a write that did not finish", sibling.path)
+            try:
+                _remove(sibling.path)
+            except OSError as error:  # another user's, say: it is not in the way of this write
+                log.warning("cannot remove %s: %s", sibling.path, error)
+
+
+@functools.cache
+def _machine() -> str:
+    """12 hex digits naming this host, its boot and this PID namespace: where a pid means one process."""
+    parts = [socket.gethostname()]
+    try:
+        parts.append(Path("/proc/sys/kernel/random/boot_id").read_text().strip())
+        parts.append(str(os.stat("/proc/self/ns/pid").st_ino))
+    except OSError:  # not Linux: the host name alone
+        pass
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:12]
+
+
+def _running(pid: int) -> bool:
+    """Whether a process `pid` exists on this machine (in this PID namespace)."""
+    if os.name != "posix" or pid <= 0:
+        return True  # cannot tell: assume it runs
+    try:
+        os.kill(pid, 0)  # signal 0: only checks that the process exists
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: it exists, owned by another user
+        return True
+    return True
 
 
 def summarize(result):

@@ -30,9 +30,10 @@ def edge_frame(edges, src: str, dst: str, weight: str | None):
     columns = [src, dst] + ([weight] if weight is not None else [])
     for role, name in zip(("src", "dst", "weight"), columns):
         if name not in edges.columns:
-            raise InputError(
-                f"edge column {name!r} ({role}) not found; the edges have columns {list(edges.columns)}"
-            )
+            message = f"edge column {name!r} ({role}) not found; the edges have columns {list(edges.columns)}"
+            if role == "weight":  # read_edges reads only the columns it is given (and 'weight')
+                message += f"; to read it from Parquet, pass gpipe.read_edges(..., weight={name!r})"
+            raise InputError(message)
     if len(set(columns)) != len(columns):
         raise InputError(f"src, dst and weight must be different columns, got {columns}")
     for name in (src, dst):

@@ -13,15 +13,18 @@ the output path see the previous result or the new one, never a mix), report wha
 
 Exit status: 0 on success; 2 with a one-line message on stderr when the configuration or
 the data is unusable (:class:`gpipe.InputError`); 1 with a one-line message for other gpipe
-errors (a negative cycle). Anything else is a bug and prints its traceback.
+errors (a negative cycle) and for memory running out, here or on a worker
+(:func:`gpipe.errors.out_of_memory`). Anything else is a bug and prints its traceback.
 
-The configuration file (see ``conf/pipelines/bfs.yaml``)::
+The configuration file (see ``conf/pipelines/bfs.yaml``); every relative path in it (edges,
+output, cluster file) is taken from the folder of the file itself, so the job runs the same
+from any working directory::
 
     algorithm: bfs             # bfs | sssp
-    cluster: ../cluster/local-cpu.yaml   # a cluster file (relative to this file), an
-                               # inline mapping, or null: no cluster, run in this process
+    cluster: ../cluster/local-cpu.yaml   # a cluster file, an inline mapping,
+                               # or null: no cluster, run in this process
     edges:
-      path: data/edges         # Parquet file or directory (relative to the working directory)
+      path: ../data/edges      # Parquet file, directory or glob
       src: src
       dst: dst
       weight: null             # sssp: the weight column (default "weight")
@@ -31,13 +34,14 @@ The configuration file (see ``conf/pipelines/bfs.yaml``)::
     source: 0                  # one vertex id, or a list (one traversal from all of them)
     depth_limit: null          # bfs only
     output:
-      path: out/bfs            # Parquet directory (relative to the working directory)
+      path: ../out/bfs         # Parquet directory
       overwrite: false
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
 import logging
 import os
 import sys
@@ -49,8 +53,8 @@ from pathlib import Path
 import gpipe
 from gpipe import execution
 from gpipe.cluster import connect, disconnect
-from gpipe.errors import GpipeError, InputError
-from gpipe.output import summarize, write_parquet
+from gpipe.errors import InputError, command_report
+from gpipe.output import restore_interrupted, summarize, write_parquet
 
 log = logging.getLogger("gpipe.pipeline")
 
@@ -63,8 +67,9 @@ _OUTPUT_KEYS = {"path", "overwrite"}
 def load_config(path):
     """Read a pipeline configuration file and return it as a dict.
 
-    A ``cluster`` given as a relative file name is resolved against the configuration file's
-    folder here, so the job can run from any working directory.
+    Relative paths in it (``edges.path``, ``output.path`` and a ``cluster`` file name) are
+    made absolute here, taken from the configuration file's folder, so the job runs the same
+    from any working directory. URLs and absolute paths are left as they are.
 
     Raises
     ------
@@ -85,10 +90,24 @@ def load_config(path):
     if not isinstance(config, Mapping):
         raise InputError(f"pipeline configuration {str(path)!r} must be a YAML mapping")
     config = dict(config)
-    cluster = config.get("cluster")
-    if isinstance(cluster, (str, os.PathLike)):
-        config["cluster"] = str(path.parent / cluster)
+    folder = path.absolute().parent
+    if "cluster" in config:
+        config["cluster"] = _beside(folder, config["cluster"])
+    for name in ("edges", "output"):
+        section = config.get(name)
+        if isinstance(section, Mapping) and "path" in section:
+            config[name] = {**section, "path": _beside(folder, section["path"])}
     return config
+
+
+def _beside(folder, value):
+    """A relative path `value` taken from `folder`; anything else (URL, absolute, not a path) as is."""
+    if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
+        return value
+    text = os.fspath(value)
+    if "://" in text or os.path.isabs(text):
+        return value
+    return str(folder / text)
 
 
 def run(config):
@@ -97,9 +116,9 @@ def run(config):
     Parameters
     ----------
     config : mapping
-        A pipeline configuration (the module docstring lists the keys). Relative data paths
-        are taken from the working directory, a relative cluster file too (use
-        :func:`load_config` to resolve it against the configuration file instead).
+        A pipeline configuration (the module docstring lists the keys). Relative paths are
+        taken from the working directory here; :func:`load_config` takes them from the
+        configuration file's folder.
 
     Returns
     -------
@@ -113,12 +132,16 @@ def run(config):
     ------
     gpipe.InputError
         If a key is missing, unknown or of the wrong type (the message names it), or the
-        edges, a column or a source are unusable, or the output exists without ``overwrite``.
+        edges, a column or a source are unusable, or the output exists without ``overwrite``,
+        or the output path is the edges path, contains it or lies inside it (after resolving
+        symbolic links; ``overwrite`` or not).
     gpipe.NegativeCycleError
         If SSSP meets a negative cycle.
     """
     settings = _validate(config)
     output = settings["output"]
+    _refuse_output_over_edges(output["path"], settings["edges"]["path"])
+    restore_interrupted(output["path"])  # a previous run killed mid-overwrite: its output is back
     if os.path.lexists(output["path"]) and not output["overwrite"]:  # fail before the work
         raise InputError(f"output {output['path']!r} already exists; set overwrite to replace it")
     timings = {}
@@ -175,6 +198,41 @@ def run(config):
     return summary
 
 
+def _refuse_output_over_edges(output, edges):
+    """InputError naming both paths if `output` is `edges`, contains them or lies inside them.
+
+    Writing there would replace the input, or put the result among the edges that the next run
+    reads. Paths are compared with symbolic links and ``..`` resolved; a glob is compared by the
+    files it matches. URLs are not compared.
+    """
+    if "://" in output or "://" in edges:
+        return
+    target = os.path.realpath(output)
+    inputs = sorted(glob.glob(edges)) if glob.has_magic(edges) else [edges]
+    for path in map(os.path.realpath, inputs):
+        if target == path:
+            relation = "is"
+        elif _inside(path, target):
+            relation = "contains"
+        elif _inside(target, path):
+            relation = "lies inside"
+        else:
+            continue
+        raise InputError(
+            f"output {_shown(output, target)} {relation} the edges path {_shown(edges, path)}; "
+            "write the result elsewhere"
+        )
+
+
+def _inside(path, folder) -> bool:
+    return os.path.commonpath([path, folder]) == folder and path != folder
+
+
+def _shown(given, resolved) -> str:
+    """`given` quoted, followed by where it resolves to if that reads differently."""
+    return repr(given) if os.path.abspath(given) == resolved else f"{given!r} (= {resolved!r})"
+
+
 def coerce_source(source, dtype):
     """Turn source ids read as text (command line) into the vertex column's integer type.
 
@@ -213,16 +271,20 @@ def main(argv=None):
 
 
 def run_file(path):
-    """Load `path` and :func:`run` it; report gpipe errors as one line. Returns the exit status."""
+    """Load `path` and :func:`run` it; report gpipe errors and running out of memory as one line.
+
+    Returns the exit status: 0, 2 for unusable input, 1 for other gpipe errors and memory.
+    """
     start = time.perf_counter()
     try:
         summary = run(load_config(path))
-    except InputError as error:
-        print(f"gpipe: error: {error}", file=sys.stderr)
-        return 2
-    except GpipeError as error:
-        print(f"gpipe: {type(error).__name__}: {error}", file=sys.stderr)
-        return 1
+    except Exception as error:
+        report = command_report(error)
+        if report is None:  # a bug: let its traceback show
+            raise
+        status, line = report
+        print(line, file=sys.stderr)
+        return status
     steps = ", ".join(f"{name} {seconds:.2f}s" for name, seconds in summary["seconds"].items())
     log.info("done in %.2fs (%s)", time.perf_counter() - start, steps)
     return 0
@@ -232,10 +294,29 @@ def configure_logging(level=logging.INFO):
     """Log gpipe's messages (not Dask's) to stderr with timestamps, once per process."""
     logger = logging.getLogger("gpipe")
     if not logger.handlers:
-        handler = logging.StreamHandler()
+        handler = _StderrHandler()
         handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(message)s"))
         logger.addHandler(handler)
     logger.setLevel(level)
+
+
+class _StderrHandler(logging.StreamHandler):
+    """A stream handler that writes to ``sys.stderr`` as it is when a message is logged.
+
+    A plain ``StreamHandler()`` keeps the stream it was made with; when that was a replacement
+    (a test's captured stderr, since closed), every later message is lost.
+    """
+
+    def __init__(self):
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value):
+        pass
 
 
 def _validate(config):

@@ -8,7 +8,9 @@ would, and the demo test starts a small local cluster.
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +20,7 @@ import pandas as pd
 import pytest
 import yaml
 
+import gpipe
 from gpipe.cli import main
 from gpipe.verify import check_bfs_tree, check_sssp_tree
 from reference import expected_bfs, expected_sssp, random_edges, result_distances
@@ -74,6 +77,16 @@ def test_bfs_several_sources_and_depth_limit(graph, tmp_path):
     check_bfs_tree(edges, result, sources, directed=False, depth_limit=1)
 
 
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_quiet_before_or_after_the_command(graph, tmp_path, capsys, where):
+    edges, folder = graph
+    argv = ["bfs", str(folder), "--source", str(sources_of(edges, 1)[0]), "--out", str(tmp_path / "bfs")]
+    assert main(["-q"] + argv if where == "before" else argv + ["-q"]) == 0
+    assert "gpipe.pipeline" not in capsys.readouterr().err
+    assert main(argv + ["--overwrite"]) == 0  # and without it, the step timings are back
+    assert "gpipe.pipeline" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("directed", [True, False])
 def test_sssp_matches_scipy_with_renamed_columns(graph, tmp_path, directed):
     edges, _ = graph
@@ -127,9 +140,132 @@ def test_input_errors_are_one_line_and_exit_2(graph, tmp_path, capsys, argv, wor
     assert not out.exists()
 
 
+@pytest.fixture
+def own_edges(graph, tmp_path):
+    """A copy of the graph's edge folder, at tmp_path/data/edges, that a test may lose."""
+    edges, folder = graph
+    copy = tmp_path / "data" / "edges"
+    shutil.copytree(folder, copy)
+    return edges, copy
+
+
+def folder_files(folder):
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+@pytest.mark.parametrize("where", ["same", "relative", "symlink", "parent", "inside"])
+def test_output_over_the_edges_is_refused(own_edges, tmp_path, capsys, monkeypatch, where, overwrite):
+    edges, folder = own_edges
+    before = folder_files(folder)
+    monkeypatch.chdir(tmp_path)
+    if where == "symlink":
+        (tmp_path / "link").symlink_to(folder)
+    out = {"same": str(folder), "relative": "data/./edges", "symlink": "link",
+           "parent": str(folder.parent), "inside": str(folder / "result")}[where]
+    argv = ["bfs", str(folder), "--source", str(sources_of(edges, 1)[0]), "--out", out]
+    assert main(argv + (["--overwrite"] if overwrite else [])) == 2
+    err = capsys.readouterr().err
+    line = [text for text in err.splitlines() if text.startswith("gpipe: error:")]
+    assert len(line) == 1 and repr(out) in line[0] and repr(str(folder)) in line[0], err
+    assert "edges path" in line[0]
+    assert folder_files(folder) == before
+
+
+def test_run_refuses_an_output_inside_the_edges(own_edges, tmp_path, capsys):
+    edges, folder = own_edges
+    config = pipeline_config(tmp_path, "data/edges/*.parquet", sources_of(edges, 1)[0],
+                             output={"path": "data/edges", "overwrite": True})
+    before = folder_files(folder)
+    assert main(["run", str(config)]) == 2
+    assert "data/edges" in capsys.readouterr().err
+    assert folder_files(folder) == before
+
+
 def test_missing_edges_path_is_an_input_error(tmp_path, capsys):
     assert main(["sssp", str(tmp_path / "nothing"), "--source", "0", "--out", str(tmp_path / "o")]) == 2
     assert str(tmp_path / "nothing") in capsys.readouterr().err
+
+
+def test_edges_that_are_not_parquet_are_one_line_and_exit_2(graph, tmp_path, capsys):
+    edges, _ = graph
+    path = tmp_path / "edges.csv"
+    edges.to_csv(path, index=False)
+    assert main(["bfs", str(path), "--source", "0", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    line = [text for text in err.splitlines() if text.startswith("gpipe: error:")]
+    assert len(line) == 1 and str(path) in line[0] and "Traceback" not in err, err
+
+
+def cupy_out_of_memory():
+    """An exception shaped like cupy.cuda.memory.OutOfMemoryError (CuPy is not installed here)."""
+    kind = type("OutOfMemoryError", (MemoryError,), {"__module__": "cupy.cuda.memory"})
+    return kind("Out of memory allocating 8,589,934,592 bytes (allocated so far: 0 bytes).")
+
+
+def numba_wrapped():
+    """An error raised while handling a MemoryError, as Numba's dispatcher does."""
+    try:
+        raise MemoryError("Allocation failed (probably too large).")
+    except MemoryError:
+        try:
+            raise RuntimeError("Failed in nopython mode pipeline (step: native lowering)")
+        except RuntimeError as error:
+            return error
+
+
+def killed_worker():
+    from distributed.scheduler import KilledWorker
+
+    class Worker:
+        address = "tcp://127.0.0.1:40000"
+
+    return KilledWorker("('traverse-3f2a', 0)", Worker(), 3)
+
+
+@pytest.mark.parametrize(
+    "make_error",
+    [
+        lambda: MemoryError("Unable to allocate 8.00 GiB for an array with shape (1073741824,)"),
+        cupy_out_of_memory,
+        numba_wrapped,
+        lambda: RuntimeError("LLVM ERROR: out of memory"),
+        lambda: OSError(errno.ENOMEM, "Cannot allocate memory"),
+        killed_worker,
+    ],
+    ids=["MemoryError", "cupy", "numba", "llvm", "ENOMEM", "KilledWorker"],
+)
+@pytest.mark.parametrize("command", ["bfs", "run"])
+def test_out_of_memory_is_one_line_and_exit_1(graph, tmp_path, capsys, monkeypatch, make_error, command):
+    edges, folder = graph
+    source = sources_of(edges, 1)[0]
+
+    def traverse(self, *args, **kwargs):
+        raise make_error()
+
+    monkeypatch.setattr(gpipe.Graph, "bfs", traverse)
+    monkeypatch.setattr(gpipe.Graph, "sssp", traverse)
+    if command == "bfs":
+        argv = ["bfs", str(folder), "--source", str(source), "--out", str(tmp_path / "out")]
+    else:
+        argv = ["run", str(pipeline_config(tmp_path, folder, source))]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    line = [text for text in err.splitlines() if text.startswith("gpipe: out of memory:")]
+    assert len(line) == 1 and "memory" in line[0].split(":", 2)[2].lower(), err
+    assert "Traceback" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_other_errors_keep_their_traceback(graph, tmp_path, monkeypatch):
+    edges, folder = graph
+
+    def traverse(self, *args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(gpipe.Graph, "bfs", traverse)
+    with pytest.raises(RuntimeError, match="a bug"):
+        main(["bfs", str(folder), "--source", str(sources_of(edges, 1)[0]), "--out", str(tmp_path / "out")])
 
 
 def pipeline_config(tmp_path, folder, source, **changes):
@@ -154,6 +290,20 @@ def test_run_pipeline_config_in_process(graph, tmp_path):
     assert main(["run", str(config)]) == 0
     result = assert_distances(tmp_path / "out", expected_sssp(edges, [source], directed=True))
     check_sssp_tree(edges, result, [source], directed=True)
+
+
+def test_run_takes_relative_paths_from_the_config_folder(graph, tmp_path, monkeypatch):
+    edges, folder = graph
+    source = sources_of(edges, 1)[0]
+    (tmp_path / "data").symlink_to(folder)
+    (tmp_path / "conf").mkdir()
+    config = pipeline_config(tmp_path / "conf", "../data", source, output={"path": "../results/sssp"})
+    elsewhere = tmp_path / "a" / "b"  # where "../data" and "../results" are not
+    elsewhere.mkdir(parents=True)
+    monkeypatch.chdir(elsewhere)
+    assert main(["run", str(config)]) == 0
+    assert_distances(tmp_path / "results" / "sssp", expected_sssp(edges, [source], directed=True))
+    assert os.listdir(elsewhere) == []
 
 
 @pytest.mark.parametrize(
@@ -186,7 +336,9 @@ def test_shipped_pipeline_configs_are_valid_and_follow_the_demo():
         config = load_config(ROOT / "conf" / "pipelines" / f"{name}.yaml")
         settings = _validate(config)
         assert settings["algorithm"] == name
-        assert settings["edges"]["path"] == "out/demo/edges" and settings["source"] == demo_source
+        assert settings["source"] == demo_source
+        assert Path(settings["edges"]["path"]).resolve() == ROOT / "out" / "demo" / "edges"
+        assert Path(settings["output"]["path"]).resolve() == ROOT / "out" / "pipelines" / name
         cluster = yaml.safe_load(Path(config["cluster"]).read_text())
         assert cluster["kind"] == "local-cpu"
 

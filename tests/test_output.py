@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
+import dask
 import dask.dataframe as dd
 import pandas as pd
 import pytest
 
 import gpipe
+from gpipe import output
 from gpipe.output import summarize, write_parquet
 
 
@@ -121,3 +128,134 @@ def test_summarize_bfs_and_sssp_shaped_results():
     assert isinstance(summary["max_distance"], float)
     nothing = sssp.assign(distance=float("nan"))
     assert summarize(dd.from_pandas(nothing, npartitions=1))["max_distance"] is None
+
+
+# ---------------------------------------------------------------------------------------------
+# Writers that die: what they leave, and what the next write (or read) makes of it.
+
+WRITER = """
+import os, signal, sys, time
+import dask.dataframe as dd, pandas as pd
+from gpipe import output
+
+target, mode, go = sys.argv[1:4]
+frame = dd.from_pandas(pd.DataFrame({"vertex": [7, 8], "distance": [7, 8]}), npartitions=2)
+
+
+def die_on_second(part, partition_info=None):
+    if partition_info and partition_info["number"] == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return part
+
+
+def wait_for_go(part):
+    deadline = time.time() + 60
+    while not os.path.exists(go) and time.time() < deadline:
+        time.sleep(0.05)
+    return part
+
+
+def die_before_second_rename(src, dst, replace=os.replace):
+    if os.fspath(dst) == target and ".tmp-" in os.fspath(src):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return replace(src, dst)
+
+
+if mode == "kill-mid-write":
+    frame = frame.map_partitions(die_on_second, meta=frame._meta)
+elif mode == "kill-between-renames":
+    os.replace = die_before_second_rename
+elif mode == "wait":
+    frame = frame.map_partitions(wait_for_go, meta=frame._meta)
+output.write_parquet(frame, target, overwrite=True)
+"""
+
+
+def start_writer(target, mode, go=None):
+    """A separate process writing vertices 7 and 8 to `target` with overwrite, in `mode`."""
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
+    return subprocess.Popen([sys.executable, "-c", WRITER, str(target), mode, str(go)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def killed_writer(target, mode):
+    writer = start_writer(target, mode)
+    out, _ = writer.communicate(timeout=120)
+    assert writer.returncode == -signal.SIGKILL, out
+
+
+def test_next_write_removes_what_a_killed_writer_left(tmp_path):
+    target = tmp_path / "result"
+    write_parquet(frame([1, 2, 3]), target)
+    killed_writer(target, "kill-mid-write")
+    assert [name.split("-")[0] for name in leftovers(tmp_path)] == [".result.tmp"]
+    assert read(target)["vertex"].tolist() == [1, 2, 3]
+    write_parquet(frame([4]), target, overwrite=True)
+    assert read(target)["vertex"].tolist() == [4]
+    assert leftovers(tmp_path) == []
+
+
+def test_a_write_in_progress_keeps_its_temporary(tmp_path):
+    """Two writers of one path: the second must not take the first one's files as stale."""
+    target, go = tmp_path / "result", tmp_path / "go"
+    writer = start_writer(target, "wait", go)
+    try:
+        deadline = time.time() + 60
+        while not any(".tmp-" in name for name in leftovers(tmp_path)) and time.time() < deadline:
+            time.sleep(0.05)
+        write_parquet(frame([1, 2]), target, overwrite=True)
+        assert any(".tmp-" in name for name in leftovers(tmp_path))
+    finally:
+        go.touch()
+        out, _ = writer.communicate(timeout=120)
+    assert writer.returncode == 0, out
+    assert read(target)["vertex"].tolist() == [7, 8]
+    assert leftovers(tmp_path) == []
+
+
+def test_temporaries_of_other_hosts_wait_for_their_age(tmp_path):
+    """Names without this machine's digest (another host, or an older gpipe): by age only."""
+    target = tmp_path / "result"
+    foreign = tmp_path / ".result.tmp-0123456789ab-1-feedbeef0000"
+    legacy = tmp_path / f".result.tmp-{'ab' * 16}"
+    for folder in (foreign, legacy):
+        folder.mkdir()
+        (folder / "part.0.parquet").write_bytes(b"partial")
+    write_parquet(frame([1]), target)
+    assert leftovers(tmp_path) == sorted([foreign.name, legacy.name])
+    time.sleep(0.3)
+    with dask.config.set({output.STALE_AFTER_KEY: "200ms"}):
+        write_parquet(frame([2]), target, overwrite=True)
+    assert leftovers(tmp_path) == []
+
+
+def test_output_set_aside_by_a_killed_overwrite_is_put_back(tmp_path):
+    target = tmp_path / "result"
+    write_parquet(frame([1, 2, 3]), target)
+    killed_writer(target, "kill-between-renames")
+    assert not target.exists()
+    assert sorted(name.split("-")[0] for name in leftovers(tmp_path)) == [".result.old", ".result.tmp"]
+    with pytest.raises(gpipe.InputError, match="already exists"):  # the next write finds it back
+        write_parquet(frame([4]), target)
+    assert read(target)["vertex"].tolist() == [1, 2, 3]
+    assert leftovers(tmp_path) == []
+
+
+def test_reading_edges_puts_back_an_output_set_aside(tmp_path):
+    target = tmp_path / "edges"
+    edges = pd.DataFrame({"src": [0, 1], "dst": [1, 2]})
+    write_parquet(dd.from_pandas(edges, npartitions=1), target)
+    killed_writer(target, "kill-between-renames")
+    assert not target.exists()
+    assert gpipe.read_edges(target, backend="cpu").compute()["dst"].tolist() == [1, 2]
+
+
+def test_a_set_aside_output_of_a_running_writer_is_left_alone(tmp_path):
+    """This process's own pid: a writer between its two renames, for all the next one knows."""
+    target = tmp_path / "result"
+    write_parquet(frame([1]), target)
+    aside = output._sibling(target, "old")
+    os.rename(target, aside)
+    assert output.restore_interrupted(target) is False
+    assert not target.exists() and aside.exists()

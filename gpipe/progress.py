@@ -1,0 +1,84 @@
+"""Progress of a traversal while it runs: log records and Dask worker events.
+
+Owner tasks call :func:`level` after each level (or relaxation round) and :func:`done` at the
+end. Each call becomes a ``logging`` record under the ``gpipe.progress`` logger of the process
+that runs the owner (the worker's log, or this process without a cluster) and, on a Dask
+worker, an event on the topic :data:`TOPIC` (``distributed.Worker.log_event``), which the
+scheduler keeps and forwards to subscribed clients: :func:`follow` subscribes, and the Dask
+dashboard lists the events. Levels are reported at most every :data:`EVERY_S` seconds per
+owner (and always the last), so a traversal of many short levels sends few events.
+
+An event is a dict: ``traversal`` (the id of one call), ``algorithm`` (``"bfs"``/``"sssp"``),
+``owner``, ``owners``, ``level``, ``frontier`` (vertices active on this owner), ``reached``
+(vertices this owner has reached so far, where known, else None), ``elapsed_s``, and ``done``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+TOPIC = "gpipe-progress"
+EVERY_S = 0.5
+
+log = logging.getLogger("gpipe.progress")
+
+
+@dataclass
+class Reporter:
+    """One owner's progress in one traversal; made by the driver, used in the owner's task."""
+
+    traversal: str
+    algorithm: str
+    owner: int = 0
+    owners: int = 1
+    _start: float = field(default=0.0, repr=False)
+    _last: float = field(default=0.0, repr=False)
+
+    def level(self, level: int, frontier: int, reached: int | None = None) -> None:
+        """Report level ``level`` if :data:`EVERY_S` passed since the last report."""
+        now = time.monotonic()
+        if not self._start:
+            self._start = now
+        if now - self._last < EVERY_S:
+            return
+        self._last = now
+        self._emit(level, frontier, reached, done=False)
+
+    def done(self, level: int, reached: int | None = None) -> None:
+        """Report the end of this owner's traversal, after ``level`` levels."""
+        if not self._start:
+            self._start = time.monotonic()
+        self._emit(level, 0, reached, done=True)
+
+    def _emit(self, level, frontier, reached, done):
+        event = {"traversal": self.traversal, "algorithm": self.algorithm, "owner": self.owner,
+                 "owners": self.owners, "level": int(level), "frontier": int(frontier),
+                 "reached": None if reached is None else int(reached),
+                 "elapsed_s": time.monotonic() - self._start, "done": done}
+        log.info("%s %s owner %d/%d: level %d, frontier %d, reached %s, %.2f s%s",
+                 self.algorithm, self.traversal[-8:], self.owner, self.owners, event["level"],
+                 event["frontier"], "?" if reached is None else event["reached"],
+                 event["elapsed_s"], ", done" if done else "")
+        try:
+            from distributed import get_worker
+
+            worker = get_worker()
+        except (ImportError, ValueError):
+            return
+        worker.log_event(TOPIC, event)
+
+
+def follow(client, callback):
+    """Call ``callback(event)`` on this client for every progress event from now on.
+
+    Returns a function that stops following. The callback runs on the client's event loop:
+    keep it short (print, update a widget).
+    """
+    def handler(event):
+        _, payload = event
+        callback(payload)
+
+    client.subscribe_topic(TOPIC, handler)
+    return lambda: client.unsubscribe_topic(TOPIC)

@@ -8,7 +8,7 @@ traversal can tell local targets (claimed in place) from remote ones (sent to th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gpipe import backend as backends
 
@@ -45,7 +45,9 @@ class Partition:
     ``indptr``: int64[n_local + 1]; ``indices``: global target ids (int32 when ``n < 2**31``);
     ``weights``: float64 parallel to ``indices`` or None; ``present``: bool[n_local] marking the
     ids that occur in the edge list (None when every id does). ``symmetric``: the graph is
-    undirected and held by one owner, so the CSR is also the CSR of the in-edges.
+    undirected and held by one owner, so the CSR is also the CSR of the in-edges. ``rows``:
+    what every result frame of this owner shares (:class:`gpipe.result.Rows`), kept here by
+    the first query.
     """
 
     backend: str
@@ -58,6 +60,7 @@ class Partition:
     weights: object
     present: object
     symmetric: bool = False
+    rows: object = field(default=None, repr=False, compare=False)
 
     @property
     def xp(self):

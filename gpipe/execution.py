@@ -51,10 +51,7 @@ class Executor:
         """A Dask DataFrame whose partitions are the frames behind ``handles``."""
         import dask.dataframe as dd
 
-        return dd.from_delayed(self._delayed(handles), meta=meta, verify_meta=False)
-
-    def _delayed(self, handles):
-        return handles
+        return dd.from_delayed(handles, meta=meta, verify_meta=False)
 
     def run_together(self, fn, per_owner_args: list) -> list:
         """Start ``fn(channel, *args)`` on every owner at once; one handle per owner.
@@ -84,8 +81,10 @@ class InProcess(Executor):
     def partitions(self, frame):
         return list(dask.compute(*frame.to_delayed()))
 
-    def _delayed(self, handles):
-        return [dask.delayed(h) for h in handles]
+    def to_frame(self, handles, meta):
+        from gpipe.computed import computed_frame
+
+        return computed_frame(handles, meta)
 
 
 class OnCluster(Executor):

@@ -9,6 +9,7 @@ distance) in the one pass that builds each column's null mask.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -81,7 +82,12 @@ def _with_id_dtype(frame, vertex_dtype):
     return frame.astype({"vertex": vertex_dtype, "parent": vertex_dtype})
 
 
+@functools.lru_cache(maxsize=None)
 def meta(backend_name: str, kind: str, vertex_dtype):
-    """The empty frame that tells Dask the result's columns and dtypes."""
+    """The empty frame that tells Dask the result's columns and dtypes.
+
+    Made once per backend, kind and dtype (a cuDF one costs device calls), and shared by every
+    result: Dask never writes to a meta.
+    """
     empty = backends.get(backend_name).empty_result(numpy_dtype(vertex_dtype), DISTANCE_DTYPE[kind])
     return _with_id_dtype(empty, vertex_dtype)

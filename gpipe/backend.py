@@ -48,33 +48,40 @@ class Backend:
     def to_host(self, array) -> np.ndarray:
         return array.get() if self.name == GPU else np.asarray(array)
 
-    def result_frame(self, vertex, distance, distance_valid, parent, parent_valid):
-        """A frame of ``vertex``, ``distance`` and ``parent`` with nulls where ``*_valid`` is False.
+    def shared_column(self, values):
+        """``values`` kept to become the ``vertex`` column of many result frames.
 
-        ``distance`` keeps its dtype (integer hops or float64); ``parent`` takes ``vertex``'s dtype.
-        In pandas, integer columns with nulls use the nullable extension dtypes (``Int64``...),
-        float columns use NaN.
+        pandas: a Series that every frame takes without a copy; copy-on-write gives each frame
+        its own copy the moment someone edits it in place. cuDF columns are not copy-on-write,
+        so on GPU the array stays as it is and :meth:`result_frame` copies it into each frame.
         """
-        parent = parent.astype(vertex.dtype, copy=False)
         if self.name == GPU:
-            frame = self.frames.DataFrame({"vertex": vertex, "distance": distance, "parent": parent})
-            frame["distance"] = frame["distance"].where(self.frames.Series(distance_valid), None)
-            frame["parent"] = frame["parent"].where(self.frames.Series(parent_valid), None)
-            return frame
-        return pd.DataFrame(
-            {
-                "vertex": vertex,
-                "distance": _nullable(distance, distance_valid),
-                "parent": _nullable(parent, parent_valid),
-            }
-        )
+            return values
+        return pd.Series(values, copy=False)
+
+    def result_frame(self, vertex, distance, parent, parent_missing):
+        """A frame of ``vertex``, ``distance`` and ``parent``, with nulls for what is missing.
+
+        ``vertex`` comes from :meth:`shared_column`. ``distance`` is int64 hops, negative
+        where unreached, or float64, +inf where unreached; ``parent`` holds vertex ids, missing
+        where ``parent_missing``. The frame takes ``distance``, ``parent`` and
+        ``parent_missing`` over (it may keep or overwrite them). In pandas, ``distance`` is
+        ``Int64`` (nullable) or float64 with NaN and ``parent`` the nullable twin of the
+        vertex dtype (``Int64``, ``UInt32``...); in cuDF, both are their plain dtype with nulls.
+        """
+        if self.name == GPU:
+            return _cudf_result(self.xp, vertex, distance, parent, parent_missing)
+        if distance.dtype.kind == "f":
+            distance[distance == np.inf] = np.nan  # in place: the unreached become NaN
+        else:
+            distance = pd.arrays.IntegerArray(distance, distance < 0)
+        parent = pd.arrays.IntegerArray(parent, parent_missing)
+        return pd.DataFrame({"vertex": vertex, "distance": distance, "parent": parent}, copy=False)
 
     def empty_result(self, vertex_dtype, distance_dtype):
         """The zero-row frame with the dtypes :meth:`result_frame` produces (Dask's ``meta``)."""
         vertex = np.empty(0, dtype=vertex_dtype)
         distance = np.empty(0, dtype=distance_dtype)
-        valid = np.empty(0, dtype=bool)
-        frame = CPU_BACKEND.result_frame(vertex, distance, valid, vertex, valid)
         if self.name == GPU:
             return self.frames.DataFrame(
                 {
@@ -83,13 +90,31 @@ class Backend:
                     "parent": self.frames.Series(vertex),
                 }
             )
-        return frame
+        return CPU_BACKEND.result_frame(pd.Series(vertex), distance, vertex, np.empty(0, dtype=bool))
 
 
-def _nullable(values: np.ndarray, valid: np.ndarray):
-    if values.dtype.kind == "f":
-        return np.where(valid, values, np.nan)
-    return pd.arrays.IntegerArray(values, ~valid)
+def _cudf_result(cp, vertex, distance, parent, parent_missing):
+    """:meth:`Backend.result_frame` on GPU: each column wraps its CuPy array without a copy
+    (pylibcudf), with a null mask made from a boolean array in one pass (``bools_to_mask``)."""
+    import cudf
+    import pylibcudf as plc
+
+    if vertex.size == 0:
+        return gpu_backend().empty_result(vertex.dtype, distance.dtype)
+    reached = cp.isfinite(distance) if distance.dtype.kind == "f" else distance >= 0
+    has_parent = cp.logical_not(parent_missing, out=parent_missing)
+    columns = [
+        plc.Column.from_array(vertex.copy()),  # the shared column stays the partition's own
+        _with_nulls(plc, plc.Column.from_array(distance), reached),
+        _with_nulls(plc, plc.Column.from_array(parent), has_parent),
+    ]
+    return cudf.DataFrame.from_pylibcudf(plc.Table(columns), {"columns": ["vertex", "distance", "parent"]})
+
+
+def _with_nulls(plc, column, valid):
+    """``column`` with a null wherever the CuPy boolean array ``valid`` is False."""
+    mask, null_count = plc.transform.bools_to_mask(plc.Column.from_array(valid))
+    return column.with_mask(mask, null_count)
 
 
 CPU_BACKEND = Backend(CPU, np, pd, "gpipe.kernels.cpu")

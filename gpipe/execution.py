@@ -54,10 +54,7 @@ class Executor:
         """A Dask DataFrame whose partitions are the frames behind ``handles``."""
         import dask.dataframe as dd
 
-        return dd.from_delayed(self._delayed(handles), meta=meta, verify_meta=False)
-
-    def _delayed(self, handles):
-        return handles
+        return dd.from_delayed(handles, meta=meta, verify_meta=False)
 
     def memory(self, backend_name) -> list:
         """:class:`gpipe.sizing.WorkerMemory` of each worker that could own a partition."""
@@ -110,8 +107,11 @@ class InProcess(Executor):
     def for_owners(self, workers):
         return self
 
-    def _delayed(self, handles):
-        return [dask.delayed(h) for h in handles]
+
+    def to_frame(self, handles, meta):
+        from gpipe.computed import computed_frame
+
+        return computed_frame(handles, meta)
 
 
 class OnCluster(Executor):

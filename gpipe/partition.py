@@ -8,7 +8,7 @@ traversal can tell local targets (claimed in place) from remote ones (sent to th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gpipe import backend as backends
 
@@ -48,7 +48,8 @@ class Partition:
     undirected and held by one owner, so the CSR is also the CSR of the in-edges.
     ``negative_loops``: sorted int64 local ids of the vertices with a self-loop of negative
     weight, a negative cycle that the CSR (which keeps no self-loop) does not show; None when
-    the graph has no negative weight.
+    the graph has no negative weight. ``rows``: what every result frame of this owner shares
+    (:class:`gpipe.result.Rows`), kept here by the first query.
     """
 
     backend: str
@@ -62,6 +63,7 @@ class Partition:
     present: object
     symmetric: bool = False
     negative_loops: object = None
+    rows: object = field(default=None, repr=False, compare=False)
 
     @property
     def xp(self):

@@ -1,6 +1,16 @@
-"""One owner's traversal state turned into rows of ``vertex``, ``distance``, ``parent``."""
+"""One owner's traversal state turned into rows of ``vertex``, ``distance``, ``parent``.
+
+The road from a kernel's arrays to the result frame is on every query's clock, so it makes no
+pass it can avoid. What does not change between queries, the local ids that get a row and
+their ``vertex`` column, is worked out at the first query and kept on the partition
+(:class:`Rows`). Nulls come straight from the kernels' sentinels (-1 hops or parent, +inf
+distance) in the one pass that builds each column's null mask.
+"""
 
 from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -12,37 +22,57 @@ SSSP = "sssp"
 DISTANCE_DTYPE = {BFS: np.dtype("int64"), SSSP: np.dtype("float64")}
 
 
+@dataclass(frozen=True)
+class Rows:
+    """What every result frame of one owner shares: which local ids get a row, and their ids.
+
+    ``local``: int64 local ids of the present vertices, or None when every local id is present
+    (then the arrays indexed by local id are the rows as they are). ``vertex``: the input id of
+    each row, as :meth:`gpipe.backend.Backend.shared_column` keeps it.
+    """
+
+    local: object
+    vertex: object
+
+
+def shared_rows(part, ids, vertex_dtype) -> Rows:
+    """The :class:`Rows` of ``part``, computed at the first call and then kept on the partition.
+
+    ``ids`` and ``vertex_dtype`` belong to the graph that ``part`` belongs to, so they are the
+    same at every call.
+    """
+    if part.rows is None:
+        be = backends.get(part.backend)
+        xp = be.xp
+        start, stop = part.offset, part.offset + part.n_local
+        if part.present is None:
+            local = None
+            vertex = xp.arange(start, stop, dtype="int64") if ids is None else ids[start:stop]
+        else:
+            local = xp.flatnonzero(part.present).astype("int64", copy=False)
+            vertex = local + start if ids is None else ids[local + start]
+        part.rows = Rows(local, be.shared_column(vertex.astype(numpy_dtype(vertex_dtype), copy=False)))
+    return part.rows
+
+
 def owner_frame(part, ids, dist, parent, kind: str, vertex_dtype):
     """Rows for the present vertices of ``part``, with input ids and nulls for the unreached.
 
     ``dist`` is int32 hops (-1 unreached) for BFS and float64 (+inf unreached) for SSSP;
     ``parent`` holds global ids (-1 none). ``ids`` maps global ids back to input ids, or is
-    None when the input ids are the global ids.
+    None when the input ids are the global ids. The frame takes ``dist`` and ``parent`` over:
+    it may hold their memory or overwrite them, so the caller must not use them afterwards.
     """
     be = backends.get(part.backend)
-    xp = be.xp
-    array_dtype = numpy_dtype(vertex_dtype)
-    local = xp.arange(part.n_local, dtype="int64")
-    if part.present is not None:
-        local = local[part.present]
-    dist, parent = dist[local], parent[local]
-    if kind == BFS:
-        reached = dist >= 0
-    else:
-        reached = xp.isfinite(dist)
-    has_parent = parent >= 0
-    vertex = local + part.offset
+    shared = shared_rows(part, ids, vertex_dtype)
+    if shared.local is not None:
+        dist, parent = dist.take(shared.local), parent.take(shared.local)
+    distance = dist.astype(DISTANCE_DTYPE[kind], copy=False)  # BFS: the one cast, to Int64's width
+    parent_missing = parent < 0
     if ids is not None:
-        vertex = ids[vertex]
-        parent = ids[xp.where(has_parent, parent, 0)]
-    frame = be.result_frame(
-        vertex.astype(array_dtype, copy=False),
-        dist.astype(DISTANCE_DTYPE[kind], copy=False),
-        reached,
-        parent.astype(array_dtype, copy=False),
-        has_parent,
-    )
-    return _with_id_dtype(frame, vertex_dtype)
+        parent = ids.take(parent)  # a missing parent (-1) picks the last id; the mask hides it
+    parent = parent.astype(numpy_dtype(vertex_dtype), copy=False)
+    return _with_id_dtype(be.result_frame(shared.vertex, distance, parent, parent_missing), vertex_dtype)
 
 
 def _with_id_dtype(frame, vertex_dtype):
@@ -52,7 +82,12 @@ def _with_id_dtype(frame, vertex_dtype):
     return frame.astype({"vertex": vertex_dtype, "parent": vertex_dtype})
 
 
+@functools.lru_cache(maxsize=None)
 def meta(backend_name: str, kind: str, vertex_dtype):
-    """The empty frame that tells Dask the result's columns and dtypes."""
+    """The empty frame that tells Dask the result's columns and dtypes.
+
+    Made once per backend, kind and dtype (a cuDF one costs device calls), and shared by every
+    result: Dask never writes to a meta.
+    """
     empty = backends.get(backend_name).empty_result(numpy_dtype(vertex_dtype), DISTANCE_DTYPE[kind])
     return _with_id_dtype(empty, vertex_dtype)

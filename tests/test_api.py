@@ -650,6 +650,21 @@ def test_result_can_be_computed_twice(engine):
     pd.testing.assert_frame_equal(sorted_frame(a), sorted_frame(b))
 
 
+@pytest.mark.parametrize("ids", ["dense", "sparse"])
+def test_len_is_one_row_per_vertex(engine, ids):
+    """``len()`` of a result (known without computing it where no client runs) agrees with
+    its computed rows, for kept ids with holes and for renumbered ids."""
+    edges = reference.random_edges(1500, 700, seed=67, weights="positive", ids=ids)
+    graph = gpipe.Graph.from_edges(engine.frame(edges), weight="weight")
+    source = reference.pick_sources(edges, 1, seed=67)[0]
+    vertices = len(np.union1d(edges["src"], edges["dst"]))
+    assert graph.num_vertices == vertices
+    for result in (graph.bfs(source), graph.sssp(source)):
+        assert len(result) == vertices
+        assert result.npartitions == graph.num_partitions
+        assert len(engine.compute(result)) == vertices
+
+
 # ---------------------------------------------------------------------------------------------
 # read_edges.
 

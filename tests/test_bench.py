@@ -21,8 +21,9 @@ from gpipe.verify import check_traversal_arrays
 
 REPORT_KEYS = {"machine", "command", "options", "graph", "build", "results"}
 RESULT_KEYS = {"algo", "backend", "workers", "owners", "warmup_s", "sources", "median_s", "median_ms",
-               "gteps_hmean", "gteps_median", "peak_memory_bytes", "validated"}
-SOURCE_KEYS = {"source", "source_global", "times_s", "time_s", "reached", "reached_edges", "max_distance", "gteps"}
+               "gteps_hmean", "gteps_median", "peak_memory_bytes", "validated", "public_median_ms"}
+SOURCE_KEYS = {"source", "source_global", "times_s", "time_s", "reached", "reached_edges", "max_distance", "gteps",
+               "public_s"}
 
 
 @pytest.fixture
@@ -74,12 +75,13 @@ def test_bench_command_writes_report(tmp_path, capsys, restore_logging):
             assert SOURCE_KEYS <= set(row)
             assert row["reached_edges"] > 0 and row["gteps"] > 0
         assert result["scipy"]["ratio"] > 0 and len(result["scipy"]["times_s"]) == 3
+        assert result["scipy"]["public_ratio"] > 0
         assert result["scipy"]["paired"] and "scipy_times" not in result  # no client: per source
     # the same sources for both algorithms, and the table names the graph
     assert [s["source"] for s in report["results"][0]["sources"]] == [
         s["source"] for s in report["results"][1]["sources"]]
     out = capsys.readouterr().out
-    assert "kron8" in out and "median ms" in out and "GTEPS" in out
+    assert "kron8" in out and "median ms" in out and "public ms" in out and "GTEPS" in out
 
 
 def test_bench_grid_starts_at_centre():

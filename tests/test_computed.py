@@ -1,0 +1,67 @@
+"""gpipe.computed: a Dask DataFrame over frames this process holds already (no client)."""
+
+import dask
+import dask.dataframe as dd
+import pandas as pd
+import pytest
+
+from gpipe import execution
+from gpipe.computed import computed_frame
+
+
+@pytest.fixture
+def parts():
+    return [pd.DataFrame({"vertex": [1, 2, 3], "distance": pd.array([0, 1, None], dtype="Int64")}),
+            pd.DataFrame({"vertex": [7, 8], "distance": pd.array([None, 2], dtype="Int64")})]
+
+
+def test_partitions_are_the_frames_in_order(parts):
+    frame = computed_frame(parts, parts[0].iloc[:0])
+    assert isinstance(frame, dd.DataFrame)
+    assert frame.npartitions == 2 and not frame.known_divisions
+    assert {k: str(v) for k, v in frame.dtypes.items()} == {"vertex": "int64", "distance": "Int64"}
+    pd.testing.assert_frame_equal(frame.compute(), pd.concat(parts))
+    pd.testing.assert_frame_equal(frame.partitions[1].compute(), parts[1])
+    assert len(frame.partitions[1]) == 2
+    assert frame["vertex"].sum().compute() == 21
+    assert frame.map_partitions(len).compute().tolist() == [3, 2]
+
+
+def test_len_is_known_without_running_a_partition(parts):
+    frame = computed_frame(parts, parts[0].iloc[:0])
+    graphs = []
+
+    def get(dsk, keys, **kwargs):  # a scheduler that notes the tasks it is asked to run
+        graphs.append([str(key) for key in dict(dsk.__dask_graph__())])
+        return dask.get(dsk, keys, **kwargs)
+
+    with dask.config.set(scheduler=get):
+        assert len(frame) == 5
+    assert len(graphs) == 1 and graphs[0]
+    assert not any("computed-" in key for keys in graphs for key in keys)  # no partition task
+
+
+def test_each_collection_has_its_own_name(parts):
+    """Dask takes two collections of one name for the same data: frames of one shape and
+    dtypes but other values must not share a name."""
+    a = computed_frame(parts, parts[0].iloc[:0])
+    b = computed_frame([p.assign(vertex=0) for p in parts], parts[0].iloc[:0])
+    assert a._name != b._name
+    assert dd.concat([a, b])["vertex"].compute().tolist() == [1, 2, 3, 7, 8, 0, 0, 0, 0, 0]
+
+
+def test_in_process_results_are_not_hashed(parts, monkeypatch):
+    """Dask names a collection by hashing its data unless told a name; rows of a result must
+    never be hashed (for cuDF that copies a hash of every row to the host)."""
+    hashed = []
+    normalize = dask.base.normalize_token.dispatch(pd.DataFrame)
+
+    def counting(df):
+        if len(df):  # the empty meta frame is hashed too, and costs nothing
+            hashed.append(len(df))
+        return normalize(df)
+
+    monkeypatch.setitem(dask.base.normalize_token._lookup, pd.DataFrame, counting)
+    frame = execution.InProcess().to_frame(parts, parts[0].iloc[:0])
+    assert len(frame) == 5 and len(frame.compute()) == 5 and len(frame.partitions[0].compute()) == 3
+    assert hashed == []

@@ -1,0 +1,121 @@
+"""The level steps of a BFS over several owners, on the GPU (``kernels/bfs_owners.cu``).
+
+Same names, signatures and promises as :mod:`gpipe.kernels.cpu_bfs_owners` (its docstring
+describes the steps, the counters and the arrays); the arrays are CuPy arrays of the current
+device. Bitmaps are ``uint32`` words here (``BITMAP_BITS = 32``), ``int64`` on the CPU. No
+function here reads anything back to the host: the owner loop reads the counters itself, once
+after the top-down step and once after the claims (or the bottom-up step).
+"""
+
+from __future__ import annotations
+
+import cupy
+
+from gpipe.kernels import cuda
+
+_SOURCE = "bfs_owners.cu"
+_ENTRY_POINTS = ("bfs_owner_top_down", "bfs_owner_claim", "bfs_owner_bottom_up",
+                 "frontier_to_bitmap", "bitmap_to_frontier")
+
+BITMAP_BITS = 32
+BITMAP_DTYPE = cupy.uint32
+
+NEXT = 0  # counters[NEXT]: length of next_frontier (kNext in bfs_owners.cu)
+NEXT_EDGES = 1  # counters[NEXT_EDGES]: out-degree sum of next_frontier (kNextEdges)
+QUEUES = 2  # counters[QUEUES + q]: length of owner q's queue (kQueues)
+
+
+def _kernel(name: str, typed):
+    """Entry point ``name`` instantiated for the dtype of ``typed`` (int32 or int64)."""
+    return cuda.function(_SOURCE, _ENTRY_POINTS, name, typed)
+
+
+def bfs_owner_top_down(indptr, indices, offset, frontier, dist, parent, level, chunk, sent,
+                       next_frontier, queue_targets, queue_parents, counters, frontier_edges=None):
+    """Expand one owner's frontier one level, top-down; claim owned targets, queue remote ones once.
+
+    See :func:`gpipe.kernels.cpu_bfs_owners.bfs_owner_top_down` for the parameters; here
+    ``sent`` is ``uint32[ceil(n / 32)]``, ``counters`` int64 (the kernel adds to it as uint64),
+    and ``queue_targets``/``queue_parents`` must have the dtype of ``indices``.
+
+    ``frontier_edges`` (the frontier's out-degree sum, known to the owner loop) sizes the grid;
+    without it the grid is sized by ``indices.size``. Edge-parallel, load-balanced by prefix
+    sum + binary search as :func:`gpipe.kernels.gpu_bfs.bfs_expand`; no host read.
+    """
+    k = int(frontier.size)
+    if k == 0 or frontier_edges == 0:
+        return
+    frontier = cupy.ascontiguousarray(frontier)
+    edge_end = cuda.edge_end(indptr, frontier)
+    bound = int(indices.size) if frontier_edges is None else int(frontier_edges)
+    _kernel("bfs_owner_top_down", indices)(
+        cuda.grid(max(bound, 1)),
+        (cuda.BLOCK,),
+        (
+            indptr, indices, cupy.int64(offset), cupy.int64(dist.size), cupy.int64(chunk),
+            frontier, edge_end, cupy.int64(k), cupy.int32(level), dist, parent, sent,
+            next_frontier, queue_targets, queue_parents, counters,
+        ),
+    )
+
+
+def bfs_owner_claim(indptr, offset, targets, parents, dist, parent, level, next_frontier, counters):
+    """Claim the candidates ``(targets, parents)`` a peer sent, at distance ``level + 1``.
+
+    See :func:`gpipe.kernels.cpu_bfs_owners.bfs_owner_claim`. ``targets`` and ``parents`` share
+    one dtype (int32 or int64). One thread per candidate, claimed by atomicCAS on ``dist``.
+    """
+    count = int(targets.size)
+    if count == 0:
+        return
+    targets = cupy.ascontiguousarray(targets)
+    parents = cupy.ascontiguousarray(parents, dtype=targets.dtype)
+    _kernel("bfs_owner_claim", targets)(
+        cuda.grid(count),
+        (cuda.BLOCK,),
+        (
+            indptr, cupy.int64(offset), targets, parents, cupy.int64(count), cupy.int32(level),
+            dist, parent, next_frontier, counters,
+        ),
+    )
+
+
+def bfs_owner_bottom_up(indptr, indices, dist, parent, level, front, next_front, counters):
+    """One bottom-up level of one owner of an undirected graph.
+
+    See :func:`gpipe.kernels.cpu_bfs_owners.bfs_owner_bottom_up`; here ``front`` is
+    ``uint32[ceil(n / 32)]`` and ``next_front`` ``uint32[ceil(n_local / 32)]``. One warp per
+    32 owned vertices; long rows scanned by the whole warp.
+    """
+    n_local = int(dist.size)
+    if n_local == 0:
+        return
+    _kernel("bfs_owner_bottom_up", indices)(
+        cuda.grid(-(-n_local // 32) * 32),
+        (cuda.BLOCK,),
+        (indptr, indices, cupy.int64(n_local), cupy.int32(level), dist, parent, front, next_front,
+         counters),
+    )
+
+
+def frontier_to_bitmap(frontier, bitmap):
+    """Clear ``bitmap`` (uint32 words) and set the bits of the local ids in ``frontier``."""
+    bitmap.fill(0)
+    k = int(frontier.size)
+    if k == 0:
+        return
+    frontier = cupy.ascontiguousarray(frontier)
+    _kernel("frontier_to_bitmap", frontier)(
+        cuda.grid(k), (cuda.BLOCK,), (frontier, cupy.int64(k), bitmap))
+
+
+def bitmap_to_frontier(bitmap, size, out):
+    """The ``size`` local ids whose bits are set in ``bitmap``, in no particular order, written
+    into ``out[:size]`` (``out`` int64, contiguous)."""
+    n_words = int(bitmap.size)
+    if size == 0 or n_words == 0:
+        return out[:0]
+    counter = cupy.zeros(1, dtype=cupy.int64)
+    _kernel("bitmap_to_frontier", out)(
+        cuda.grid(n_words), (cuda.BLOCK,), (bitmap, cupy.int64(n_words), out, counter))
+    return out[:size]

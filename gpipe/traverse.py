@@ -526,7 +526,6 @@ class _OwnerBfs:
         """Expand the frontier; the counters, read back once (host int64 array)."""
         part = self.part
         self.queue()
-        self.counters.fill(0)
         self.kernels.bfs_owner_top_down(
             part.indptr, part.indices, part.offset, self.frontier, self.dist, self.parent, level,
             self.layout.chunk, self.sent, self.frontiers[1 - self.current], self.queue_targets,
@@ -578,7 +577,6 @@ class _OwnerBfs:
         for q, words in enumerate(slices):
             start = layout.offset(q) // self.kernels.BITMAP_BITS
             self.front[start:start + words.size] = words
-        self.counters.fill(0)
         self.kernels.bfs_owner_bottom_up(part.indptr, part.indices, self.dist, self.parent, level,
                                          self.front, self.next_slice, self.counters)
         counters = self.to_host(self.counters)

@@ -21,6 +21,12 @@
 //       also the in-edges of its vertices): every unvisited owned vertex scans its neighbours
 //       until one is in `front`, the frontier bitmap of ALL owners over global ids (put
 //       together from the owners' slices), and takes it as parent; next_front gets its bit.
+//   bfs_owner_edge_end<Index>   the start of a top-down level in ONE launch of one block: the
+//       counters zeroed and edge_end, the inclusive prefix sum of the frontier's out-degrees,
+//       which the top-down step's load balance needs (for frontiers of up to kScanItems
+//       vertices; the launcher uses CuPy's scan beyond). On a grid a level is a few hundred
+//       vertices, and the five launches of a gather, a difference and a scan cost more than
+//       the step itself.
 //   frontier_to_bitmap<Index>, bitmap_to_frontier<Index>   an owner's frontier as local ids <->
 //       its bitmap slice (at a change of direction). Index is unused: it only names the
 //       instantiation, like the other entry points'.
@@ -48,8 +54,8 @@
 //
 // Counters (uint64[2 + n_owners]; the launcher passes an int64 CuPy array, same bits)
 //   [kNext] length of next_frontier, [kNextEdges] out-degree sum of the vertices in it,
-//   [kQueues + q] length of owner q's queue (this owner's own entry stays 0). The kernels add
-//   to them; the launcher zeroes them when a level begins.
+//   [kQueues + q] length of owner q's queue (this owner's own entry stays 0). A level begins
+//   with them zeroed (bfs_owner_edge_end, or the launcher); the steps add to them.
 //
 // Array invariants (n = global vertex count; chunk = ids per owner, a multiple of 64)
 //   indptr         int64[n_local + 1]; out-edges of local u are indices[indptr[u] : indptr[u + 1]].
@@ -78,6 +84,10 @@ constexpr int kNext = 0;
 constexpr int kNextEdges = 1;
 constexpr int kQueues = 2;
 constexpr long long kSeqScan = 16;  // bottom-up: neighbours a lane scans alone
+constexpr int kScanBlock = 1024;     // bfs_owner_edge_end: threads of its one block
+constexpr int kScanPerThread = 8;    // consecutive frontier slots per thread and tile
+constexpr int kScanWarps = kScanBlock / 32;
+static_assert(kScanWarps == 32, "bfs_owner_edge_end scans the warps' sums with one warp");
 
 __device__ __forceinline__ long long warp_sum(long long x) {
 #pragma unroll
@@ -115,11 +125,74 @@ __device__ __forceinline__ unsigned long long warp_append_slot_keyed(unsigned lo
     return slot;
 }
 
+__device__ __forceinline__ long long warp_inclusive_sum(long long x) {
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        const long long y = __shfl_up_sync(kFullWarp, x, d);
+        if (lane >= d) x += y;
+    }
+    return x;
+}
+
 __device__ __forceinline__ bool in_bitmap(const unsigned* bitmap, long long v) {
     return (bitmap[v >> 5] >> (v & 31)) & 1u;
 }
 
 }  // namespace
+
+template <typename Index>
+__global__ void __launch_bounds__(kScanBlock)
+bfs_owner_edge_end(const long long* __restrict__ indptr,
+                   const long long* __restrict__ frontier,
+                   long long k,
+                   long long* __restrict__ edge_end,
+                   unsigned long long* __restrict__ counters,
+                   int n_counters) {
+    // One block of kScanBlock threads. Tiles of kScanBlock * kScanPerThread slots: each thread
+    // sums its kScanPerThread consecutive degrees, the block scans the threads' sums (warp
+    // shuffles, then the warps' totals by warp 0), and `carry` takes the tile's total along.
+    __shared__ long long warp_sums[kScanWarps];
+    const int lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5;
+    if (threadIdx.x < n_counters) {
+        counters[threadIdx.x] = 0;
+    }
+    long long carry = 0;  // sum of the tiles before this one (the same in every thread)
+    const long long tile = static_cast<long long>(kScanBlock) * kScanPerThread;
+    for (long long first = 0; first < k; first += tile) {  // block-uniform
+        const long long begin = first + static_cast<long long>(threadIdx.x) * kScanPerThread;
+        long long running[kScanPerThread];
+        long long sum = 0;
+#pragma unroll
+        for (int j = 0; j < kScanPerThread; ++j) {
+            const long long i = begin + j;
+            if (i < k) {
+                const long long u = frontier[i];
+                sum += indptr[u + 1] - indptr[u];
+            }
+            running[j] = sum;  // inclusive, within this thread's slots
+        }
+        const long long inclusive = warp_inclusive_sum(sum);
+        if (lane == 31) {
+            warp_sums[warp] = inclusive;
+        }
+        __syncthreads();
+        if (warp == 0) {
+            warp_sums[lane] = warp_inclusive_sum(warp_sums[lane]);  // kScanWarps == 32
+        }
+        __syncthreads();
+        const long long before = carry + (warp > 0 ? warp_sums[warp - 1] : 0) + inclusive - sum;
+#pragma unroll
+        for (int j = 0; j < kScanPerThread; ++j) {
+            if (begin + j < k) {
+                edge_end[begin + j] = before + running[j];
+            }
+        }
+        carry += warp_sums[kScanWarps - 1];
+        __syncthreads();  // warp_sums is rewritten by the next tile
+    }
+}
 
 template <typename Index>
 __global__ void bfs_owner_top_down(const long long* __restrict__ indptr,

@@ -259,7 +259,7 @@ def check_owner_top_down(kernels, device, host, index_dtype):
     next_frontier = device(np.full(me.n_local, -7, dtype=np.int64))
     queue_targets = device(np.full(n, -7, dtype=index_dtype))
     queue_parents = device(np.full(n, -7, dtype=index_dtype))
-    counters = device(np.zeros(kernels.QUEUES + 3, dtype=np.int64))
+    counters = device(np.full(kernels.QUEUES + 3, 99, dtype=np.int64))  # a level zeroes them first
     edges = _degree(me, frontier)
 
     kernels.bfs_owner_top_down(device(me.indptr), device(me.indices), me.offset, device(frontier), dist,
@@ -297,8 +297,7 @@ def check_owner_top_down(kernels, device, host, index_dtype):
     np.testing.assert_array_equal(unpack_bits(host(sent), n), np.union1d(already_sent, queued))
 
     # Sent once per traversal: a later level (here the whole owner as frontier) queues only
-    # the remote targets never sent before, after what is already in the queues.
-    counters_before = got.copy()
+    # the remote targets never sent before.
     everyone = np.flatnonzero(host(dist) >= 0).astype(np.int64)
     kernels.bfs_owner_top_down(device(me.indptr), device(me.indices), me.offset, device(everyone), dist,
                                parent, 3, OWNER_CHUNK, sent, next_frontier, queue_targets, queue_parents,
@@ -308,11 +307,15 @@ def check_owner_top_down(kernels, device, host, index_dtype):
     later = np.setdiff1d(np.unique(v2[(v2 < me.offset) | (v2 >= me.offset + me.n_local)]),
                          np.union1d(already_sent, queued))
     targets = host(queue_targets)
+    assert later.size > 0 and again[kernels.QUEUES + 1] == 0
     for q in (0, 2):
-        start = q * OWNER_CHUNK
-        first, total = int(counters_before[kernels.QUEUES + q]), int(again[kernels.QUEUES + q])
-        np.testing.assert_array_equal(np.sort(targets[start + first:start + total]),
+        start, count = q * OWNER_CHUNK, int(again[kernels.QUEUES + q])
+        np.testing.assert_array_equal(np.sort(targets[start:start + count]),
                                       later[later // OWNER_CHUNK == q])
+    kernels.bfs_owner_top_down(device(me.indptr), device(me.indices), me.offset,
+                               device(np.empty(0, dtype=np.int64)), dist, parent, 4, OWNER_CHUNK, sent,
+                               next_frontier, queue_targets, queue_parents, counters, frontier_edges=0)
+    assert (host(counters) == 0).all()  # an empty frontier still begins a level
 
 
 def check_owner_claim(kernels, device, host, index_dtype):
@@ -365,7 +368,7 @@ def check_owner_bottom_up(kernels, device, host, index_dtype):
     dist, parent = device(dist0.copy()), device(np.full(me.n_local, -1, dtype=np.int64))
     poisoned = np.full(-(-me.n_local // kernels.BITMAP_BITS), 12345, dtype=kernels.BITMAP_DTYPE)
     next_front = device(poisoned)
-    counters = device(np.zeros(kernels.QUEUES + 3, dtype=np.int64))
+    counters = device(np.full(kernels.QUEUES + 3, 99, dtype=np.int64))  # a level zeroes them first
     kernels.bfs_owner_bottom_up(device(me.indptr), device(me.indices), dist, parent, 4,
                                 device(pack_bits(frontier, n, kernels)), next_front, counters)
     want_dist, want_parent = dist0.copy(), np.full(me.n_local, -1, dtype=np.int64)
@@ -383,6 +386,7 @@ def check_owner_bottom_up(kernels, device, host, index_dtype):
     np.testing.assert_array_equal(unpack_bits(host(next_front), me.n_local), woke)
     got = host(counters)
     assert got[kernels.NEXT] == woke.size and got[kernels.NEXT_EDGES] == _degree(me, woke)
+    assert (got[kernels.QUEUES:] == 0).all()
 
 
 def check_frontier_bitmap_round_trip(kernels, device, host):

@@ -841,3 +841,25 @@ def test_owner_steps_with_many_warps_and_long_rows():
     np.testing.assert_array_equal(d_counters.get(), h_counters)
     np.testing.assert_array_equal(kernel_graphs.unpack_bits(d_next.get(), me.n_local),
                                   kernel_graphs.unpack_bits(h_next, me.n_local))
+
+
+@pytest.mark.parametrize("k", [1, 31, 1024, 8191, 8192, 8193, 40_000, 65_536])
+def test_owner_edge_end_scans_in_one_block(k):
+    # bfs_owner_edge_end: the inclusive prefix sum of the frontier's degrees, tile by tile in one
+    # block (8192 slots a tile), and the counters zeroed: what the top-down step starts from.
+    from gpipe.kernels import gpu_bfs_owners
+
+    rng = np.random.default_rng(k)
+    n_local = 70_000
+    degrees = rng.integers(0, 40, n_local)
+    degrees[rng.integers(0, n_local, 5)] = 10_000  # a few hubs
+    indptr = cupy.asarray(np.concatenate([[0], np.cumsum(degrees)]).astype(np.int64))
+    frontier = rng.choice(n_local, k, replace=False).astype(np.int64)
+    edge_end = cupy.full(k, -1, dtype=cupy.int64)
+    counters = cupy.full(5, 99, dtype=cupy.int64)
+    gpu_bfs_owners._kernel("bfs_owner_edge_end", cupy.empty(0, dtype=cupy.int32))(
+        (1,), (gpu_bfs_owners._SCAN_BLOCK,),
+        (indptr, cupy.asarray(frontier), cupy.int64(k), edge_end, counters, cupy.int32(5)))
+    np.testing.assert_array_equal(edge_end.get(), np.cumsum(degrees[frontier]))
+    assert (counters.get() == 0).all()
+    assert k <= gpu_bfs_owners._SCAN_ITEMS

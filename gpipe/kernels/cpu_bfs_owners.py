@@ -29,8 +29,9 @@ What each step computes
 Counters
     `counters` is int64[2 + n_owners]: [NEXT] the length of next_frontier, [NEXT_EDGES] the
     out-degree sum of the vertices in it, [QUEUES + q] the length of owner q's queue (this
-    owner's own entry stays 0). Steps add to them; the driver zeroes them when a level begins
-    and reads them once after the step, and once after the claims.
+    owner's own entry stays 0). bfs_owner_top_down and bfs_owner_bottom_up begin a level: they
+    zero them first. bfs_owner_claim adds to them. The driver reads them once after the step,
+    and once after the claims.
 
 Invariants of the arrays
     - Local ids 0..n_local-1, global ids offset + local. Owners' offsets are multiples of
@@ -212,7 +213,7 @@ def bfs_owner_top_down(indptr, indices, offset, frontier, dist, parent, level, c
         Owner q's queue starts at ``q * chunk``; remote ``(v, offset + u)`` are appended at
         ``q * chunk + counters[QUEUES + q]``.
     counters : int64[2 + n_owners]
-        Added to: see the module's "Counters".
+        Zeroed, then counted into: see the module's "Counters".
     frontier_edges : int, optional
         The frontier's out-degree sum, when the caller knows it (the GPU twin sizes its grid
         by it; unused here).
@@ -224,6 +225,7 @@ def bfs_owner_top_down(indptr, indices, offset, frontier, dist, parent, level, c
     the latest. Work O(frontier edges); nothing is allocated.
     """
     del frontier_edges
+    counters[:] = 0
     if frontier.shape[0]:
         _top_down_step(indptr, indices, np.int64(offset), frontier, dist, parent, np.int64(level),
                        np.int64(chunk), sent, next_frontier, queue_targets, queue_parents, counters)
@@ -265,8 +267,8 @@ def bfs_owner_bottom_up(indptr, indices, dist, parent, level, front, next_front,
     next_front : int64[ceil(n_local / 64)]
         Written whole: bit v set for each local v claimed here.
     counters : int64[2 + n_owners]
-        ``counters[NEXT]`` and ``counters[NEXT_EDGES]`` get the number claimed and their
-        out-degree sum.
+        Zeroed; then ``counters[NEXT]`` and ``counters[NEXT_EDGES]`` get the number claimed
+        and their out-degree sum.
 
     Notes
     -----
@@ -275,8 +277,9 @@ def bfs_owner_bottom_up(indptr, indices, dist, parent, level, front, next_front,
     """
     awake, awake_edges = _bottom_up_step(indptr, indices, dist, parent, np.int64(level), front,
                                          next_front)
-    counters[NEXT] += awake
-    counters[NEXT_EDGES] += awake_edges
+    counters[:] = 0
+    counters[NEXT] = awake
+    counters[NEXT_EDGES] = awake_edges
 
 
 def frontier_to_bitmap(frontier, bitmap):

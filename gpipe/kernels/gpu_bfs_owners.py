@@ -4,18 +4,26 @@ Same names, signatures and promises as :mod:`gpipe.kernels.cpu_bfs_owners` (its 
 describes the steps, the counters and the arrays); the arrays are CuPy arrays of the current
 device. Bitmaps are ``uint32`` words here (``BITMAP_BITS = 32``), ``int64`` on the CPU. No
 function here reads anything back to the host: the owner loop reads the counters itself, once
-after the top-down step and once after the claims (or the bottom-up step).
+after the top-down step and once after the claims (or the bottom-up step). A grid's level
+(a few hundred vertices) costs a handful of launches, so launches are counted: the compiled
+functions are cached per device, and a top-down level starts with one kernel that zeroes the
+counters and scans the frontier's degrees.
 """
 
 from __future__ import annotations
+
+import functools
 
 import cupy
 
 from gpipe.kernels import cuda
 
 _SOURCE = "bfs_owners.cu"
-_ENTRY_POINTS = ("bfs_owner_top_down", "bfs_owner_claim", "bfs_owner_bottom_up",
-                 "frontier_to_bitmap", "bitmap_to_frontier")
+_ENTRY_POINTS = ("bfs_owner_edge_end", "bfs_owner_top_down", "bfs_owner_claim",
+                 "bfs_owner_bottom_up", "frontier_to_bitmap", "bitmap_to_frontier")
+_SCAN_BLOCK = 1024  # kScanBlock in bfs_owners.cu
+_SCAN_PER_THREAD = 8  # kScanPerThread
+_SCAN_ITEMS = 8 * _SCAN_BLOCK * _SCAN_PER_THREAD  # up to 8 tiles in bfs_owner_edge_end; beyond, CuPy's scan
 
 BITMAP_BITS = 32
 BITMAP_DTYPE = cupy.uint32
@@ -27,7 +35,13 @@ QUEUES = 2  # counters[QUEUES + q]: length of owner q's queue (kQueues)
 
 def _kernel(name: str, typed):
     """Entry point ``name`` instantiated for the dtype of ``typed`` (int32 or int64)."""
-    return cuda.function(_SOURCE, _ENTRY_POINTS, name, typed)
+    return _function(name, typed.dtype, cupy.cuda.runtime.getDevice())
+
+
+@functools.lru_cache(maxsize=None)
+def _function(name, dtype, device_id):
+    del device_id  # the cache key (cuda.function compiles for the current device)
+    return cuda.function(_SOURCE, _ENTRY_POINTS, name, cupy.empty(0, dtype=dtype))
 
 
 def bfs_owner_top_down(indptr, indices, offset, frontier, dist, parent, level, chunk, sent,
@@ -35,18 +49,28 @@ def bfs_owner_top_down(indptr, indices, offset, frontier, dist, parent, level, c
     """Expand one owner's frontier one level, top-down; claim owned targets, queue remote ones once.
 
     See :func:`gpipe.kernels.cpu_bfs_owners.bfs_owner_top_down` for the parameters; here
-    ``sent`` is ``uint32[ceil(n / 32)]``, ``counters`` int64 (the kernel adds to it as uint64),
+    ``sent`` is ``uint32[ceil(n / 32)]``, ``counters`` int64 (zeroed, then added to as uint64),
     and ``queue_targets``/``queue_parents`` must have the dtype of ``indices``.
 
     ``frontier_edges`` (the frontier's out-degree sum, known to the owner loop) sizes the grid;
     without it the grid is sized by ``indices.size``. Edge-parallel, load-balanced by prefix
-    sum + binary search as :func:`gpipe.kernels.gpu_bfs.bfs_expand`; no host read.
+    sum + binary search as :func:`gpipe.kernels.gpu_bfs.bfs_expand`; no host read. Two
+    launches for a frontier of up to ``_SCAN_ITEMS`` vertices: ``bfs_owner_edge_end`` zeroes
+    the counters and computes the prefix sum, then the step.
     """
     k = int(frontier.size)
     if k == 0 or frontier_edges == 0:
+        counters.fill(0)
         return
     frontier = cupy.ascontiguousarray(frontier)
-    edge_end = cuda.edge_end(indptr, frontier)
+    if k <= _SCAN_ITEMS:
+        edge_end = cupy.empty(k, dtype=cupy.int64)
+        _kernel("bfs_owner_edge_end", indices)(
+            (1,), (_SCAN_BLOCK,),
+            (indptr, frontier, cupy.int64(k), edge_end, counters, cupy.int32(counters.size)))
+    else:
+        counters.fill(0)
+        edge_end = cuda.edge_end(indptr, frontier)
     bound = int(indices.size) if frontier_edges is None else int(frontier_edges)
     _kernel("bfs_owner_top_down", indices)(
         cuda.grid(max(bound, 1)),
@@ -87,6 +111,7 @@ def bfs_owner_bottom_up(indptr, indices, dist, parent, level, front, next_front,
     ``uint32[ceil(n / 32)]`` and ``next_front`` ``uint32[ceil(n_local / 32)]``. One warp per
     32 owned vertices; long rows scanned by the whole warp.
     """
+    counters.fill(0)
     n_local = int(dist.size)
     if n_local == 0:
         return

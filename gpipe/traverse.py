@@ -297,8 +297,8 @@ class Thresholds:
     frontier; ``m_u``: out-edges of the vertices not reached yet (the frontier counts as
     reached); ``n_f``: frontier vertices; ``n``: vertices. alpha and beta are GAPBS's [Beamer,
     Asanovic, Patterson, SC 2012]; gamma, as in ``kernels/bfs_persistent.cu``, keeps small
-    frontiers top-down, since a bottom-up level reads every unvisited vertex and sends every
-    owner the whole frontier bitmap. ``alpha=0`` keeps every level top-down; ``alpha = beta =
+    frontiers top-down, since a bottom-up level reads every unvisited vertex and every owner
+    receives the whole frontier bitmap. ``alpha=0`` keeps every level top-down; ``alpha = beta =
     gamma = inf`` makes every level after the first bottom-up.
     """
 

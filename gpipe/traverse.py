@@ -294,11 +294,13 @@ class Thresholds:
 
     Top-down -> bottom-up when ``m_f * alpha > m_u`` and ``m_f * gamma > n``; bottom-up ->
     top-down when the frontier shrank and ``n_f * beta <= n``. ``m_f``: out-edges of the
-    frontier; ``m_u``: out-edges of the vertices not reached yet (the frontier counts as
-    reached); ``n_f``: frontier vertices; ``n``: vertices. alpha and beta are GAPBS's [Beamer,
-    Asanovic, Patterson, SC 2012]; gamma, as in ``kernels/bfs_persistent.cu``, keeps small
-    frontiers top-down, since a bottom-up level reads every unvisited vertex and every owner
-    receives the whole frontier bitmap. ``alpha=0`` keeps every level top-down; ``alpha = beta =
+    frontier; ``m_u``: out-edges that no top-down level has checked yet (GAPBS's
+    ``edges_to_check``: bottom-up levels leave it alone, so a search that has just come back
+    top-down does not turn bottom-up again at once, which across owners would cost a message
+    round per level); ``n_f``: frontier vertices; ``n``: vertices. alpha and beta are GAPBS's
+    [Beamer, Asanovic, Patterson, SC 2012]; gamma, as in ``kernels/bfs_persistent.cu``, keeps
+    small frontiers top-down, since a bottom-up level reads every unvisited vertex and every
+    owner receives the whole frontier bitmap. ``alpha=0`` keeps every level top-down; ``alpha = beta =
     gamma = inf`` makes every level after the first bottom-up.
     """
 
@@ -406,7 +408,7 @@ def bfs_owner_arrays(channel, part: Partition, layout: Layout, local_sources, de
     n = layout.n
     run.claim_sources(local_sources)
     total_edges = 0  # every owner's out-edges, learned from the first message
-    reached_edges = 0  # out-edges of the frontiers expanded so far (every owner's)
+    checked_edges = 0  # out-edges of the frontiers expanded top-down so far (every owner's)
     previous_size = 0  # vertices of the previous level's frontier (every owner's)
     proposed = False  # the estimate says this level should go bottom-up
     after_bottom_up = False  # the previous level went bottom-up
@@ -429,12 +431,11 @@ def bfs_owner_arrays(channel, part: Partition, layout: Layout, local_sources, de
             if after_bottom_up:
                 bottom_up = thresholds.stay_bottom_up(size, previous_size, n)
             else:
-                bottom_up = thresholds.go_bottom_up(edges, total_edges - reached_edges - edges, n)
+                bottom_up = thresholds.go_bottom_up(edges, total_edges - checked_edges, n)
             if bottom_up:
                 slices = [s for _, s in received]
                 slices.insert(part.owner, mine)
                 run.bottom_up(level, slices)
-                reached_edges += edges
                 previous_size = size
                 proposed, after_bottom_up = False, True
                 stats.end(BOTTOM_UP, size)
@@ -454,7 +455,7 @@ def bfs_owner_arrays(channel, part: Partition, layout: Layout, local_sources, de
         total = [sum(column) for column in zip(counts, *(c for c, _ in received))]
         active, size, edges, claimed, claimed_edges, sent, total_edges = total
         run.claim([bucket for _, bucket in received if bucket is not None], level, counters)
-        reached_edges += edges
+        checked_edges += edges
         previous_size = size
         after_bottom_up = False
         stats.end(TOP_DOWN, size)
@@ -463,8 +464,7 @@ def bfs_owner_arrays(channel, part: Partition, layout: Layout, local_sources, de
         if part.undirected:
             mean_degree = claimed_edges / claimed if claimed else total_edges / max(n, 1)
             next_edges = claimed_edges + sent * mean_degree
-            unexplored = max(0.0, total_edges - reached_edges - next_edges)
-            proposed = thresholds.go_bottom_up(next_edges, unexplored, n)
+            proposed = thresholds.go_bottom_up(next_edges, total_edges - checked_edges, n)
         level += 1
     return run.dist, run.parent, stats.data
 

@@ -1,9 +1,12 @@
 """The per-owner piece of a graph: a CSR of the edges whose source the owner holds.
 
 1-D partitioning: global vertex ids ``0..n-1`` are cut into ``P`` consecutive ranges of
-``chunk = ceil(n / P)`` ids; owner ``p`` holds ``offset = p * chunk`` up to ``offset + n_local``
-and every edge whose source lies in that range. Neighbours are stored as global ids, so a
-traversal can tell local targets (claimed in place) from remote ones (sent to their owner).
+``chunk`` ids (``ceil(n / P)``, rounded up to a multiple of 64 when ``P > 1``); owner ``p`` holds
+``offset = p * chunk`` up to ``offset + n_local`` and every edge whose source lies in that range.
+Since every offset is a multiple of 64, an owner's share of a bitmap over the global ids is a
+whole number of 32- or 64-bit words (BFS exchanges its frontier that way), and owners past
+``ceil(n / chunk)`` hold no vertex. Neighbours are stored as global ids, so a traversal can
+tell local targets (claimed in place) from remote ones (sent to their owner).
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpipe import backend as backends
+
+WORD_ALIGN = 64  # owners' offsets are multiples of this: bitmap words never straddle two owners
 
 
 @dataclass
@@ -22,7 +27,12 @@ class Layout:
 
     @property
     def chunk(self) -> int:
-        return max(1, -(-self.n // self.n_owners))
+        """Ids per owner: ``ceil(n / n_owners)``, rounded up to a multiple of ``WORD_ALIGN``
+        when there are several owners (so the last owners may hold fewer ids, or none)."""
+        chunk = max(1, -(-self.n // self.n_owners))
+        if self.n_owners > 1:
+            chunk = -(-chunk // WORD_ALIGN) * WORD_ALIGN
+        return chunk
 
     def offset(self, owner: int) -> int:
         return min(self.n, owner * self.chunk)
@@ -50,6 +60,8 @@ class Partition:
     weight, a negative cycle that the CSR (which keeps no self-loop) does not show; None when
     the graph has no negative weight. ``rows``: what every result frame of this owner shares
     (:class:`gpipe.result.Rows`), kept here by the first query.
+    ``undirected``: the graph is undirected, whatever the number of owners, so the owner's rows
+    are also the in-edges of its vertices (what a bottom-up BFS step of several owners reads).
     """
 
     backend: str
@@ -64,6 +76,7 @@ class Partition:
     symmetric: bool = False
     negative_loops: object = None
     rows: object = field(default=None, repr=False, compare=False)
+    undirected: bool = False
 
     @property
     def xp(self):
@@ -119,7 +132,7 @@ def build_partition(backend_name: str, layout: Layout, owner: int, directed: boo
         present[extra - offset if offset else extra] = True
     return Partition(backend_name, owner, offset, n_local, layout.n, indptr, indices, csr_weights,
                      present, symmetric=not directed and layout.n_owners == 1,
-                     negative_loops=_negative_loops(xp, buckets, offset))
+                     undirected=not directed, negative_loops=_negative_loops(xp, buckets, offset))
 
 
 def _negative_loops(xp, buckets, offset):

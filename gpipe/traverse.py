@@ -6,11 +6,18 @@ trip per level), in one kernel call where the backend has a whole-traversal kern
 kernels.
 
 Several owners: one long task per owner, all started together (``Executor.run_together``),
-level-synchronous. Each level every owner merges the candidates sent to it, expands its frontier
-locally (claiming or relaxing its own vertices in place), prunes the remote candidates to one per
-target and sends each peer its bucket with its own active count, worker to worker
-(:mod:`gpipe.peers`). Every owner sums the same counts, so all stop at the same level. Neither
-the client nor the scheduler takes part between the start and the result frames.
+level-synchronous. Each level every owner expands its frontier locally (claiming or relaxing its
+own vertices in place) and sends each peer one message, worker to worker (:mod:`gpipe.peers`),
+with the candidates for that peer and a few counts of its own. Every owner sums the same
+counts, so all stop at the same level (and a BFS takes the same direction). Neither the client
+nor the scheduler takes part between the start and the result frames.
+
+BFS over several owners (:func:`bfs_owner_arrays`) sorts nothing between levels: a top-down
+step sends each remote vertex at most once per traversal (a per-traversal bitmap of sent ids),
+into queues allocated once, and the receiver claims what arrives with the same claim as its
+own edges, so duplicates from several senders resolve themselves. Undirected graphs go
+bottom-up when the frontier is large (the owners exchange their slices of the frontier bitmap
+instead of candidates). SSSP prunes its candidates with :mod:`gpipe.exchange`.
 
 SSSP relaxes with frontier-based Bellman-Ford, so negative weights work. A negative cycle
 reachable from a source is detected by a cycle in the parent graph (parents change only on
@@ -22,13 +29,17 @@ vertex: each owner checks its own (``Partition.negative_loops``) once the rounds
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 
+import dask
 import numpy as np
 
 from gpipe import backend as backends
 from gpipe import exchange
-from gpipe.errors import NegativeCycleError
+from gpipe.errors import InputError, NegativeCycleError
 from gpipe.partition import Layout, Partition
 from gpipe.result import BFS, SSSP, owner_frame
 
@@ -44,12 +55,29 @@ class State:
     frontier: object
 
 
-def bfs(executor, built, sources: np.ndarray, depth_limit: int | None) -> list:
-    """Handles to the per-owner result frames of a BFS from global ids ``sources``."""
+def bfs(executor, built, sources: np.ndarray, depth_limit: int | None,
+        stats: list | None = None) -> list:
+    """Handles to the per-owner result frames of a BFS from global ids ``sources``.
+
+    With several owners the level loop takes its direction thresholds from the Dask config
+    ``gpipe.bfs-direction`` (:func:`bfs_thresholds`), read here on the client. When ``stats``
+    is a list, it receives one handle per owner to that owner's level statistics (the dict
+    described in :func:`bfs_owner_arrays`); with one owner it is left empty. Asking for them
+    costs one small task per owner (the owner task returns ``(frame, stats)``, split where it
+    ran).
+    """
     if built.layout.n_owners == 1:
         return [executor.submit(_bfs_one_owner, built.parts[0], built.ids, sources, depth_limit,
                                 built.vertex_dtype, owner=0)]
-    return _run_owners(executor, built, sources, _bfs_owner, depth_limit)
+    with_stats = stats is not None
+    handles = _run_owners(executor, built, sources, _bfs_owner, depth_limit, bfs_thresholds(),
+                          with_stats, wait=not with_stats)
+    if not with_stats:
+        return handles
+    frames = [executor.item(h, 0, owner=p) for p, h in enumerate(handles)]
+    stats.extend(executor.item(h, 1, owner=p) for p, h in enumerate(handles))
+    executor.wait(frames)
+    return frames
 
 
 def sssp(executor, built, sources: np.ndarray) -> list:
@@ -60,16 +88,18 @@ def sssp(executor, built, sources: np.ndarray) -> list:
     return _run_owners(executor, built, sources, _sssp_owner, built.negative_weights)
 
 
-def _run_owners(executor, built, sources, owner_loop, option) -> list:
-    """Start ``owner_loop`` on every owner with its own sources; wait for all of them."""
+def _run_owners(executor, built, sources, owner_loop, *options, wait=True) -> list:
+    """Start ``owner_loop(channel, part, ids, layout, local_sources, *options, vertex_dtype)``
+    on every owner with its own sources; wait for all of them (unless ``wait`` is False)."""
     layout = built.layout
     owners = layout.owner_of(sources)
     frames = executor.run_together(owner_loop, [
-        (built.parts[p], built.ids, layout, sources[owners == p] - layout.offset(p), option,
+        (built.parts[p], built.ids, layout, sources[owners == p] - layout.offset(p), *options,
          built.vertex_dtype)
         for p in range(layout.n_owners)
     ])
-    executor.wait(frames)
+    if wait:
+        executor.wait(frames)
     return frames
 
 
@@ -81,20 +111,13 @@ def _cycle_check_due(round_no: int) -> bool:
 
 
 def _bfs_owner(channel, part: Partition, ids, layout: Layout, local_sources, depth_limit,
-               vertex_dtype):
-    """This owner's result frame of a BFS, expanded level by level in step with its peers."""
-    state = _initial_state(part, local_sources, BFS)
-    incoming, level = [], 0
-    while True:
-        expand = depth_limit is None or level < depth_limit
-        active, *buckets = _bfs_round(part, state, layout, level, expand, *incoming)
-        if not expand:
-            break
-        incoming, total = _swap(channel, level, active, buckets)
-        if total == 0:
-            break
-        level += 1
-    return owner_frame(part, ids, state.dist, state.parent, BFS, vertex_dtype)
+               thresholds, with_stats, vertex_dtype):
+    """This owner's result frame of a BFS, expanded level by level in step with its peers;
+    ``(frame, stats)`` when ``with_stats`` (the stats of :func:`bfs_owner_arrays`)."""
+    dist, parent, stats = bfs_owner_arrays(channel, part, layout, local_sources, depth_limit,
+                                           thresholds)
+    frame = owner_frame(part, ids, dist, parent, BFS, vertex_dtype)
+    return (frame, stats) if with_stats else frame
 
 
 def _sssp_owner(channel, part: Partition, ids, layout: Layout, local_sources, negative_weights,
@@ -160,31 +183,6 @@ def _initial_state(part: Partition, local_sources, kind):
         dist[local_sources] = 0.0
     parent = xp.full(part.n_local, -1, dtype="int64")
     return State(dist, parent, local_sources)
-
-
-def _bfs_round(part: Partition, state: State, layout: Layout, level, expand, *incoming):
-    """Take in level-``level`` candidates, then expand the level-``level`` frontier.
-
-    Returns ``[active, bucket_0, ..., bucket_{P-1}]``: the number of vertices claimed or
-    sent, and the pruned ``(targets, parents)`` for each owner. Mutates ``state``.
-    """
-    xp = part.xp
-    if incoming:
-        targets, parents = exchange.merge(part.backend, incoming)
-        local = targets - part.offset
-        new = state.dist[local] < 0
-        local = local[new]
-        state.dist[local] = level
-        state.parent[local] = parents[new]
-        state.frontier = xp.concatenate([state.frontier, local])
-    if not expand:
-        return [0] + [None] * layout.n_owners
-    kernels = backends.get(part.backend).kernels
-    state.frontier, targets, parents = kernels.bfs_expand(
-        part.indptr, part.indices, part.offset, state.frontier, state.dist, state.parent, level, True
-    )
-    buckets = exchange.prune(part.backend, layout, targets, parents)
-    return [int(state.frontier.size) + int(targets.size)] + buckets
 
 
 def _sssp_round(part: Partition, state: State, layout: Layout, *incoming):
@@ -308,3 +306,341 @@ def _has_parent_cycle(backend_name, *parents) -> bool:
     for _ in range(max(1, int(np.ceil(np.log2(n)))) + 1):
         node = node[node]
     return bool((parent[node] >= 0).any())
+
+
+# --- BFS over several owners: one owner's level loop ------------------------------------------
+
+DIRECTION_KEY = "gpipe.bfs-direction"
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """When a BFS over several owners changes direction (undirected graphs only).
+
+    Top-down -> bottom-up when ``m_f * alpha > m_u`` and ``m_f * gamma > n``; bottom-up ->
+    top-down when the frontier shrank and ``n_f * beta <= n``. ``m_f``: out-edges of the
+    frontier; ``m_u``: out-edges that no top-down level has checked yet (GAPBS's
+    ``edges_to_check``: bottom-up levels leave it alone, so a search that has just come back
+    top-down does not turn bottom-up again at once, which across owners would cost a message
+    round per level); ``n_f``: frontier vertices; ``n``: vertices. alpha and beta are GAPBS's
+    [Beamer, Asanovic, Patterson, SC 2012]; gamma, as in ``kernels/bfs_persistent.cu``, keeps
+    small frontiers top-down, since a bottom-up level reads every unvisited vertex and every
+    owner receives the whole frontier bitmap. ``alpha=0`` keeps every level top-down; ``alpha = beta =
+    gamma = inf`` makes every level after the first bottom-up.
+    """
+
+    alpha: float = 15.0
+    beta: float = 18.0
+    gamma: float = 8.0
+
+    def go_bottom_up(self, frontier_edges, unexplored_edges, n) -> bool:
+        m_f = float(frontier_edges)
+        return m_f * self.alpha > unexplored_edges and m_f * self.gamma > n
+
+    def stay_bottom_up(self, frontier_size, previous_size, n) -> bool:
+        return not (frontier_size < previous_size and float(frontier_size) * self.beta <= n)
+
+
+DIRECTIONS = {
+    "auto": Thresholds(),
+    "top-down": Thresholds(alpha=0.0),
+    "bottom-up": Thresholds(alpha=math.inf, beta=math.inf, gamma=math.inf),
+}
+
+
+def bfs_thresholds(setting=None) -> Thresholds:
+    """The :class:`Thresholds` that Dask config ``gpipe.bfs-direction`` names (read if ``setting``
+    is None).
+
+    The value is ``"auto"`` (the default: GAPBS's heuristic), ``"top-down"``, ``"bottom-up"``, or
+    a mapping of any of ``alpha``, ``beta``, ``gamma`` (the others keep their defaults), for
+    example ``dask.config.set({"gpipe.bfs-direction": {"alpha": 1e9, "beta": 1e-9}})``. It is
+    read on the client when a traversal starts and travels to the owners with their tasks.
+    Only traversals over several owners use it. Raises InputError for any other value.
+    """
+    if setting is None:
+        setting = dask.config.get(DIRECTION_KEY, "auto")
+    if isinstance(setting, str) and setting in DIRECTIONS:
+        return DIRECTIONS[setting]
+    if isinstance(setting, Mapping):
+        names = {f.name for f in fields(Thresholds)}
+        unknown = sorted(set(setting) - names)
+        if unknown:
+            raise InputError(f"{DIRECTION_KEY}: unknown threshold {unknown[0]!r}; "
+                             "known: alpha, beta, gamma")
+        return Thresholds(**{name: float(value) for name, value in setting.items()})
+    raise InputError(f"{DIRECTION_KEY} must be 'auto', 'top-down', 'bottom-up' or a mapping of "
+                     f"alpha/beta/gamma, not {setting!r}")
+
+
+TOP_DOWN = "top-down"
+BOTTOM_UP = "bottom-up"
+
+
+def bfs_owner_arrays(channel, part: Partition, layout: Layout, local_sources, depth_limit=None,
+                     thresholds: Thresholds = Thresholds()):
+    """One owner's share of a BFS over several owners, level by level in step with its peers.
+
+    Parameters
+    ----------
+    channel : gpipe.peers.Channel
+        Or anything with ``owner`` and ``exchange(tag, payloads)`` (the tests' in-process one).
+    part : Partition
+        This owner's CSR; ``part.undirected`` allows bottom-up levels.
+    layout : Layout
+    local_sources : array of int
+        This owner's sources, local ids (repeats allowed; may be empty).
+    depth_limit : int or None
+    thresholds : Thresholds
+        The direction rule; every owner must get the same.
+
+    Returns
+    -------
+    dist : int32[n_local]
+        Hops from the nearest source, -1 unreached.
+    parent : int64[n_local]
+        Global id of a BFS-tree parent, -1 for sources and unreached vertices.
+    stats : dict
+        ``owner``; ``levels`` (the number of levels below, the last of which may have found the
+        frontier empty everywhere); and one entry per level, in lists:
+        ``direction`` (``"top-down"`` or ``"bottom-up"``), ``frontier`` (its vertices, summed
+        over all owners), ``messages`` (this owner's message rounds: 1, or 2 at a level whose
+        bottom-up message turned it top-down), ``bytes_sent`` (array bytes this owner sent to
+        all peers), ``kernel_s`` (seconds of this owner's own work: kernels, host reads,
+        copies) and ``wait_s`` (seconds in exchanges: sending, and waiting for the peers).
+
+    Notes
+    -----
+    Each level every owner sends every peer one message. Top-down: the candidates for that
+    peer (each remote vertex once per traversal: the kernels' ``sent`` bitmap) and the counts
+    ``(active, n_f, m_f, claimed, claimed_edges, sent, nnz)``; the peer claims them. Bottom-up:
+    this owner's slice of the frontier bitmap and its exact ``(n_f, m_f)``; each owner puts the
+    slices together and claims its unvisited vertices that have a neighbour in the frontier.
+
+    Every owner sums the same counts and applies ``thresholds`` to the same numbers, so all take
+    the same direction and stop at the same level. The next frontier's exact size is only known
+    after its claims, so after a top-down level the rule is applied to an estimate: ``n_f ~
+    claimed + sent`` (sent is an upper bound of the remote part) and ``m_f ~ claimed_edges * (1 +
+    sent / claimed)`` (the vertices sent assumed of the claimed ones' mean degree; the graph's mean
+    degree when nothing was claimed locally). When the estimate says bottom-up, the level starts
+    with the bottom-up message, whose exact counts decide again: if the exact rule says
+    top-down, the level runs top-down after all (a second message round). Likewise a bottom-up
+    level after a bottom-up level checks the exact counts for the way back. The first level is
+    top-down. Directed graphs stay top-down (no in-edges are stored).
+    """
+    run = _OwnerBfs(part, layout)
+    stats = _LevelStats(channel, part.owner)
+    n = layout.n
+    run.claim_sources(local_sources)
+    total_edges = 0  # every owner's out-edges, learned from the first message
+    checked_edges = 0  # out-edges of the frontiers expanded top-down so far (every owner's)
+    previous_size = 0  # vertices of the previous level's frontier (every owner's)
+    proposed = False  # the estimate says this level should go bottom-up
+    after_bottom_up = False  # the previous level went bottom-up
+    level = 0
+    while depth_limit is None or level < depth_limit:
+        stats.begin()
+        tag = 2 * level
+        if part.undirected and (proposed or after_bottom_up):
+            # A bottom-up level begins by sharing the frontier: exact counts decide again.
+            mine = run.bitmap_slice()
+            counts = (run.size, run.edges, part.n_edges)
+            received = stats.exchange(tag, [(counts, mine.copy())] * layout.n_owners,
+                                      mine.nbytes * (layout.n_owners - 1))
+            size = run.size + sum(c[0] for c, _ in received)
+            edges = run.edges + sum(c[1] for c, _ in received)
+            total_edges = part.n_edges + sum(c[2] for c, _ in received)
+            if size == 0:  # the last bottom-up level claimed nothing anywhere
+                stats.end(BOTTOM_UP, size)
+                break
+            if after_bottom_up:
+                bottom_up = thresholds.stay_bottom_up(size, previous_size, n)
+            else:
+                bottom_up = thresholds.go_bottom_up(edges, total_edges - checked_edges, n)
+            if bottom_up:
+                slices = [s for _, s in received]
+                slices.insert(part.owner, mine)
+                run.bottom_up(level, slices)
+                previous_size = size
+                proposed, after_bottom_up = False, True
+                stats.end(BOTTOM_UP, size)
+                level += 1
+                continue
+            tag += 1  # top-down after all: a second message round at this level
+        frontier_size, frontier_edges = run.size, run.edges
+        counters = run.top_down(level)
+        kernels = run.kernels
+        claimed, claimed_edges = int(counters[kernels.NEXT]), int(counters[kernels.NEXT_EDGES])
+        sent = int(counters[kernels.QUEUES:].sum())
+        counts = (claimed + sent, frontier_size, frontier_edges, claimed, claimed_edges, sent,
+                  part.n_edges)
+        buckets = run.outgoing(counters)
+        received = stats.exchange(tag, [(counts, bucket) for bucket in buckets],
+                                  sum(b[0].nbytes + b[1].nbytes for b in buckets if b is not None))
+        total = [sum(column) for column in zip(counts, *(c for c, _ in received))]
+        active, size, edges, claimed, claimed_edges, sent, total_edges = total
+        run.claim([bucket for _, bucket in received if bucket is not None], level, counters)
+        checked_edges += edges
+        previous_size = size
+        after_bottom_up = False
+        stats.end(TOP_DOWN, size)
+        if active == 0:
+            break
+        if part.undirected:
+            mean_degree = claimed_edges / claimed if claimed else total_edges / max(n, 1)
+            next_edges = claimed_edges + sent * mean_degree
+            proposed = thresholds.go_bottom_up(next_edges, total_edges - checked_edges, n)
+        level += 1
+    return run.dist, run.parent, stats.data
+
+
+class _OwnerBfs:
+    """One owner's arrays for a BFS over several owners, allocated once per traversal.
+
+    The frontier is either queued (local ids in ``frontiers[current][:size]``) or, after a
+    bottom-up level, only in ``slice`` (this owner's words of the frontier bitmap). ``size`` and
+    ``edges`` are its vertex count and out-degree sum, exact. See gpipe/kernels/cpu_bfs_owners.py
+    for the kernels and their arrays.
+    """
+
+    def __init__(self, part: Partition, layout: Layout):
+        be = backends.get(part.backend)
+        xp = be.xp
+        self.part, self.layout, self.xp, self.to_host = part, layout, xp, be.to_host
+        self.kernels = kernels = be.kernels
+        n_local = part.n_local
+        self.dist = xp.full(n_local, -1, dtype="int32")
+        self.parent = xp.full(n_local, -1, dtype="int64")
+        self.frontiers = [xp.empty(n_local, dtype="int64"), xp.empty(n_local, dtype="int64")]
+        self.current = 0
+        self.size = 0
+        self.edges = 0
+        self.queued = True
+        self.queue_targets = xp.empty(layout.n, dtype=part.indices.dtype)
+        self.queue_parents = xp.empty(layout.n, dtype=part.indices.dtype)
+        self.counters = xp.zeros(kernels.QUEUES + layout.n_owners, dtype="int64")
+        self.sent = xp.zeros(self._words(layout.n), dtype=kernels.BITMAP_DTYPE)
+        self.front = self.slice = self.next_slice = None  # allocated by the first bottom-up level
+
+    def _words(self, n_bits: int) -> int:
+        return -(-n_bits // self.kernels.BITMAP_BITS)
+
+    @property
+    def frontier(self):
+        return self.frontiers[self.current][:self.size]
+
+    def _advance(self, counters):
+        """The next frontier, built in the other buffer, becomes the frontier."""
+        self.size = int(counters[self.kernels.NEXT])
+        self.edges = int(counters[self.kernels.NEXT_EDGES])
+        self.current = 1 - self.current
+        self.queued = True
+
+    def claim_sources(self, local_sources):
+        part = self.part
+        targets = np.asarray(local_sources, dtype=np.int64) + part.offset
+        targets = self.xp.asarray(targets.astype(part.indices.dtype))
+        parents = self.xp.full(targets.size, -1, dtype=part.indices.dtype)
+        self.counters.fill(0)
+        self.kernels.bfs_owner_claim(part.indptr, part.offset, targets, parents, self.dist,
+                                     self.parent, -1, self.frontiers[1 - self.current],
+                                     self.counters)
+        self._advance(self.to_host(self.counters))
+
+    def top_down(self, level: int):
+        """Expand the frontier; the counters, read back once (host int64 array)."""
+        part = self.part
+        self.queue()
+        self.kernels.bfs_owner_top_down(
+            part.indptr, part.indices, part.offset, self.frontier, self.dist, self.parent, level,
+            self.layout.chunk, self.sent, self.frontiers[1 - self.current], self.queue_targets,
+            self.queue_parents, self.counters, frontier_edges=self.edges)
+        return self.to_host(self.counters)
+
+    def outgoing(self, counters) -> list:
+        """Per owner, ``(targets, parents)`` copied out of its queue (None if empty or this owner):
+        copies, since the queues are reused while the messages may still be on their way."""
+        buckets = []
+        for q in range(self.layout.n_owners):
+            count = int(counters[self.kernels.QUEUES + q])
+            start = self.layout.offset(q)
+            buckets.append(None if count == 0 or q == self.part.owner else
+                           (self.queue_targets[start:start + count].copy(),
+                            self.queue_parents[start:start + count].copy()))
+        return buckets
+
+    def claim(self, buckets, level: int, counters):
+        """Claim what peers sent after the top-down step at ``level``: the next frontier is ready."""
+        part = self.part
+        for targets, parents in buckets:
+            self.kernels.bfs_owner_claim(part.indptr, part.offset, targets, parents, self.dist,
+                                         self.parent, level, self.frontiers[1 - self.current],
+                                         self.counters)
+        self._advance(self.to_host(self.counters) if buckets else counters)
+
+    def queue(self):
+        """Make sure the frontier is queued (after bottom-up levels it is only a bitmap)."""
+        if not self.queued:
+            self.kernels.bitmap_to_frontier(self.slice, self.size, self.frontiers[self.current])
+            self.queued = True
+
+    def bitmap_slice(self):
+        """The frontier as this owner's words of the frontier bitmap over global ids."""
+        if self.front is None:
+            xp, kernels = self.xp, self.kernels
+            self.front = xp.zeros(self._words(self.layout.n), dtype=kernels.BITMAP_DTYPE)
+            self.slice = xp.zeros(self._words(self.part.n_local), dtype=kernels.BITMAP_DTYPE)
+            self.next_slice = xp.zeros_like(self.slice)
+        if self.queued:
+            self.kernels.frontier_to_bitmap(self.frontier, self.slice)
+            self.queued = False
+        return self.slice
+
+    def bottom_up(self, level: int, slices):
+        """A bottom-up level over the frontier made of ``slices`` (every owner's, in owner order)."""
+        part, layout = self.part, self.layout
+        for q, words in enumerate(slices):
+            start = layout.offset(q) // self.kernels.BITMAP_BITS
+            self.front[start:start + words.size] = words
+        self.kernels.bfs_owner_bottom_up(part.indptr, part.indices, self.dist, self.parent, level,
+                                         self.front, self.next_slice, self.counters)
+        counters = self.to_host(self.counters)
+        self.size = int(counters[self.kernels.NEXT])
+        self.edges = int(counters[self.kernels.NEXT_EDGES])
+        self.slice, self.next_slice = self.next_slice, self.slice
+        self.queued = False
+
+
+class _LevelStats:
+    """Per-level statistics of one owner's BFS, and its exchanges (timed)."""
+
+    def __init__(self, channel, owner: int):
+        self.channel = channel
+        self.data = {"owner": owner, "levels": 0, "direction": [], "frontier": [], "messages": [],
+                     "bytes_sent": [], "kernel_s": [], "wait_s": []}
+        self._start = self._wait = 0.0
+        self._messages = self._bytes = 0
+
+    def begin(self):
+        self._start = time.perf_counter()
+        self._wait = 0.0
+        self._messages = self._bytes = 0
+
+    def exchange(self, tag, payloads, nbytes):
+        """``channel.exchange``, timed and counted."""
+        t0 = time.perf_counter()
+        received = self.channel.exchange(tag, payloads)
+        self._wait += time.perf_counter() - t0
+        self._messages += 1
+        self._bytes += int(nbytes)
+        return received
+
+    def end(self, direction, frontier):
+        data = self.data
+        data["levels"] += 1
+        data["direction"].append(direction)
+        data["frontier"].append(int(frontier))
+        data["messages"].append(self._messages)
+        data["bytes_sent"].append(self._bytes)
+        data["wait_s"].append(self._wait)
+        data["kernel_s"].append(time.perf_counter() - self._start - self._wait)

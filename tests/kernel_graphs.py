@@ -80,12 +80,13 @@ class Owner:
         self.indptr, self.indices, self.weights = csr_rows(src, dst, w, lo, hi, index_dtype)
 
 
-def split(src, dst, w, n, parts, index_dtype, owner=Owner):
-    """`parts` owners of ceil(n / parts) consecutive rows each (the last may have fewer).
+def split(src, dst, w, n, parts, index_dtype, owner=Owner, chunk=None):
+    """`parts` owners of `chunk` (default ceil(n / parts)) consecutive rows each (the last may
+    have fewer; with a larger chunk, fewer owners).
 
     owner(src, dst, w, lo, hi, index_dtype) makes each one: the host Owner here, or a test file's own.
     """
-    chunk = -(-n // parts)
+    chunk = chunk or -(-n // parts)
     return [owner(src, dst, w, lo, min(n, lo + chunk), index_dtype) for lo in range(0, n, chunk)]
 
 
@@ -193,3 +194,211 @@ def assert_build_csr_rows(build_csr, index_dtype, input_dtype, weighted, symmetr
             s, d = np.concatenate([s, d]), np.concatenate([d, s])
             ww = np.concatenate([ww, ww]) if weighted else None
         assert host_rows(indptr, indices, weights) == numpy_rows(s, d, ww, n)
+
+
+# ---------------------------------------------------------------------------------------------
+# The level steps of a BFS over several owners (gpipe/kernels/cpu_bfs_owners.py and its CUDA
+# twin), checked against a plain NumPy reading of their contract. Each check takes the kernel
+# module and two converters, `device` (NumPy -> the backend's arrays) and `host` (back), so
+# that tests/test_kernels_cpu.py and tests/test_kernels_gpu.py run the same cases.
+# ---------------------------------------------------------------------------------------------
+
+OWNER_CHUNK = 128  # three owners of a 300-vertex graph: 0-127, 128-255, 256-299 (as Layout makes them)
+
+
+def pack_bits(ids, n_bits, kernels):
+    """A bitmap of `n_bits` bits with `ids` set, in the words of `kernels` (BITMAP_BITS, BITMAP_DTYPE)."""
+    bits = kernels.BITMAP_BITS
+    words = np.zeros(-(-n_bits // bits), dtype=np.uint64)
+    ids = np.asarray(ids, dtype=np.int64)
+    np.bitwise_or.at(words, ids // bits, np.left_shift(np.uint64(1), (ids % bits).astype(np.uint64)))
+    return words.astype(np.uint32) if bits == 32 else words.view(np.int64)
+
+
+def unpack_bits(words, n_bits):
+    """The ids whose bits are set in a bitmap of 32- or 64-bit words (host array)."""
+    words = np.asarray(words)
+    bits = words.dtype.itemsize * 8
+    as_unsigned = words.view(np.uint32 if bits == 32 else np.uint64)
+    shifts = np.arange(bits, dtype=as_unsigned.dtype)
+    flags = ((as_unsigned[:, None] >> shifts) & as_unsigned.dtype.type(1)).astype(bool).ravel()
+    return np.flatnonzero(flags[:n_bits])
+
+
+def owner_graph(seed, index_dtype, n=300, m=1500):
+    """An undirected random graph split into three owners of OWNER_CHUNK ids: (src, dst, owners)."""
+    src, dst, w = random_edges(seed, n=n, m=m, directed=False)
+    return src, dst, split(src, dst, w, n, 3, index_dtype, chunk=OWNER_CHUNK)
+
+
+def _edges_of(owner, frontier):
+    """(source local id, global target) of every out-edge of the frontier, the plain way."""
+    start, end = owner.indptr[frontier], owner.indptr[frontier + 1]
+    source = np.repeat(frontier, end - start)
+    position = np.concatenate([np.arange(a, b) for a, b in zip(start, end)] or [np.empty(0, np.int64)])
+    return source.astype(np.int64), owner.indices[position.astype(np.int64)].astype(np.int64)
+
+
+def _degree(owner, local):
+    return int((owner.indptr[local + 1] - owner.indptr[local]).sum())
+
+
+def check_owner_top_down(kernels, device, host, index_dtype):
+    """Owned targets claimed once; every remote target queued once per traversal, by the owner of
+    the target, with a frontier edge as parent; the sent bitmap and the counters."""
+    n = 300
+    src, dst, owners = owner_graph(4, index_dtype, n=n)
+    me, rng = owners[1], np.random.default_rng(3)
+    assert me.offset == OWNER_CHUNK
+    dist0 = np.where(rng.random(me.n_local) < 0.3, 1, -1).astype(np.int32)
+    frontier = rng.choice(np.flatnonzero(dist0 == -1), 15, replace=False).astype(np.int64)
+    dist0[frontier] = 2
+    already_sent = np.array([5, 6, 270, 299])
+    dist, parent = device(dist0.copy()), device(np.full(me.n_local, -1, dtype=np.int64))
+    sent = device(pack_bits(already_sent, n, kernels))
+    next_frontier = device(np.full(me.n_local, -7, dtype=np.int64))
+    queue_targets = device(np.full(n, -7, dtype=index_dtype))
+    queue_parents = device(np.full(n, -7, dtype=index_dtype))
+    counters = device(np.full(kernels.QUEUES + 3, 99, dtype=np.int64))  # a level zeroes them first
+    edges = _degree(me, frontier)
+
+    kernels.bfs_owner_top_down(device(me.indptr), device(me.indices), me.offset, device(frontier), dist,
+                               parent, 2, OWNER_CHUNK, sent, next_frontier, queue_targets, queue_parents,
+                               counters, frontier_edges=edges)
+    got = host(counters)
+    u, v = _edges_of(me, frontier)
+    local = (v >= me.offset) & (v < me.offset + me.n_local)
+    fresh = np.unique(v[local][dist0[v[local] - me.offset] == -1] - me.offset)
+    claimed = host(next_frontier)[:got[kernels.NEXT]]
+    assert_unique(claimed)
+    np.testing.assert_array_equal(np.sort(claimed), fresh)
+    assert got[kernels.NEXT_EDGES] == _degree(me, fresh)
+    dist1, parent1 = host(dist), host(parent)
+    want = dist0.copy()
+    want[fresh] = 3
+    np.testing.assert_array_equal(dist1, want)
+    pairs = set(zip((v[local] - me.offset).tolist(), (me.offset + u[local]).tolist()))
+    assert all((x, parent1[x]) in pairs for x in fresh.tolist())
+    assert (parent1[np.setdiff1d(np.arange(me.n_local), fresh)] == -1).all()
+
+    remote = np.unique(v[~local])
+    queued = np.setdiff1d(remote, already_sent)
+    assert queued.size > 5 and np.intersect1d(remote, already_sent).size > 0
+    assert got[kernels.QUEUES + 1] == 0
+    remote_pairs = set(zip(v[~local].tolist(), (me.offset + u[~local]).tolist()))
+    targets, parents = host(queue_targets), host(queue_parents)
+    for q in (0, 2):
+        start, count = q * OWNER_CHUNK, int(got[kernels.QUEUES + q])
+        mine = queued[queued // OWNER_CHUNK == q]
+        assert targets.dtype == index_dtype
+        np.testing.assert_array_equal(np.sort(targets[start:start + count]), mine)
+        assert all(pair in remote_pairs for pair in zip(targets[start:start + count].tolist(),
+                                                        parents[start:start + count].tolist()))
+    np.testing.assert_array_equal(unpack_bits(host(sent), n), np.union1d(already_sent, queued))
+
+    # Sent once per traversal: a later level (here the whole owner as frontier) queues only
+    # the remote targets never sent before.
+    everyone = np.flatnonzero(host(dist) >= 0).astype(np.int64)
+    kernels.bfs_owner_top_down(device(me.indptr), device(me.indices), me.offset, device(everyone), dist,
+                               parent, 3, OWNER_CHUNK, sent, next_frontier, queue_targets, queue_parents,
+                               counters, frontier_edges=_degree(me, everyone))
+    again = host(counters)
+    _, v2 = _edges_of(me, everyone)
+    later = np.setdiff1d(np.unique(v2[(v2 < me.offset) | (v2 >= me.offset + me.n_local)]),
+                         np.union1d(already_sent, queued))
+    targets = host(queue_targets)
+    assert later.size > 0 and again[kernels.QUEUES + 1] == 0
+    for q in (0, 2):
+        start, count = q * OWNER_CHUNK, int(again[kernels.QUEUES + q])
+        np.testing.assert_array_equal(np.sort(targets[start:start + count]),
+                                      later[later // OWNER_CHUNK == q])
+    kernels.bfs_owner_top_down(device(me.indptr), device(me.indices), me.offset,
+                               device(np.empty(0, dtype=np.int64)), dist, parent, 4, OWNER_CHUNK, sent,
+                               next_frontier, queue_targets, queue_parents, counters, frontier_edges=0)
+    assert (host(counters) == 0).all()  # an empty frontier still begins a level
+
+
+def check_owner_claim(kernels, device, host, index_dtype):
+    """Candidates from two senders, with repeats inside and across them and some targets already
+    visited: each unvisited target is claimed once, with one of its candidates' parents, and
+    appended after what next_frontier already held."""
+    n = 300
+    _, _, owners = owner_graph(5, index_dtype, n=n)
+    me, rng = owners[2], np.random.default_rng(4)
+    dist0 = np.where(rng.random(me.n_local) < 0.4, 0, -1).astype(np.int32)
+    first = rng.integers(0, me.n_local, 30) + me.offset
+    second = np.concatenate([first[:10], rng.integers(0, me.n_local, 20) + me.offset])
+    buckets = [(first, rng.integers(0, 128, first.size)), (second, rng.integers(128, 256, second.size))]
+    dist, parent = device(dist0.copy()), device(np.full(me.n_local, -1, dtype=np.int64))
+    next_frontier = device(np.full(me.n_local, -7, dtype=np.int64))
+    counters = device(np.array([2, 5] + [0] * 3, dtype=np.int64))  # two entries already there
+    for targets, parents in buckets:
+        kernels.bfs_owner_claim(device(me.indptr), me.offset, device(targets.astype(index_dtype)),
+                                device(parents.astype(index_dtype)), dist, parent, 6, next_frontier,
+                                counters)
+    got = host(counters)
+    targets = np.concatenate([b[0] for b in buckets]) - me.offset
+    parents = np.concatenate([b[1] for b in buckets])
+    fresh = np.unique(targets[dist0[targets] == -1])
+    assert fresh.size > 5 and (dist0[targets] == 0).any()
+    claimed = host(next_frontier)[2:got[kernels.NEXT]]
+    assert_unique(claimed)
+    np.testing.assert_array_equal(np.sort(claimed), fresh)
+    assert got[kernels.NEXT_EDGES] == 5 + _degree(me, fresh)
+    want = dist0.copy()
+    want[fresh] = 7
+    np.testing.assert_array_equal(host(dist), want)
+    parent1 = host(parent)
+    pairs = set(zip(targets.tolist(), parents.tolist()))
+    assert all((x, parent1[x]) in pairs for x in fresh.tolist())
+    assert (parent1[dist0 == 0] == -1).all()
+    kernels.bfs_owner_claim(device(me.indptr), me.offset, device(np.empty(0, dtype=index_dtype)),
+                            device(np.empty(0, dtype=index_dtype)), dist, parent, 6, next_frontier, counters)
+    np.testing.assert_array_equal(host(counters), got)
+
+
+def check_owner_bottom_up(kernels, device, host, index_dtype):
+    """Every unvisited owned vertex with a neighbour in the frontier (of all owners) takes the
+    first such neighbour in row order as parent; the next bitmap and the counters."""
+    n = 300
+    _, _, owners = owner_graph(6, index_dtype, n=n, m=900)
+    me, rng = owners[1], np.random.default_rng(5)
+    frontier = rng.choice(n, 40, replace=False)
+    dist0 = np.where(rng.random(me.n_local) < 0.2, 1, -1).astype(np.int32)
+    dist, parent = device(dist0.copy()), device(np.full(me.n_local, -1, dtype=np.int64))
+    poisoned = np.full(-(-me.n_local // kernels.BITMAP_BITS), 12345, dtype=kernels.BITMAP_DTYPE)
+    next_front = device(poisoned)
+    counters = device(np.full(kernels.QUEUES + 3, 99, dtype=np.int64))  # a level zeroes them first
+    kernels.bfs_owner_bottom_up(device(me.indptr), device(me.indices), dist, parent, 4,
+                                device(pack_bits(frontier, n, kernels)), next_front, counters)
+    want_dist, want_parent = dist0.copy(), np.full(me.n_local, -1, dtype=np.int64)
+    in_front = np.zeros(n, dtype=bool)
+    in_front[frontier] = True
+    for v in np.flatnonzero(dist0 == -1):
+        row = me.indices[me.indptr[v]:me.indptr[v + 1]].astype(np.int64)
+        hits = row[in_front[row]]
+        if hits.size:
+            want_dist[v], want_parent[v] = 5, hits[0]
+    woke = np.flatnonzero(want_dist != dist0)
+    assert woke.size > 5
+    np.testing.assert_array_equal(host(dist), want_dist)
+    np.testing.assert_array_equal(host(parent), want_parent)
+    np.testing.assert_array_equal(unpack_bits(host(next_front), me.n_local), woke)
+    got = host(counters)
+    assert got[kernels.NEXT] == woke.size and got[kernels.NEXT_EDGES] == _degree(me, woke)
+    assert (got[kernels.QUEUES:] == 0).all()
+
+
+def check_frontier_bitmap_round_trip(kernels, device, host):
+    """frontier_to_bitmap clears the words it is given; bitmap_to_frontier reads the ids back."""
+    n_local = 200
+    ids = np.array([0, 1, 31, 32, 63, 64, 150, 199], dtype=np.int64)
+    bitmap = device(pack_bits([5, 77], n_local, kernels))
+    kernels.frontier_to_bitmap(device(ids), bitmap)
+    np.testing.assert_array_equal(unpack_bits(host(bitmap), n_local), ids)
+    out = device(np.full(n_local, -7, dtype=np.int64))
+    back = host(kernels.bitmap_to_frontier(bitmap, ids.size, out))
+    np.testing.assert_array_equal(np.sort(back), ids)
+    kernels.frontier_to_bitmap(device(np.empty(0, dtype=np.int64)), bitmap)
+    assert unpack_bits(host(bitmap), n_local).size == 0
+    assert host(kernels.bitmap_to_frontier(bitmap, 0, out)).size == 0

@@ -15,11 +15,27 @@ def _edges(src, dst, npartitions=2, **extra):
 
 
 def test_layout_covers_every_id_once():
-    layout = Layout(n=10, n_owners=3)
+    layout = Layout(n=300, n_owners=3)  # ceil(300 / 3) = 100, rounded up to 128
     sizes = [layout.size(p) for p in range(3)]
-    assert sizes == [4, 4, 2]
-    assert [layout.offset(p) for p in range(3)] == [0, 4, 8]
-    assert layout.owner_of(np.arange(10)).tolist() == [0] * 4 + [1] * 4 + [2] * 2
+    assert sizes == [128, 128, 44]
+    assert [layout.offset(p) for p in range(3)] == [0, 128, 256]
+    assert layout.owner_of(np.arange(300)).tolist() == [0] * 128 + [1] * 128 + [2] * 44
+
+
+def test_layout_offsets_are_word_aligned_and_late_owners_may_be_empty():
+    for n, n_owners in [(10, 3), (64, 2), (65, 2), (1000, 7), (5, 1)]:
+        layout = Layout(n=n, n_owners=n_owners)
+        sizes = [layout.size(p) for p in range(n_owners)]
+        assert sum(sizes) == n and min(sizes) >= 0
+        if n_owners > 1:
+            assert layout.chunk % 64 == 0
+        owners = layout.owner_of(np.arange(n))
+        for p in range(n_owners):
+            assert (owners == p).sum() == sizes[p]
+            if sizes[p]:
+                assert layout.offset(p) == p * layout.chunk
+    assert [Layout(n=10, n_owners=3).size(p) for p in range(3)] == [10, 0, 0]
+    assert Layout(n=5, n_owners=1).chunk == 5  # one owner: no rounding
 
 
 def test_small_non_negative_ids_are_kept_as_they_are():

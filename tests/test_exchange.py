@@ -7,11 +7,11 @@ from gpipe.partition import Layout
 
 
 def test_prune_keeps_one_candidate_per_target_and_groups_by_owner():
-    layout = Layout(n=10, n_owners=3)  # chunk 4: owners hold 0-3, 4-7, 8-9
-    targets = np.array([9, 1, 5, 1, 9, 4])
+    layout = Layout(n=300, n_owners=3)  # chunk 128: owners hold 0-127, 128-255, 256-299
+    targets = np.array([290, 1, 130, 1, 290, 128])
     parents = np.array([0, 1, 2, 3, 4, 5])
     buckets = exchange.prune("cpu", layout, targets, parents)
-    assert [b[0].tolist() for b in buckets] == [[1], [4, 5], [9]]
+    assert [b[0].tolist() for b in buckets] == [[1], [128, 130], [290]]
     assert [b[1].tolist() for b in buckets] == [[1], [5, 2], [0]]
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from scipy.sparse import csgraph
 
+import kernel_graphs
 from gpipe.kernels import cpu, cpu_delta
 from kernel_graphs import (INDEX_DTYPES, Owner, assert_tree, assert_unique, csr_rows, local_sources,
                            owned_by, random_edges, scipy_bfs_dist, scipy_graph, scipy_sssp_dist, split)
@@ -506,3 +507,27 @@ def test_delta_stepping_zero_weights_and_defaults():
     dist, parent = cpu.delta_stepping(indptr, indices, weights, np.array([0]))
     np.testing.assert_array_equal(dist, [0.0, 3.0, 1.0, 4.0, np.inf])
     np.testing.assert_array_equal(parent, [-1, 2, 0, 1, -1])
+
+
+# ---------------------------------------------------------------------------------------------
+# The level steps of a BFS over several owners (cases shared with the GPU in kernel_graphs)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+def test_owner_top_down_sends_each_remote_target_once(index_dtype):
+    kernel_graphs.check_owner_top_down(cpu, np.asarray, np.asarray, index_dtype)
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+def test_owner_claim_resolves_duplicates_across_senders(index_dtype):
+    kernel_graphs.check_owner_claim(cpu, np.asarray, np.asarray, index_dtype)
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+def test_owner_bottom_up_takes_the_first_frontier_neighbour(index_dtype):
+    kernel_graphs.check_owner_bottom_up(cpu, np.asarray, np.asarray, index_dtype)
+
+
+def test_owner_frontier_bitmap_round_trip():
+    kernel_graphs.check_frontier_bitmap_round_trip(cpu, np.asarray, np.asarray)

@@ -13,7 +13,9 @@ import pytest
 
 import gpipe
 import reference
+from gpipe import traverse
 from test_api import BFS_CASES, SSSP_CASES, check_frame, run_bfs, run_sssp, sorted_frame
+from test_peers import MIXED, check_directions, check_tree
 
 pytestmark = [pytest.mark.multigpu, pytest.mark.timeout(300)]
 
@@ -85,3 +87,27 @@ def test_graph_reuse_has_cudf_partitions(multigpu_engine):
                                    kind="sssp"))
     reference.assert_distances(out, reference.expected_sssp(edges, s1, directed=False),
                                exact=False)
+
+
+@pytest.mark.parametrize("direction", ["auto", "top-down", "bottom-up", MIXED],
+                         ids=["auto", "top-down", "bottom-up", "mixed"])
+@pytest.mark.parametrize("directed", [False, True], ids=["undirected", "directed"])
+def test_bfs_in_every_direction_with_stats(multigpu_engine, directed, direction):
+    """The owners' BFS steps on the GPUs (kernels/bfs_owners.cu) in every direction rule,
+    top-down and bottom-up levels mixed in one traversal, and the level statistics."""
+    import dask
+
+    edges = reference.random_edges(3000, 12000, seed=31, ids="shuffled")
+    sources = reference.pick_sources(edges, 3, seed=31)
+    graph = gpipe.Graph.from_edges(multigpu_engine.frame(edges, npartitions=4), directed=directed)
+    with dask.config.set({traverse.DIRECTION_KEY: direction}):
+        for query, depth_limit in ((sources[:1], None), (sources, None), (sources, 3)):
+            stats = []
+            frames = traverse.bfs(graph._executor, graph._built, graph._global_sources(query),
+                                  depth_limit, stats=stats)
+            got = multigpu_engine.pandas(graph._frame(frames, "bfs").compute())
+            reference.assert_distances(got, reference.expected_bfs(edges, query, directed=directed,
+                                                                   depth_limit=depth_limit))
+            check_tree(got, edges, directed)
+            if depth_limit is None:
+                check_directions(graph._executor.gather(stats), direction, directed)

@@ -1,6 +1,7 @@
 """Owner-to-owner messages: the mailbox's waiting rules; owner tasks on the 2-worker cluster
 that fail, stall, cannot deliver, or run two traversals at once on one-thread workers; owners
-sharing one process (a threaded cluster); and three owners checked against SciPy."""
+sharing one process (a threaded cluster); BFS over two and three owners in every direction rule
+(gpipe.bfs-direction), with the per-level statistics; and three owners checked against SciPy."""
 
 import threading
 import time
@@ -10,7 +11,7 @@ import pytest
 
 import gpipe
 import reference
-from gpipe import execution, peers
+from gpipe import execution, peers, traverse
 
 
 def test_take_returns_payloads_in_sender_order_once_all_are_in():
@@ -186,6 +187,82 @@ def test_a_threaded_cluster_runs_several_owners(threaded_cluster):
                                reference.expected_sssp(edges, [source], directed=True), exact=False)
 
 
+# --- BFS over several owners: directions, statistics ---------------------------------------
+
+MIXED = {"alpha": 1e9, "beta": 1e-9, "gamma": 1e9}  # change direction at every chance
+
+
+def bfs_with_stats(graph, sources, depth_limit=None):
+    """``graph.bfs`` computed, and the owners' level statistics (traverse.bfs(stats=...))."""
+    stats = []
+    frames = traverse.bfs(graph._executor, graph._built, graph._global_sources(sources), depth_limit,
+                          stats=stats)
+    assert len(stats) == graph.num_partitions
+    return graph._frame(frames, "bfs").compute(), graph._executor.gather(stats)
+
+
+def check_directions(stats, direction, directed):
+    """Every owner took the same directions; the forced rules were followed."""
+    levels = stats[0]["direction"]
+    assert all(s["direction"] == levels and s["frontier"] == stats[0]["frontier"] for s in stats)
+    assert sorted(s["owner"] for s in stats) == list(range(len(stats)))
+    used = {d for d, f in zip(levels, stats[0]["frontier"]) if f > 0}
+    if directed or direction == "top-down":
+        assert used == {traverse.TOP_DOWN}
+    elif direction == "bottom-up":
+        assert levels[0] == traverse.TOP_DOWN and set(levels[1:]) == {traverse.BOTTOM_UP}
+    elif direction == MIXED:
+        assert used == {traverse.TOP_DOWN, traverse.BOTTOM_UP}
+        assert any(m == 2 for m in stats[0]["messages"])  # a bottom-up level turned top-down
+
+
+@pytest.mark.parametrize("direction", ["auto", "top-down", "bottom-up", MIXED],
+                         ids=["auto", "top-down", "bottom-up", "mixed"])
+@pytest.mark.parametrize("directed", [False, True], ids=["undirected", "directed"])
+def test_two_owners_bfs_in_every_direction(cluster, directed, direction):
+    edges = reference.random_edges(n=500, m=1500, seed=21, ids="shuffled")
+    sources = reference.pick_sources(edges, 3, seed=2)
+    graph = gpipe.Graph.from_edges(dask.dataframe.from_pandas(edges, npartitions=2), directed=directed)
+    assert graph.num_partitions == 2
+    with dask.config.set({traverse.DIRECTION_KEY: direction}):
+        for query, depth_limit in ((sources[:1], None), (sources, None), (sources, 2)):
+            got, stats = bfs_with_stats(graph, query, depth_limit)
+            reference.assert_distances(got, reference.expected_bfs(edges, query, directed=directed,
+                                                                   depth_limit=depth_limit))
+            check_tree(got, edges, directed)
+            if depth_limit is None:
+                check_directions(stats, direction, directed)
+            else:
+                assert stats[0]["levels"] <= depth_limit
+
+
+def check_tree(result, edges, directed):
+    """Every reached non-source's parent is one hop closer along an edge of the input."""
+    reached = result[result["parent"].notna()]
+    distance = dict(zip(result["vertex"].tolist(), result["distance"].tolist()))
+    pairs = set(zip(edges["src"].tolist(), edges["dst"].tolist()))
+    if not directed:
+        pairs |= {(b, a) for a, b in pairs}
+    for v, p in zip(reached["vertex"].tolist(), reached["parent"].tolist()):
+        assert (p, v) in pairs and distance[p] + 1 == distance[v]
+
+
+def test_bfs_stats_are_asked_for_only(cluster):
+    """Without a stats list the owner tasks return their frames (no extra task); with one,
+    the statistics describe each level."""
+    edges = reference.random_edges(n=400, m=1600, seed=5)
+    graph = gpipe.Graph.from_edges(dask.dataframe.from_pandas(edges, npartitions=2), directed=False)
+    source = int(edges["src"].iloc[0])
+    frames = traverse.bfs(graph._executor, graph._built, graph._global_sources(source), None)
+    assert all(f.key.startswith("run_owner") for f in frames)
+    _, stats = bfs_with_stats(graph, source)
+    for s in stats:
+        assert set(s) == {"owner", "levels", "direction", "frontier", "messages", "bytes_sent",
+                          "kernel_s", "wait_s"}
+        assert s["levels"] == len(s["frontier"]) > 2 and s["frontier"][0] == 1
+        assert sum(s["bytes_sent"]) > 0
+
+
 def test_three_owners_agree_with_scipy():
     """Every owner sends to two peers and hears from two: the all-to-all beyond a pair,
     including the parent gathering of the negative-cycle check."""
@@ -206,6 +283,12 @@ def test_three_owners_agree_with_scipy():
         assert graph.num_partitions == 3
         reference.assert_distances(graph.bfs([source]).compute(),
                                    reference.expected_bfs(positive, [source], directed=False))
+        for direction in ("bottom-up", MIXED):
+            with dask.config.set({traverse.DIRECTION_KEY: direction}):
+                got, stats = bfs_with_stats(graph, [source])
+            reference.assert_distances(got, reference.expected_bfs(positive, [source], directed=False))
+            check_tree(got, positive, directed=False)
+            check_directions(stats, direction, directed=False)
         reference.assert_distances(graph.sssp(source).compute(),
                                    reference.expected_sssp(positive, [source], directed=False),
                                    exact=False)

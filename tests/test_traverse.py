@@ -1,4 +1,5 @@
-"""Driver-level behaviour: the parent-cycle check behind NegativeCycleError."""
+"""Driver-level behaviour: the parent-cycle check behind NegativeCycleError; the level loop of
+a BFS over several owners (its owners run as threads here), against SciPy."""
 
 import numpy as np
 
@@ -18,3 +19,236 @@ def test_a_loop_anywhere_is_found_also_across_owners():
 
 def test_cycle_checks_run_at_powers_of_two():
     assert [r for r in range(1, 200) if _cycle_check_due(r)] == [16, 32, 64, 128]
+
+
+# ---------------------------------------------------------------------------------------------
+# BFS over several owners: the real owner loop (traverse.bfs_owner_arrays), its owners run in
+# threads of this process that pass their messages through a peers.Mailbox, against SciPy.
+# ---------------------------------------------------------------------------------------------
+
+import threading  # noqa: E402
+
+import pytest  # noqa: E402
+
+import kernel_graphs  # noqa: E402
+from gpipe import InputError, peers, traverse  # noqa: E402
+from gpipe.partition import Layout, build_partition  # noqa: E402
+
+MIXED = {"alpha": 1e9, "beta": 1e-9, "gamma": 1e9}  # change direction at every chance
+
+
+class ThreadChannel:
+    """What bfs_owner_arrays needs of a gpipe.peers.Channel, for owners that are threads."""
+
+    def __init__(self, mailbox, owner, n_owners):
+        self.mailbox, self.owner = mailbox, owner
+        self.peers = [q for q in range(n_owners) if q != owner]
+
+    def exchange(self, tag, payloads):
+        for q in self.peers:
+            self.mailbox.put(q, tag, self.owner, payloads[q])
+        return self.mailbox.take(self.owner, tag, self.peers, timeout=60)
+
+
+def owner_bfs(src, dst, n, n_owners, directed, sources, depth_limit=None, direction="auto",
+              backend="cpu"):
+    """Global (dist, parent) on the host and every owner's stats, from owners run as threads."""
+    layout = Layout(n=n, n_owners=n_owners)
+    xp = gpipe_backend(backend).xp
+    parts = []
+    for p in range(n_owners):
+        lo, size = layout.offset(p), layout.size(p)
+        mine = (src >= lo) & (src < lo + size)
+        parts.append(build_partition(backend, layout, p, directed, False,
+                                     (xp.asarray(src[mine]), xp.asarray(dst[mine]), None, None, False)))
+    thresholds = traverse.bfs_thresholds(direction)
+    mailbox, results, errors = peers.Mailbox(), [None] * n_owners, []
+    owners = layout.owner_of(np.asarray(sources))
+
+    def run(p):
+        try:
+            results[p] = traverse.bfs_owner_arrays(
+                ThreadChannel(mailbox, p, n_owners), parts[p], layout,
+                np.asarray(sources)[owners == p] - layout.offset(p), depth_limit, thresholds)
+        except BaseException as error:  # noqa: BLE001 (re-raised below)
+            errors.append(error)
+            for q in range(n_owners):
+                mailbox.put(q, peers.ABORT, p, None)
+
+    threads = [threading.Thread(target=run, args=(p,)) for p in range(n_owners)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    real = [e for e in errors if not isinstance(e, peers.PeerAborted)]
+    if real:
+        raise real[0]
+    to_host = gpipe_backend(backend).to_host
+    dist = np.concatenate([to_host(r[0]) for r in results])
+    parent = np.concatenate([to_host(r[1]) for r in results])
+    return dist, parent, [r[2] for r in results]
+
+
+def gpipe_backend(name):
+    from gpipe import backend as backends
+
+    return backends.get(name)
+
+
+def check_owner_bfs(src, dst, n, n_owners, directed, sources, depth_limit=None, direction="auto",
+                    backend="cpu"):
+    """owner_bfs against SciPy (distances, cut at depth_limit) and the tree check; the stats."""
+    dist, parent, stats = owner_bfs(src, dst, n, n_owners, directed, sources, depth_limit,
+                                    direction, backend)
+    unit = np.ones(src.size)
+    want = kernel_graphs.scipy_bfs_dist(kernel_graphs.scipy_graph(src, dst, unit, n), np.unique(sources))
+    if depth_limit is not None:
+        want[want > depth_limit] = -1
+    np.testing.assert_array_equal(dist, want)
+    kernel_graphs.assert_tree(src, dst, unit, dist, parent, sources, dist >= 0)
+    for s in stats:  # every owner took the same directions and saw the same frontiers
+        assert s["direction"] == stats[0]["direction"] and s["frontier"] == stats[0]["frontier"]
+        assert s["levels"] == len(s["direction"]) == len(s["bytes_sent"]) == len(s["wait_s"])
+    levels = [d for d, f in zip(stats[0]["direction"], stats[0]["frontier"]) if f > 0]
+    return stats[0], levels
+
+
+DIRECTION_CASES = ["auto", "top-down", "bottom-up", "mixed"]
+
+
+def owner_bfs_cases(backend):
+    """Random graphs, directed and undirected, two and three owners, every direction rule."""
+    marks = [pytest.mark.gpu] if backend == "gpu" else []
+    return [pytest.param(seed, directed, n_owners, direction, marks=marks,
+                         id=f"{backend}-{'directed' if directed else 'undirected'}-{n_owners}-{direction}")
+            for seed, directed in [(1, True), (2, False)] for n_owners in (2, 3)
+            for direction in DIRECTION_CASES]
+
+
+def check_owner_bfs_case(seed, directed, n_owners, direction, backend, monkeypatch=None):
+    n = 300
+    src, dst, _ = kernel_graphs.random_edges(seed, n=n, m=900, directed=directed)
+    rule = MIXED if direction == "mixed" else direction
+    for sources in (np.array([7]), np.array([3, 150, 3, 299])):
+        stats, levels = check_owner_bfs(src, dst, n, n_owners, directed, sources, direction=rule,
+                                        backend=backend)
+        assert levels[0] == traverse.TOP_DOWN
+        if directed or direction == "top-down":
+            assert set(levels) == {traverse.TOP_DOWN}
+        elif direction == "bottom-up":
+            assert set(levels[1:]) == {traverse.BOTTOM_UP}
+        elif direction == "mixed":
+            # Both ways, and back: every bottom-up phase that ends goes top-down again.
+            changes = [(a, b) for a, b in zip(levels, levels[1:]) if a != b]
+            assert (traverse.TOP_DOWN, traverse.BOTTOM_UP) in changes
+            assert (traverse.BOTTOM_UP, traverse.TOP_DOWN) in changes
+        assert all(m in (1, 2) for m in stats["messages"])
+
+
+@pytest.mark.parametrize("seed,directed,n_owners,direction", owner_bfs_cases("cpu"))
+def test_owner_bfs_matches_scipy(seed, directed, n_owners, direction):
+    check_owner_bfs_case(seed, directed, n_owners, direction, "cpu")
+
+
+@pytest.mark.parametrize("direction", DIRECTION_CASES)
+@pytest.mark.parametrize("depth_limit", [0, 1, 2, 4])
+def test_owner_bfs_depth_limit(depth_limit, direction):
+    n = 400
+    src, dst, _ = kernel_graphs.random_edges(3, n=n, m=900, directed=False)
+    rule = MIXED if direction == "mixed" else direction
+    for sources in (np.array([0]), np.array([0, 42, 399])):
+        stats, _ = check_owner_bfs(src, dst, n, 3, False, sources, depth_limit, rule)
+        assert stats["levels"] <= depth_limit
+
+
+@pytest.mark.parametrize("direction", DIRECTION_CASES)
+def test_owner_bfs_grid_and_empty_owners(direction):
+    # A grid's many levels cross the owners' boundaries; with 5 owners of 64-id chunks on 216
+    # vertices, owner 4 holds none and still takes part in every exchange.
+    from gpipe.generators import grid_edges
+
+    rule = MIXED if direction == "mixed" else direction
+    side = 6
+    edges = grid_edges(side)
+    src, dst = edges.src.to_numpy(), edges.dst.to_numpy()
+    src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
+    assert Layout(n=side**3, n_owners=5).size(4) == 0
+    stats, _ = check_owner_bfs(src, dst, side**3, 5, False, np.array([0]), direction=rule)
+    assert stats["levels"] >= 3 * (side - 1)
+
+
+def test_owner_bfs_sources_without_edges_and_a_lone_vertex():
+    n = 200
+    src, dst = np.array([1, 2, 150, 2]), np.array([2, 150, 199, 1])  # 0 and most ids have no edge
+    for directed in (True, False):
+        s, d = (src, dst) if directed else (np.concatenate([src, dst]), np.concatenate([dst, src]))
+        for sources in (np.array([0]), np.array([0, 1]), np.array([199, 199])):
+            check_owner_bfs(s, d, n, 2, directed, sources)
+
+
+def test_owner_bfs_stats_count_the_bytes_sent():
+    n = 300
+    src, dst, _ = kernel_graphs.random_edges(2, n=n, m=900, directed=False)
+    _, _, stats = owner_bfs(src, dst, n, 2, False, np.array([7]), direction="bottom-up")
+    layout = Layout(n=n, n_owners=2)  # owners of 192 and 108 ids: bitmap slices of 3 and 2 words
+    for s in stats:
+        slice_bytes = 8 * -(-layout.size(s["owner"]) // 64)
+        levels = list(zip(s["direction"], s["bytes_sent"], s["messages"]))
+        assert levels[0][0] == traverse.TOP_DOWN and levels[0][1] % 8 == 0  # int32 (target, parent)
+        assert levels[1:] and all(level == (traverse.BOTTOM_UP, slice_bytes, 1) for level in levels[1:])
+        assert all(t >= 0 for t in s["kernel_s"] + s["wait_s"])
+
+
+def test_bfs_thresholds_from_dask_config():
+    import dask
+
+    assert traverse.bfs_thresholds() == traverse.Thresholds()
+    with dask.config.set({traverse.DIRECTION_KEY: "top-down"}):
+        assert traverse.bfs_thresholds().alpha == 0
+    with dask.config.set({traverse.DIRECTION_KEY: {"beta": 2}}):
+        assert traverse.bfs_thresholds() == traverse.Thresholds(beta=2.0)
+    for wrong in ("sideways", {"delta": 1}, 3):
+        with pytest.raises(InputError, match="bfs-direction"):
+            traverse.bfs_thresholds(wrong)
+    top_down, bottom_up = traverse.DIRECTIONS["top-down"], traverse.DIRECTIONS["bottom-up"]
+    assert not top_down.go_bottom_up(10**9, 0, 10)
+    assert bottom_up.go_bottom_up(1, 10**9, 10) and not bottom_up.go_bottom_up(0, 10**9, 10)
+    assert bottom_up.stay_bottom_up(1, 10**9, 10)
+
+
+@pytest.fixture
+def gpu_arrays(monkeypatch):
+    """The GPU backend with CuPy and the GPU kernels only (no cuDF frames are needed here)."""
+    cupy = pytest.importorskip("cupy")
+    from gpipe import backend as backends
+
+    monkeypatch.setattr(backends, "gpu_backend",
+                        lambda: backends.Backend(backends.GPU, cupy, None, "gpipe.kernels.gpu"))
+
+
+@pytest.mark.parametrize("seed,directed,n_owners,direction", owner_bfs_cases("gpu"))
+def test_owner_bfs_matches_scipy_on_gpu(seed, directed, n_owners, direction, gpu_arrays):
+    check_owner_bfs_case(seed, directed, n_owners, direction, "gpu")
+
+
+@pytest.mark.parametrize("backend", [pytest.param("cpu"), pytest.param("gpu", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("direction", DIRECTION_CASES)
+def test_owner_bfs_larger_graph(backend, direction, request):
+    # Frontiers of many thousand vertices (the GPU's grid-stride loops), isolated vertices, and
+    # with the heuristic a switch to bottom-up and back on its own.
+    if backend == "gpu":
+        request.getfixturevalue("gpu_arrays")
+    n = 100_000
+    rng = np.random.default_rng(8)
+    src, dst = rng.integers(0, n, 350_000), rng.integers(0, n, 350_000)
+    keep = (src != dst) & (src % 7 != 0) & (dst % 7 != 0)  # every 7th vertex isolated
+    src, dst = np.concatenate([src[keep], dst[keep]]), np.concatenate([dst[keep], src[keep]])
+    rule = MIXED if direction == "mixed" else direction
+    stats, levels = check_owner_bfs(src, dst, n, 3, False, np.array([1, 5000]), direction=rule,
+                                    backend=backend)
+    if direction == "auto":
+        # GAPBS's shape, top-down, bottom-up, top-down, and one extra message round only, where
+        # the exact counts of the bottom-up message turned the search back top-down.
+        shape = "".join(d[0] for d in levels)
+        assert shape.strip("t") and set(shape.strip("t")) == {"b"} and shape[0] == shape[-1] == "t"
+        assert stats["messages"].count(2) == 1

@@ -27,6 +27,9 @@ What each kernel computes
     dijkstra    Dijkstra's algorithm [5] with a binary heap and lazy deletion [6]: instead of
                 decrease-key, a vertex is pushed again on each strict improvement, and a popped
                 entry whose key is above the vertex's current distance is stale and skipped.
+    bfs_owner_* The level steps of a BFS over several owners (top-down with each remote
+                target sent once, the claim of what peers sent, bottom-up over the frontier
+                bitmap of all owners), in gpipe/kernels/cpu_bfs_owners.py.
 
 Parallel BFS steps
     - Bottom-up BFS: each thread owns whole 64-vertex words of the bitmaps, and writes only
@@ -68,6 +71,9 @@ import numpy as np
 
 from gpipe.kernels import atomics
 from gpipe.kernels.cpu_csr import build_csr  # noqa: F401 (the contract)
+from gpipe.kernels.cpu_bfs_owners import (  # noqa: F401 (the contract: BFS over several owners)
+    BITMAP_BITS, BITMAP_DTYPE, NEXT, NEXT_EDGES, QUEUES, bfs_owner_bottom_up, bfs_owner_claim,
+    bfs_owner_top_down, bitmap_to_frontier, frontier_to_bitmap)
 from gpipe.kernels.cpu_delta import default_delta, delta_stepping  # noqa: F401
 
 _kernel = numba.njit(cache=True, nogil=True)

@@ -11,12 +11,20 @@ module; :mod:`gpipe.kernels.cuda` finds, compiles and caches the sources.
 - :func:`sssp` -- a whole one-owner SSSP, non-negative weights: near-far in one cooperative
   kernel (``kernels/sssp_nearfar.cu``);
 - :func:`build_csr` -- an owner's CSR from an edge list on the device, by atomic scatter
-  (``kernels/csr.cu``).
+  (``kernels/csr.cu``);
+- :func:`bfs_owner_top_down`, :func:`bfs_owner_claim`, :func:`bfs_owner_bottom_up` and the
+  frontier/bitmap conversions -- the level steps of a BFS over several owners
+  (``kernels/bfs_owners.cu``).
 """
 
 from gpipe.kernels.cuda import source_dir
 from gpipe.kernels.gpu_bfs import bfs, bfs_expand
+from gpipe.kernels.gpu_bfs_owners import (BITMAP_BITS, BITMAP_DTYPE, NEXT, NEXT_EDGES, QUEUES,
+                                          bfs_owner_bottom_up, bfs_owner_claim, bfs_owner_top_down,
+                                          bitmap_to_frontier, frontier_to_bitmap)
 from gpipe.kernels.gpu_csr import build_csr
 from gpipe.kernels.gpu_sssp import sssp, sssp_relax
 
-__all__ = ["bfs", "bfs_expand", "build_csr", "source_dir", "sssp", "sssp_relax"]
+__all__ = ["BITMAP_BITS", "BITMAP_DTYPE", "NEXT", "NEXT_EDGES", "QUEUES", "bfs", "bfs_expand",
+           "bfs_owner_bottom_up", "bfs_owner_claim", "bfs_owner_top_down", "bitmap_to_frontier",
+           "build_csr", "frontier_to_bitmap", "source_dir", "sssp", "sssp_relax"]

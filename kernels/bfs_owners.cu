@@ -1,0 +1,392 @@
+// bfs_owners.cu -- the level steps of a breadth-first search whose vertices are split among
+// several owners (1-D partitioning), with nothing to sort or deduplicate between levels.
+//
+// What it computes (one owner; local ids 0..n_local-1 are global ids offset..offset+n_local-1)
+//   bfs_owner_top_down<Index>   expands the frontier (local vertices at distance `level`) by one
+//       level. For every edge u->v with u in the frontier:
+//         * v owned here and unvisited: v is claimed exactly once, dist = level + 1,
+//           parent = offset + u, and v - offset is appended to next_frontier;
+//         * v owned by owner q = v / chunk elsewhere: v is sent at most ONCE PER TRAVERSAL by
+//           this owner. Its bit in `sent` (a bitmap over global ids, kept for the whole
+//           traversal) is tested and set with atomicOr; only the thread that set it appends
+//           (v, offset + u) to owner q's queue. Correct because a vertex sent at level L is
+//           claimed by its owner at level L + 1 at the latest: a later send could not lower
+//           its distance. So queue q never holds more than owner q's vertex count, and the
+//           queues are allocated once per traversal, not sized per level.
+//   bfs_owner_claim<Index>      takes in the (target, parent) candidates one peer sent: an
+//       unvisited target is claimed by atomicCAS on dist (-1 -> level + 1); the winner writes
+//       the parent and appends the local id to next_frontier. Duplicates from several senders
+//       need no sort: the claim resolves them.
+//   bfs_owner_bottom_up<Index>  one bottom-up level of an undirected graph (the owner's rows are
+//       also the in-edges of its vertices): every unvisited owned vertex scans its neighbours
+//       until one is in `front`, the frontier bitmap of ALL owners over global ids (put
+//       together from the owners' slices), and takes it as parent; next_front gets its bit.
+//   bfs_owner_edge_end<Index>   the start of a top-down level in ONE launch of one block: the
+//       counters zeroed and edge_end, the inclusive prefix sum of the frontier's out-degrees,
+//       which the top-down step's load balance needs (for frontiers of up to kScanItems
+//       vertices; the launcher uses CuPy's scan beyond). On a grid a level is a few hundred
+//       vertices, and the five launches of a gather, a difference and a scan cost more than
+//       the step itself.
+//   frontier_to_bitmap<Index>, bitmap_to_frontier<Index>   an owner's frontier as local ids <->
+//       its bitmap slice (at a change of direction). Index is unused: it only names the
+//       instantiation, like the other entry points'.
+//   gpipe/kernels/gpu_bfs_owners.py launches them; gpipe/kernels/cpu_bfs_owners.py holds the
+//   Numba twins (same names without the template, same counters, same results up to which
+//   parent wins a race); tests/test_kernels_gpu.py runs the CPU tests' cases on both.
+//
+// Technique
+//   Top-down: edge-parallel, load-balanced by prefix sum + binary search, as in bfs.cu (one
+//   thread per frontier edge, frontier_slot() finds its vertex). Appends are warp-aggregated.
+//   Lanes of one warp may append to different queues (the local frontier or any owner's), so
+//   lanes are grouped by destination with __match_any_sync and each group reserves its slots
+//   with one atomicAdd (the aggregated atomics with a key of NVIDIA's "Using CUDA Warp-Level
+//   Primitives", 2018); frontier.cuh's warp_append_slot is the one-queue case, used by the claim.
+//   Out-degree sums of the claimed vertices (the direction heuristic's m_f) are summed per warp
+//   by shuffles and added with one atomic per warp.
+//   Bottom-up: one warp per 32-vertex word of next_front, a lane per vertex; a lane scans the
+//   first kSeqScan neighbours alone and longer rows still unresolved are scanned by the whole
+//   warp, 32 neighbours at a time, the lowest hit winning, so the parent is the first frontier
+//   neighbour in row order either way (as in bfs_persistent.cu). A ballot makes the word.
+//   References: S. Beamer, K. Asanovic, D. Patterson, "Direction-Optimizing Breadth-First
+//   Search", SC 2012; A. Buluc, K. Madduri, "Parallel Breadth-First Search on Distributed
+//   Memory Systems", SC 2011 (1-D partitioning); D. Merrill, M. Garland, A. Grimshaw,
+//   "Scalable GPU Graph Traversal", PPoPP 2012 (prefix-sum load balance).
+//
+// Counters (uint64[2 + n_owners]; the launcher passes an int64 CuPy array, same bits)
+//   [kNext] length of next_frontier, [kNextEdges] out-degree sum of the vertices in it,
+//   [kQueues + q] length of owner q's queue (this owner's own entry stays 0). A level begins
+//   with them zeroed (bfs_owner_edge_end, or the launcher); the steps add to them.
+//
+// Array invariants (n = global vertex count; chunk = ids per owner, a multiple of 64)
+//   indptr         int64[n_local + 1]; out-edges of local u are indices[indptr[u] : indptr[u + 1]].
+//   indices        Index[nnz]: GLOBAL target ids.
+//   frontier       int64[k]: distinct local ids, each with dist == level.
+//   edge_end       int64[k]: inclusive prefix sum of the frontier's out-degrees.
+//   dist           int32[n_local]: -1 = unvisited; only -1 -> level + 1 changes (the claim).
+//   parent         int64[n_local]: global ids, -1 = none; written once, by the claiming thread.
+//   sent           uint32[ceil(n / 32)]: bits only ever set, for the whole traversal.
+//   next_frontier  int64[n_local]: appends at counters[kNext]; a vertex is claimed once per
+//                  traversal, so n_local slots always suffice.
+//   queue_targets, queue_parents  Index[n]: owner q's queue is [q * chunk, q * chunk + size(q)).
+//   front          uint32[ceil(n / 32)]: bit v & 31 of word v >> 5 for global v. Owner offsets
+//                  are multiples of 64, so an owner's slice is whole words.
+//   next_front     uint32[ceil(n_local / 32)], written whole by bfs_owner_bottom_up.
+//
+// Every kernel is a grid-stride loop whose trip count is uniform across each warp (blockDim is
+// a multiple of 32), so the warp-wide ballots, shuffles and matches see all 32 lanes.
+// Written for NVRTC (cupy.RawModule, -std=c++17): no standard headers.
+
+#include "frontier.cuh"
+
+namespace {
+
+constexpr int kNext = 0;
+constexpr int kNextEdges = 1;
+constexpr int kQueues = 2;
+constexpr long long kSeqScan = 16;  // bottom-up: neighbours a lane scans alone
+constexpr int kScanBlock = 1024;     // bfs_owner_edge_end: threads of its one block
+constexpr int kScanPerThread = 8;    // consecutive frontier slots per thread and tile
+constexpr int kScanWarps = kScanBlock / 32;
+static_assert(kScanWarps == 32, "bfs_owner_edge_end scans the warps' sums with one warp");
+
+__device__ __forceinline__ long long warp_sum(long long x) {
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) {
+        x += __shfl_xor_sync(kFullWarp, x, d);
+    }
+    return x;
+}
+
+// Add the warp's sum of `x` to *counter with one atomic. All 32 lanes must call it together.
+__device__ __forceinline__ void warp_add(unsigned long long* counter, long long x) {
+    const long long total = warp_sum(x);
+    if ((threadIdx.x & 31) == 0 && total != 0) {
+        atomicAdd(counter, static_cast<unsigned long long>(total));
+    }
+}
+
+// Slot of this lane in the queue whose length is counters[key], when `append` (else 0, unused).
+// Lanes with the same key share one atomicAdd. All 32 lanes must call it together.
+__device__ __forceinline__ unsigned long long warp_append_slot_keyed(unsigned long long* counters,
+                                                                     int key, bool append) {
+    const unsigned appending = __ballot_sync(kFullWarp, append);
+    unsigned long long slot = 0;
+    if (append) {
+        const int lane = threadIdx.x & 31;
+        const unsigned group = __match_any_sync(appending, key);
+        const int leader = __ffs(group) - 1;
+        unsigned long long base = 0;
+        if (lane == leader) {
+            base = atomicAdd(&counters[key], static_cast<unsigned long long>(__popc(group)));
+        }
+        base = __shfl_sync(group, base, leader);
+        slot = base + static_cast<unsigned long long>(__popc(group & ((1u << lane) - 1u)));
+    }
+    return slot;
+}
+
+__device__ __forceinline__ long long warp_inclusive_sum(long long x) {
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        const long long y = __shfl_up_sync(kFullWarp, x, d);
+        if (lane >= d) x += y;
+    }
+    return x;
+}
+
+__device__ __forceinline__ bool in_bitmap(const unsigned* bitmap, long long v) {
+    return (bitmap[v >> 5] >> (v & 31)) & 1u;
+}
+
+}  // namespace
+
+template <typename Index>
+__global__ void __launch_bounds__(kScanBlock)
+bfs_owner_edge_end(const long long* __restrict__ indptr,
+                   const long long* __restrict__ frontier,
+                   long long k,
+                   long long* __restrict__ edge_end,
+                   unsigned long long* __restrict__ counters,
+                   int n_counters) {
+    // One block of kScanBlock threads. Tiles of kScanBlock * kScanPerThread slots: each thread
+    // sums its kScanPerThread consecutive degrees, the block scans the threads' sums (warp
+    // shuffles, then the warps' totals by warp 0), and `carry` takes the tile's total along.
+    __shared__ long long warp_sums[kScanWarps];
+    const int lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5;
+    if (threadIdx.x < n_counters) {
+        counters[threadIdx.x] = 0;
+    }
+    long long carry = 0;  // sum of the tiles before this one (the same in every thread)
+    const long long tile = static_cast<long long>(kScanBlock) * kScanPerThread;
+    for (long long first = 0; first < k; first += tile) {  // block-uniform
+        const long long begin = first + static_cast<long long>(threadIdx.x) * kScanPerThread;
+        long long running[kScanPerThread];
+        long long sum = 0;
+#pragma unroll
+        for (int j = 0; j < kScanPerThread; ++j) {
+            const long long i = begin + j;
+            if (i < k) {
+                const long long u = frontier[i];
+                sum += indptr[u + 1] - indptr[u];
+            }
+            running[j] = sum;  // inclusive, within this thread's slots
+        }
+        const long long inclusive = warp_inclusive_sum(sum);
+        if (lane == 31) {
+            warp_sums[warp] = inclusive;
+        }
+        __syncthreads();
+        if (warp == 0) {
+            warp_sums[lane] = warp_inclusive_sum(warp_sums[lane]);  // kScanWarps == 32
+        }
+        __syncthreads();
+        const long long before = carry + (warp > 0 ? warp_sums[warp - 1] : 0) + inclusive - sum;
+#pragma unroll
+        for (int j = 0; j < kScanPerThread; ++j) {
+            if (begin + j < k) {
+                edge_end[begin + j] = before + running[j];
+            }
+        }
+        carry += warp_sums[kScanWarps - 1];
+        __syncthreads();  // warp_sums is rewritten by the next tile
+    }
+}
+
+template <typename Index>
+__global__ void bfs_owner_top_down(const long long* __restrict__ indptr,
+                                   const Index* __restrict__ indices,
+                                   long long offset,
+                                   long long n_local,
+                                   long long chunk,
+                                   const long long* __restrict__ frontier,
+                                   const long long* __restrict__ edge_end,
+                                   long long k,
+                                   int level,
+                                   int* __restrict__ dist,
+                                   long long* __restrict__ parent,
+                                   unsigned* __restrict__ sent,
+                                   long long* __restrict__ next_frontier,
+                                   Index* __restrict__ queue_targets,
+                                   Index* __restrict__ queue_parents,
+                                   unsigned long long* __restrict__ counters) {
+    const long long n_edges = edge_end[k - 1];
+    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+    for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < n_edges;
+         first += stride) {
+        const long long e = first + threadIdx.x;
+        bool append = false;
+        int key = kNext;
+        long long v = 0, u = 0, degree = 0;
+        if (e < n_edges) {
+            const long long i = frontier_slot(edge_end, k, e);
+            u = frontier[i];
+            v = static_cast<long long>(indices[indptr[u + 1] - (edge_end[i] - e)]);
+            const long long local = v - offset;
+            if (local >= 0 && local < n_local) {
+                // Plain read first: most visited targets are rejected without an atomic.
+                if (dist[local] == -1 && atomicCAS(&dist[local], -1, level + 1) == -1) {
+                    parent[local] = offset + u;
+                    degree = indptr[local + 1] - indptr[local];
+                    append = true;
+                }
+            } else {
+                // Test and set: only the thread that sets the bit sends v.
+                const unsigned bit = 1u << (v & 31);
+                if ((sent[v >> 5] & bit) == 0u && (atomicOr(&sent[v >> 5], bit) & bit) == 0u) {
+                    key = kQueues + static_cast<int>(v / chunk);
+                    append = true;
+                }
+            }
+        }
+        warp_add(&counters[kNextEdges], degree);
+        const unsigned long long slot = warp_append_slot_keyed(counters, key, append);
+        if (append) {
+            if (key == kNext) {
+                next_frontier[slot] = v - offset;
+            } else {
+                const long long at = static_cast<long long>(key - kQueues) * chunk +
+                                     static_cast<long long>(slot);
+                queue_targets[at] = static_cast<Index>(v);
+                queue_parents[at] = static_cast<Index>(offset + u);
+            }
+        }
+    }
+}
+
+template <typename Index>
+__global__ void bfs_owner_claim(const long long* __restrict__ indptr,
+                                long long offset,
+                                const Index* __restrict__ targets,
+                                const Index* __restrict__ parents,
+                                long long count,
+                                int level,
+                                int* __restrict__ dist,
+                                long long* __restrict__ parent,
+                                long long* __restrict__ next_frontier,
+                                unsigned long long* __restrict__ counters) {
+    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+    for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < count;
+         first += stride) {
+        const long long i = first + threadIdx.x;
+        bool claimed = false;
+        long long v = 0, degree = 0;
+        if (i < count) {
+            v = static_cast<long long>(targets[i]) - offset;
+            if (dist[v] == -1 && atomicCAS(&dist[v], -1, level + 1) == -1) {
+                parent[v] = static_cast<long long>(parents[i]);
+                degree = indptr[v + 1] - indptr[v];
+                claimed = true;
+            }
+        }
+        warp_add(&counters[kNextEdges], degree);
+        const unsigned long long slot = warp_append_slot(&counters[kNext], claimed);
+        if (claimed) {
+            next_frontier[slot] = v;
+        }
+    }
+}
+
+template <typename Index>
+__global__ void bfs_owner_bottom_up(const long long* __restrict__ indptr,
+                                    const Index* __restrict__ indices,
+                                    long long n_local,
+                                    int level,
+                                    int* __restrict__ dist,
+                                    long long* __restrict__ parent,
+                                    const unsigned* __restrict__ front,
+                                    unsigned* __restrict__ next_front,
+                                    unsigned long long* __restrict__ counters) {
+    const int lane = threadIdx.x & 31;
+    const long long warp_id = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+    const long long n_warps = (static_cast<long long>(gridDim.x) * blockDim.x) >> 5;
+    const long long n_words = (n_local + 31) >> 5;
+    long long found_count = 0, found_edges = 0;
+    for (long long word = warp_id; word < n_words; word += n_warps) {  // warp-uniform
+        const long long v = word * 32 + lane;
+        bool found = false;
+        long long found_parent = 0, begin = 0, end = 0;
+        if (v < n_local && dist[v] == -1) {
+            begin = indptr[v];
+            end = indptr[v + 1];
+            const long long stop = end < begin + kSeqScan ? end : begin + kSeqScan;
+            for (long long j = begin; j < stop; ++j) {
+                const long long u = static_cast<long long>(indices[j]);
+                if (in_bitmap(front, u)) {
+                    found = true;
+                    found_parent = u;
+                    break;
+                }
+            }
+        }
+        // Long rows not yet resolved: the whole warp scans them, one vertex at a time.
+        unsigned pending = __ballot_sync(kFullWarp, !found && end - begin > kSeqScan);
+        while (pending != 0u) {
+            const int owner = __ffs(pending) - 1;
+            pending &= pending - 1u;
+            const long long from = __shfl_sync(kFullWarp, begin, owner) + kSeqScan;
+            const long long to = __shfl_sync(kFullWarp, end, owner);
+            for (long long first = from; first < to; first += 32) {
+                const long long j = first + lane;
+                long long u = 0;
+                bool hit = false;
+                if (j < to) {
+                    u = static_cast<long long>(indices[j]);
+                    hit = in_bitmap(front, u);
+                }
+                const unsigned hits = __ballot_sync(kFullWarp, hit);
+                if (hits != 0u) {
+                    const long long winner = __shfl_sync(kFullWarp, u, __ffs(hits) - 1);
+                    if (lane == owner) {
+                        found = true;
+                        found_parent = winner;
+                    }
+                    break;
+                }
+            }
+        }
+        if (found) {
+            dist[v] = level + 1;
+            parent[v] = found_parent;
+            found_count += 1;
+            found_edges += end - begin;
+        }
+        const unsigned bits = __ballot_sync(kFullWarp, found);
+        if (lane == 0) {
+            next_front[word] = bits;
+        }
+    }
+    warp_add(&counters[kNext], found_count);
+    warp_add(&counters[kNextEdges], found_edges);
+}
+
+template <typename Index>
+__global__ void frontier_to_bitmap(const long long* __restrict__ frontier, long long k,
+                                   unsigned* __restrict__ bitmap) {
+    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+    for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < k;
+         i += stride) {
+        const long long v = frontier[i];
+        atomicOr(&bitmap[v >> 5], 1u << (v & 31));
+    }
+}
+
+template <typename Index>
+__global__ void bitmap_to_frontier(const unsigned* __restrict__ bitmap, long long n_words,
+                                   long long* __restrict__ frontier,
+                                   unsigned long long* __restrict__ counter) {
+    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+    for (long long w = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; w < n_words;
+         w += stride) {
+        unsigned bits = bitmap[w];
+        if (bits != 0u) {
+            unsigned long long slot =
+                atomicAdd(counter, static_cast<unsigned long long>(__popc(bits)));
+            for (; bits != 0u; bits &= bits - 1u) {
+                frontier[slot] = w * 32 + (__ffs(bits) - 1);
+                ++slot;
+            }
+        }
+    }
+}

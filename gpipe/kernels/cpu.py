@@ -69,6 +69,8 @@ import numpy as np
 from gpipe.kernels import atomics
 from gpipe.kernels.cpu_csr import build_csr  # noqa: F401 (the contract)
 from gpipe.kernels.cpu_delta import default_delta, delta_stepping  # noqa: F401
+from gpipe.kernels.cpu_sssp_owners import sssp_owner_counts, sssp_owner_pack, sssp_owners_delta  # noqa: F401
+from gpipe.kernels.cpu_sssp_ring import sssp_owner_advance, sssp_owner_merge, sssp_owner_relax  # noqa: F401
 
 _kernel = numba.njit(cache=True, nogil=True)
 _parallel = numba.njit(cache=True, nogil=True, parallel=True)

@@ -11,12 +11,19 @@ module; :mod:`gpipe.kernels.cuda` finds, compiles and caches the sources.
 - :func:`sssp` -- a whole one-owner SSSP, non-negative weights: near-far in one cooperative
   kernel (``kernels/sssp_nearfar.cu``);
 - :func:`build_csr` -- an owner's CSR from an edge list on the device, by atomic scatter
-  (``kernels/csr.cu``).
+  (``kernels/csr.cu``);
+- ``sssp_owner_*`` -- one owner's share of an SSSP over several owners: relaxation rounds
+  with fused pruning of remote candidates, merge, pile splits, outbox
+  (``kernels/sssp_owners.cu``, :mod:`gpipe.kernels.gpu_sssp_owners`).
 """
 
 from gpipe.kernels.cuda import source_dir
 from gpipe.kernels.gpu_bfs import bfs, bfs_expand
 from gpipe.kernels.gpu_csr import build_csr
 from gpipe.kernels.gpu_sssp import sssp, sssp_relax
+from gpipe.kernels.gpu_sssp_owners import (sssp_owner_advance, sssp_owner_counts, sssp_owner_merge,
+                                           sssp_owner_pack, sssp_owner_relax, sssp_owners_delta)
 
-__all__ = ["bfs", "bfs_expand", "build_csr", "source_dir", "sssp", "sssp_relax"]
+__all__ = ["bfs", "bfs_expand", "build_csr", "source_dir", "sssp", "sssp_owner_advance",
+           "sssp_owner_counts", "sssp_owner_merge", "sssp_owner_pack", "sssp_owner_relax",
+           "sssp_owners_delta", "sssp_relax"]

@@ -6,31 +6,60 @@ trip per level), in one kernel call where the backend has a whole-traversal kern
 kernels.
 
 Several owners: one long task per owner, all started together (``Executor.run_together``),
-level-synchronous. Each level every owner merges the candidates sent to it, expands its frontier
-locally (claiming or relaxing its own vertices in place), prunes the remote candidates to one per
-target and sends each peer its bucket with its own active count, worker to worker
-(:mod:`gpipe.peers`). Every owner sums the same counts, so all stop at the same level. Neither
-the client nor the scheduler takes part between the start and the result frames.
+exchanging messages worker to worker (:mod:`gpipe.peers`); neither the client nor the scheduler
+takes part between the start and the result frames. Every step each owner sends every peer
+one message: its candidates for that peer and its own counts. Every owner sums the same counts,
+so all take the same decisions and stop at the same step.
 
-SSSP relaxes with frontier-based Bellman-Ford, so negative weights work. A negative cycle
-reachable from a source is detected by a cycle in the parent graph (parents change only on
-strict improvement, so without a negative cycle the parent graph stays a forest), checked at
-power-of-two rounds, and by a round bound that no negative-cycle-free graph reaches.
+- BFS is level-synchronous: each level every owner merges the candidates sent to it, expands
+  its frontier locally and prunes the remote candidates to one per target (sort/unique,
+  :mod:`gpipe.exchange`).
+- SSSP with non-negative weights is delta-stepping across owners: each owner relaxes its own
+  vertices below the current threshold until none is left locally (local rounds, no
+  messages), collecting remote candidates, pruned as they are found against the least
+  distance ever sent for each target (``sent_best``); then one exchange. Owners repeat at the
+  same threshold while anyone sent a candidate below it, then all raise it together to the
+  least pending distance plus delta (the one-owner kernels' width, from weight statistics
+  summed in the first message).
+- SSSP with negative weights is frontier Bellman-Ford: one local round per exchange, with the
+  same pruning and merging kernels. A negative cycle reachable from a source is detected by a
+  cycle in the parent graph (parents change only on strict improvement, so without a
+  negative cycle the parent graph stays a forest), checked at power-of-two steps, and by a
+  step bound that no negative-cycle-free graph reaches.
+
+The SSSP kernels keep every working array allocated once per traversal
+(:mod:`gpipe.kernels.owner_state`) and read their counters once per round: no sort, unique or
+compaction per round. Each owner can report what it did per step (:class:`OwnerStats`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from gpipe import backend as backends
 from gpipe import exchange
 from gpipe.errors import NegativeCycleError
+from gpipe.kernels import owner_state
 from gpipe.partition import Layout, Partition
 from gpipe.result import BFS, SSSP, owner_frame
 
 FIRST_CYCLE_CHECK = 16
+# The first SSSP bucket across owners holds distance 0 only (the smallest positive double is
+# its threshold): the bucket width is known once the first message has brought every owner's
+# weight statistics.
+FIRST_THRESHOLD = float(np.nextafter(0.0, 1.0))
+WEIGHT_SAMPLE = 65536  # weights per owner sampled for the mean and the largest weight
+# The exchange window of SSSP across owners follows the relaxations repeated in it: at each
+# raise it doubles when fewer than WINDOW_GROW of the window's relaxations were repeats
+# (distances arriving late cost little: fewer messages are worth more), halves when more than
+# WINDOW_SHRINK were (never below the local bucket), and stays within WINDOW_RANGE times its
+# first width either way.
+WINDOW_GROW = 0.1
+WINDOW_SHRINK = 0.3
+WINDOW_RANGE = 64.0
 
 
 @dataclass
@@ -50,25 +79,91 @@ def bfs(executor, built, sources: np.ndarray, depth_limit: int | None) -> list:
     return _run_owners(executor, built, sources, _bfs_owner, depth_limit)
 
 
-def sssp(executor, built, sources: np.ndarray) -> list:
-    """Handles to the per-owner result frames of an SSSP from global ids ``sources``."""
+def sssp(executor, built, sources: np.ndarray, stats: list | None = None) -> list:
+    """Handles to the per-owner result frames of an SSSP from global ids ``sources``.
+
+    With several owners and a ``stats`` list, one handle per owner to its :class:`OwnerStats`
+    is appended to it (for benchmarks; each costs a small task on the owner's worker). One
+    owner appends nothing.
+    """
     if built.layout.n_owners == 1:
         return [executor.submit(_sssp_one_owner, built.parts[0], built.ids, sources,
                                 built.negative_weights, built.vertex_dtype, owner=0)]
-    return _run_owners(executor, built, sources, _sssp_owner, built.negative_weights)
+    return _run_owners(executor, built, sources, _sssp_owner, built.negative_weights, stats)
 
 
-def _run_owners(executor, built, sources, owner_loop, option) -> list:
-    """Start ``owner_loop`` on every owner with its own sources; wait for all of them."""
+@dataclass
+class OwnerStats:
+    """What one owner of a multi-owner traversal did, step by step.
+
+    A *step* is one message round: the owner sends every peer one message and waits for one
+    from each. The lists hold one entry per step, in order.
+
+    Attributes
+    ----------
+    owner : int
+        The owner's index.
+    steps : int
+        Message rounds (exchanges) of the traversal.
+    rounds : list of int
+        Kernel rounds this owner ran before each step (SSSP: relaxation rounds of the local
+        phase, 0 when it had nothing below the threshold; BFS: levels expanded).
+    bytes_sent : list of int
+        Bytes of candidate arrays this owner sent to all its peers in each step (counts and
+        other scalars left out).
+    labels : list of str
+        What each step was, free-form (SSSP: ``"bucket k"`` for the k-th threshold of
+        delta-stepping, so the number of buckets is the number of distinct labels;
+        ``"bellman-ford"`` with negative weights).
+    kernel_s : float
+        Seconds in the owner's own work: kernels, merging what arrived, packing what leaves
+        (on a GPU up to the read of each round's counters, which waits for the device).
+    wait_s : float
+        Seconds in the exchanges: starting the sends, then waiting until every peer's message
+        is in (the peers' work shows up here).
+    """
+
+    owner: int
+    steps: int = 0
+    rounds: list = field(default_factory=list)
+    bytes_sent: list = field(default_factory=list)
+    labels: list = field(default_factory=list)
+    kernel_s: float = 0.0
+    wait_s: float = 0.0
+
+    def record(self, rounds: int, bytes_sent: int, label: str) -> None:
+        self.steps += 1
+        self.rounds.append(int(rounds))
+        self.bytes_sent.append(int(bytes_sent))
+        self.labels.append(label)
+
+
+def _run_owners(executor, built, sources, owner_loop, option, stats=None) -> list:
+    """Start ``owner_loop`` on every owner with its own sources; wait for all of them.
+
+    With a ``stats`` list, the owners return ``(frame, OwnerStats)``; the frame handles are
+    returned and the stats handles appended to ``stats``.
+    """
     layout = built.layout
     owners = layout.owner_of(sources)
-    frames = executor.run_together(owner_loop, [
+    extra = () if stats is None else (True,)
+    results = executor.run_together(owner_loop, [
         (built.parts[p], built.ids, layout, sources[owners == p] - layout.offset(p), option,
-         built.vertex_dtype)
+         built.vertex_dtype, *extra)
         for p in range(layout.n_owners)
     ])
+    if stats is None:
+        executor.wait(results)
+        return results
+    frames = [executor.submit(_item_or_none, r, 0, owner=p) for p, r in enumerate(results)]
+    stats.extend(executor.submit(_item_or_none, r, 1, owner=p) for p, r in enumerate(results))
     executor.wait(frames)
     return frames
+
+
+def _item_or_none(result, index):
+    """``result[index]``; None for an owner that stopped because a peer failed (no result)."""
+    return None if result is None else result[index]
 
 
 def _cycle_check_due(round_no: int) -> bool:
@@ -96,26 +191,104 @@ def _bfs_owner(channel, part: Partition, ids, layout: Layout, local_sources, dep
 
 
 def _sssp_owner(channel, part: Partition, ids, layout: Layout, local_sources, negative_weights,
-                vertex_dtype):
-    """This owner's result frame of an SSSP, relaxed round by round in step with its peers.
+                vertex_dtype, want_stats=False):
+    """This owner's result frame of an SSSP, relaxed in step with its peers (and its
+    :class:`OwnerStats` when ``want_stats``).
 
-    Raises NegativeCycleError (on every owner at the same round) when the parent graph gets a
-    cycle, or when the rounds outrun any negative-cycle-free graph.
+    Non-negative weights: delta-stepping; each step runs the local rounds below the threshold,
+    then exchanges. Negative weights: Bellman-Ford, one round per step. Raises
+    NegativeCycleError (on every owner at the same step) when the parent graph gets a cycle,
+    or when the steps outrun any negative-cycle-free graph.
     """
-    state = _initial_state(part, local_sources, SSSP)
-    incoming, round_no = [], 0
+    kernels = backends.get(part.backend).kernels
+    stats = OwnerStats(channel.owner)
+    clock = time.perf_counter()
+    threshold = np.inf if negative_weights else FIRST_THRESHOLD
+    state = owner_state.new_state(part.xp, layout.n, part.offset, part.n_local, layout.chunk,
+                                  layout.n_owners, np.unique(local_sources).astype(np.int64),
+                                  threshold)
+    max_rounds = 1 if negative_weights else -1
+    weights = None if negative_weights else _weight_sample(part)
+    bucket, step, first_window, relaxed, repeated = 0, 0, None, 0, 0
     while True:
-        active, *buckets = _sssp_round(part, state, layout, *incoming)
-        incoming, total = _swap(channel, round_no, active, buckets)
-        if total == 0:
+        rounds = kernels.sssp_owner_relax(part.indptr, part.indices, part.weights, state,
+                                          threshold, max_rounds)
+        counts = kernels.sssp_owner_counts(state)
+        outgoing = kernels.sssp_owner_pack(state, counts.sent)
+        mine = (counts.pending, counts.sent_min, counts.far_min, counts.relaxed, counts.repeated,
+                weights if step == 0 else None)
+        stats.record(rounds, sum(a.nbytes for b in outgoing if b is not None for a in b),
+                     "bellman-ford" if negative_weights else f"bucket {bucket}")
+        stats.kernel_s += time.perf_counter() - clock
+        clock = time.perf_counter()
+        received = channel.exchange(step, [(mine, b) for b in outgoing])
+        stats.wait_s += time.perf_counter() - clock
+        clock = time.perf_counter()
+        kernels.sssp_owner_merge(state, [b for _, b in received if b is not None], threshold)
+        summaries = [summary for summary, _ in received]
+        summaries.insert(channel.owner, mine)  # owner order: every owner sums the same way
+        if sum(s[0] for s in summaries) == 0:
             break
-        round_no += 1
-        if negative_weights and (
-            round_no > 2 * layout.n + 2
-            or _cycle_check_due(round_no) and _parent_cycle_anywhere(channel, part, state, round_no)
-        ):
-            raise NegativeCycleError("a negative-weight cycle is reachable from the source")
-    return owner_frame(part, ids, state.dist, state.parent, SSSP, vertex_dtype)
+        step += 1
+        if negative_weights:
+            stats.kernel_s += time.perf_counter() - clock
+            if step > 2 * layout.n + 2 or (
+                _cycle_check_due(step) and _parent_cycle_anywhere(channel, part, state, step)
+            ):
+                raise NegativeCycleError("a negative-weight cycle is reachable from the source")
+            clock = time.perf_counter()
+            continue
+        if step == 1:
+            state.local_delta, state.window = _shared_delta(kernels, [s[5] for s in summaries],
+                                                            layout.n)
+            first_window = state.window
+        relaxed += sum(s[3] for s in summaries)
+        repeated += sum(s[4] for s in summaries)
+        sent_min = min(s[1] for s in summaries)
+        if sent_min < threshold:
+            continue  # candidates below the threshold arrived somewhere: the window goes on
+        if bucket > 0:
+            state.window = _next_window(state.window, first_window, state.local_delta, relaxed,
+                                        repeated)
+        relaxed = repeated = 0
+        low = min(sent_min, min(s[2] for s in summaries))
+        raised = max(low + state.window, float(np.nextafter(low, np.inf)))
+        kernels.sssp_owner_advance(state, threshold, raised)
+        threshold, bucket = raised, bucket + 1
+    stats.kernel_s += time.perf_counter() - clock
+    frame = owner_frame(part, ids, state.dist, state.parent, SSSP, vertex_dtype)
+    return (frame, stats) if want_stats else frame
+
+
+def _weight_sample(part: Partition) -> tuple:
+    """``(edges, sum, size, max)`` of a strided sample of this owner's weights, for the bucket width."""
+    weights = part.weights
+    sample = weights[::max(1, int(weights.size) // WEIGHT_SAMPLE)]
+    if sample.size == 0:
+        return (0, 0.0, 0, 0.0)
+    return (int(weights.size), float(sample.sum()), int(sample.size), float(sample.max()))
+
+
+def _next_window(window: float, first: float, local_delta: float, relaxed: int, repeated: int) -> float:
+    """The exchange window after one whose owners relaxed ``relaxed`` vertices, ``repeated`` of
+    them again (the same numbers on every owner, so the same answer)."""
+    if repeated < WINDOW_GROW * relaxed:
+        return min(2.0 * window, WINDOW_RANGE * first)
+    if repeated > WINDOW_SHRINK * relaxed:
+        return max(window / 2.0, first / WINDOW_RANGE, local_delta)
+    return window
+
+
+def _shared_delta(kernels, samples: list, n: int) -> tuple:
+    """``(local bucket width, window width)`` from every owner's weight sample, in owner order
+    (so the same on all owners)."""
+    edges = sum(s[0] for s in samples)
+    if edges == 0 or n == 0:
+        return 1.0, 1.0
+    mean = sum(s[0] * s[1] / s[2] for s in samples if s[2]) / edges
+    top = max(s[3] for s in samples)
+    local, window = kernels.sssp_owners_delta(mean, top, edges / n)
+    return float(local), float(window)
 
 
 def _swap(channel, tag, active: int, buckets: list):
@@ -179,30 +352,6 @@ def _bfs_round(part: Partition, state: State, layout: Layout, level, expand, *in
         part.indptr, part.indices, part.offset, state.frontier, state.dist, state.parent, level, True
     )
     buckets = exchange.prune(part.backend, layout, targets, parents)
-    return [int(state.frontier.size) + int(targets.size)] + buckets
-
-
-def _sssp_round(part: Partition, state: State, layout: Layout, *incoming):
-    """Take in candidate distances, then relax the out-edges of the frontier.
-
-    Returns ``[active, bucket_0, ..., bucket_{P-1}]`` with pruned ``(targets, dists, parents)``.
-    """
-    xp = part.xp
-    if incoming:
-        targets, dists, parents = exchange.merge(part.backend, incoming, key_column=1)
-        local = targets - part.offset
-        better = dists < state.dist[local]
-        local = local[better]
-        state.dist[local] = dists[better]
-        state.parent[local] = parents[better]
-        state.frontier = xp.unique(xp.concatenate([state.frontier, local]))
-    kernels = backends.get(part.backend).kernels
-    frontier = state.frontier
-    state.frontier, targets, dists, parents = kernels.sssp_relax(
-        part.indptr, part.indices, part.weights, part.offset, frontier, state.dist[frontier],
-        state.dist, state.parent, True,
-    )
-    buckets = exchange.prune(part.backend, layout, targets, dists, parents, key=dists)
     return [int(state.frontier.size) + int(targets.size)] + buckets
 
 

@@ -40,6 +40,7 @@ distances are also compared with SciPy's (on the CPU, from a host copy of the CS
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime
 import json
 import logging
@@ -384,7 +385,9 @@ class _Bench:
             stats, dist = _check_frame(graph, kind, frame, chosen[i:i + 1])
             if i == 0 and keep_first:
                 result["first_dist"] = dist
-            result["sources"].append(_source_row(source, times, stats, peaks[-1], None))
+            row = _source_row(source, times, stats, peaks[-1], None)
+            row["owners"] = _owner_steps(graph, kind, chosen[i:i + 1])
+            result["sources"].append(row)
         return result
 
     # --- end to end -------------------------------------------------------------------------
@@ -725,6 +728,35 @@ def _traverse_frames(graph, kind, global_sources):
     return frames
 
 
+def _owner_steps(graph, kind, global_sources):
+    """Per owner, what one more (untimed) traversal did step by step (``traverse.OwnerStats``
+    as a dict); None where the driver does not report it (BFS, for now)."""
+    if kind != SSSP:
+        return None
+    ex, built = graph._executor, graph._built
+    handles = []
+    ex.wait(traverse.sssp(ex, built, np.asarray(global_sources, dtype=np.int64), stats=handles))
+    return [dataclasses.asdict(s) for s in ex.gather(handles)]
+
+
+def _owner_summary(rows) -> str:
+    """One line per source of the owners' steps: exchanges, buckets, rounds, bytes, seconds."""
+    parts = []
+    for r in rows:
+        owners = r.get("owners")
+        if not owners:
+            continue
+        steps = owners[0]["steps"]
+        buckets = len(set(owners[0]["labels"]))
+        rounds = "/".join(str(sum(o["rounds"])) for o in owners)
+        sent = sum(sum(o["bytes_sent"]) for o in owners)
+        work = "/".join(f"{o['kernel_s'] * 1e3:.0f}" for o in owners)
+        wait = "/".join(f"{o['wait_s'] * 1e3:.0f}" for o in owners)
+        parts.append(f"{steps} steps, {buckets} buckets, local rounds {rounds}, sent {_bytes(sent)}, "
+                     f"kernel ms {work}, wait ms {wait}")
+    return "; ".join(parts)
+
+
 def _frame_handles(graph, kind, input_id):
     """The public query's work, through the same driver: source lookup, traversal, wait."""
     return _traverse_frames(graph, kind, graph._global_sources(input_id))
@@ -1002,6 +1034,9 @@ def format_table(report) -> str:
     for r in report["results"]:
         lines.append(f"{r['algo']}: warm-up {r['warmup_s'] * 1e3:.1f} ms; per source ms: "
                      + ", ".join(f"{s['time_s'] * 1e3:.2f}" for s in r["sources"]))
+        owners = _owner_summary(r["sources"])
+        if owners:
+            lines.append(f"{r['algo']} owners per source (an extra untimed run; per owner a/b): {owners}")
     if "end_to_end" in report:
         e2e = report["end_to_end"]
         for kind, runs in e2e["runs"].items():

@@ -107,8 +107,11 @@ __device__ __forceinline__ double warp_min(double value) {
 }
 
 // Fold every lane's `value` (+inf: nothing) into the double in counters[slot], one atomic per
-// warp. All 32 lanes must call.
+// warp (no shuffles when no lane has a value). All 32 lanes must call.
 __device__ __forceinline__ void warp_fold_min(unsigned long long* counters, int slot, double value) {
+    if (!__any_sync(kFullWarp, value < positive_infinity())) {
+        return;
+    }
     const double least = warp_min(value);
     if ((threadIdx.x & 31) == 0 && least < positive_infinity()) {
         atomic_min_double(reinterpret_cast<double*>(&counters[slot]), least);

@@ -60,6 +60,11 @@ WEIGHT_SAMPLE = 65536  # weights per owner sampled for the mean and the largest 
 WINDOW_GROW = 0.1
 WINDOW_SHRINK = 0.3
 WINDOW_RANGE = 64.0
+# Repeats come from distances that arrive late over edges between owners, so the first window
+# is the backend's width when CROSSING_SHARE of the edges cross owners (two owners of a graph
+# whose ids say nothing about its structure), and wider in proportion as fewer do (a grid cut
+# into slabs: under 1 %), within 1/4 to WINDOW_RANGE times it.
+CROSSING_SHARE = 0.5
 
 
 @dataclass
@@ -107,7 +112,8 @@ class OwnerStats:
         Message rounds (exchanges) of the traversal.
     rounds : list of int
         Kernel rounds this owner ran before each step (SSSP: relaxation rounds of the local
-        phase, 0 when it had nothing below the threshold; BFS: levels expanded).
+        phase, or on the CPU with non-negative weights the local buckets it emptied; 0 when
+        it had nothing below the window's end. BFS: levels expanded).
     bytes_sent : list of int
         Bytes of candidate arrays this owner sent to all its peers in each step (counts and
         other scalars left out).
@@ -261,12 +267,14 @@ def _sssp_owner(channel, part: Partition, ids, layout: Layout, local_sources, ne
 
 
 def _weight_sample(part: Partition) -> tuple:
-    """``(edges, sum, size, max)`` of a strided sample of this owner's weights, for the bucket width."""
-    weights = part.weights
-    sample = weights[::max(1, int(weights.size) // WEIGHT_SAMPLE)]
-    if sample.size == 0:
-        return (0, 0.0, 0, 0.0)
-    return (int(weights.size), float(sample.sum()), int(sample.size), float(sample.max()))
+    """``(edges, sum, size, max, crossing)`` of a strided sample of this owner's edges: the sum
+    and the largest of their weights, and how many lead to another owner's vertex."""
+    step = max(1, part.n_edges // WEIGHT_SAMPLE)
+    weights, targets = part.weights[::step], part.indices[::step]
+    if weights.size == 0:
+        return (0, 0.0, 0, 0.0, 0)
+    crossing = int(((targets < part.offset) | (targets >= part.offset + part.n_local)).sum())
+    return (part.n_edges, float(weights.sum()), int(weights.size), float(weights.max()), crossing)
 
 
 def _next_window(window: float, first: float, local_delta: float, relaxed: int, repeated: int) -> float:
@@ -280,15 +288,17 @@ def _next_window(window: float, first: float, local_delta: float, relaxed: int, 
 
 
 def _shared_delta(kernels, samples: list, n: int) -> tuple:
-    """``(local bucket width, window width)`` from every owner's weight sample, in owner order
-    (so the same on all owners)."""
+    """``(local bucket width, first window width)`` from every owner's edge sample, in owner
+    order (so the same on all owners)."""
     edges = sum(s[0] for s in samples)
     if edges == 0 or n == 0:
         return 1.0, 1.0
     mean = sum(s[0] * s[1] / s[2] for s in samples if s[2]) / edges
+    crossing = sum(s[0] * s[4] / s[2] for s in samples if s[2]) / edges
     top = max(s[3] for s in samples)
     local, window = kernels.sssp_owners_delta(mean, top, edges / n)
-    return float(local), float(window)
+    wider = min(WINDOW_RANGE, max(0.25, CROSSING_SHARE / max(crossing, CROSSING_SHARE / WINDOW_RANGE)))
+    return float(local), max(float(local), float(window) * wider)
 
 
 def _swap(channel, tag, active: int, buckets: list):

@@ -119,7 +119,8 @@ def run(*, scale=None, grid=None, edges=None, src="src", dst="dst", weight=None,
         GPU generates, stores and traverses the graph on the device (CuPy/cuDF).
     workers : int
         0: no Dask client, everything in this process. K > 0: a local cluster of K workers
-        (:func:`gpipe.cluster.start_local_cluster`, CUDA workers on GPU), closed at the end.
+        (:func:`gpipe.cluster.start_local_cluster`, CUDA workers on GPU; on a machine with one
+        GPU, K > 1 worker processes that share it), closed at the end.
     compare_scipy : bool
         Also time ``scipy.sparse.csgraph.breadth_first_order`` / ``dijkstra`` (with
         predecessors) from the same sources on a host copy of the same CSR. Without workers
@@ -967,8 +968,17 @@ def _cluster(backend_name, workers):
         return
     from gpipe.cluster import start_local_cluster
 
-    cluster, client = start_local_cluster("cuda" if backend_name == backends.GPU else "cpu",
-                                          n_workers=workers, dashboard=False)
+    if backend_name == backends.GPU and workers > 1 and _visible_gpus() == 1:
+        # dask-cuda puts one worker on each GPU: owners sharing the one GPU run as plain worker
+        # processes pinned to it (as tests/conftest.py does for the multigpu tests).
+        from distributed import Client, LocalCluster
+
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                               dashboard_address=None, env={"CUDA_VISIBLE_DEVICES": "0"})
+        client = Client(cluster)
+    else:
+        cluster, client = start_local_cluster("cuda" if backend_name == backends.GPU else "cpu",
+                                              n_workers=workers, dashboard=False)
     try:
         client.wait_for_workers(workers)
         with client.as_current():
@@ -976,6 +986,12 @@ def _cluster(backend_name, workers):
     finally:
         client.close()
         cluster.close()
+
+
+def _visible_gpus() -> int:
+    import cupy
+
+    return int(cupy.cuda.runtime.getDeviceCount())
 
 
 def _target(report, result):

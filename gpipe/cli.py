@@ -174,7 +174,8 @@ def _add_bench_parser(commands):
     bench.add_argument("--repeat", type=int, default=1, metavar="R", help="timed runs per source (default: 1)")
     bench.add_argument("--backend", default="auto", choices=("auto", "cpu", "gpu"), help="default: auto")
     bench.add_argument("--workers", type=int, default=0, metavar="K",
-                       help="0: no Dask cluster, in-process (default); K: a local cluster of K workers")
+                       help="0: no Dask cluster, in-process (default); K: a local cluster of K workers "
+                            "(on a one-GPU machine, K worker processes sharing the GPU)")
     bench.add_argument("--compare-scipy", action="store_true",
                        help="also time scipy.sparse.csgraph breadth_first_order / dijkstra on the same graph")
     bench.add_argument("--end-to-end", action="store_true",

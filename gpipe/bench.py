@@ -43,6 +43,7 @@ distances are also compared with SciPy's (on the CPU, from a host copy of the CS
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime
 import json
 import logging
@@ -128,7 +129,8 @@ def run(*, scale=None, grid=None, edges=None, src="src", dst="dst", weight=None,
         the fewest workers whose memory holds the graph.
     shared_gpu : bool
         With `workers` on GPU: plain Dask worker processes that all use GPU 0 instead of
-        dask-cuda's one worker per GPU, so that several owners can be timed on one GPU.
+        dask-cuda's one worker per GPU, so that several owners can be timed on one GPU (the
+        default on a machine with one GPU).
     protocol : {"tcp", "ucx"}
         Transport between the workers (``ucx`` needs distributed-ucxx).
     compare_scipy : bool
@@ -412,7 +414,9 @@ class _Bench:
             stats, dist = _check_frame(graph, kind, frame, chosen[i:i + 1])
             if i == 0 and keep_first:
                 result["first_dist"] = dist
-            result["sources"].append(_source_row(source, times, stats, peaks[-1], None))
+            row = _source_row(source, times, stats, peaks[-1], None)
+            row["owners"] = _owner_steps(graph, kind, chosen[i:i + 1])
+            result["sources"].append(row)
         return result
 
     # --- end to end -------------------------------------------------------------------------
@@ -772,6 +776,40 @@ def _time_public(graph, kind, input_ids, repeat) -> list:
     return medians
 
 
+def _owner_steps(graph, kind, global_sources):
+    """Per owner, what one more (untimed) traversal did step by step, as a dict with ``steps``,
+    ``rounds``, ``bytes_sent``, ``labels``, ``kernel_s`` and ``wait_s`` (BFS: one step a level,
+    labelled with its direction)."""
+    ex, built = graph._executor, graph._built
+    handles = []
+    sources = np.asarray(global_sources, dtype=np.int64)
+    if kind == SSSP:
+        ex.wait(traverse.sssp(ex, built, sources, stats=handles))
+        return [dataclasses.asdict(s) for s in ex.gather(handles)]
+    ex.wait(traverse.bfs(ex, built, sources, None, stats=handles))
+    return [{"owner": s["owner"], "steps": sum(s["messages"]), "rounds": [1] * s["levels"],
+             "bytes_sent": s["bytes_sent"], "labels": s["direction"],
+             "kernel_s": sum(s["kernel_s"]), "wait_s": sum(s["wait_s"])} for s in ex.gather(handles)]
+
+
+def _owner_summary(rows) -> str:
+    """One line per source of the owners' steps: exchanges, buckets, rounds, bytes, seconds."""
+    parts = []
+    for r in rows:
+        owners = r.get("owners")
+        if not owners:
+            continue
+        steps = owners[0]["steps"]
+        buckets = len(set(owners[0]["labels"]))
+        rounds = "/".join(str(sum(o["rounds"])) for o in owners)
+        sent = sum(sum(o["bytes_sent"]) for o in owners)
+        work = "/".join(f"{o['kernel_s'] * 1e3:.0f}" for o in owners)
+        wait = "/".join(f"{o['wait_s'] * 1e3:.0f}" for o in owners)
+        parts.append(f"{steps} steps, {buckets} buckets, local rounds {rounds}, sent {_bytes(sent)}, "
+                     f"kernel ms {work}, wait ms {wait}")
+    return "; ".join(parts)
+
+
 def _frame_handles(graph, kind, input_id):
     """The public query's work, through the same driver: source lookup, traversal, wait."""
     return _traverse_frames(graph, kind, graph._global_sources(input_id))
@@ -985,7 +1023,7 @@ def _cluster(backend_name, workers, shared_gpu=False, protocol="tcp"):
 
     from gpipe.cluster import start_local_cluster
 
-    if backend_name == backends.GPU and shared_gpu:
+    if backend_name == backends.GPU and (shared_gpu or _visible_gpus() == 1):
         # dask-cuda names its workers by device, so it cannot put two on one GPU.
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                dashboard_address=None, protocol=protocol,
@@ -1007,6 +1045,12 @@ def _cluster(backend_name, workers, shared_gpu=False, protocol="tcp"):
     finally:
         client.close()
         cluster.close()
+
+
+def _visible_gpus() -> int:
+    import cupy
+
+    return int(cupy.cuda.runtime.getDeviceCount())
 
 
 def _target(report, result):
@@ -1066,6 +1110,9 @@ def format_table(report) -> str:
     for r in report["results"]:
         lines.append(f"{r['algo']}: warm-up {r['warmup_s'] * 1e3:.1f} ms; per source ms: "
                      + ", ".join(f"{s['time_s'] * 1e3:.2f}" for s in r["sources"]))
+        owners = _owner_summary(r["sources"])
+        if owners:
+            lines.append(f"{r['algo']} owners per source (an extra untimed run; per owner a/b): {owners}")
     if "end_to_end" in report:
         e2e = report["end_to_end"]
         for kind, runs in e2e["runs"].items():

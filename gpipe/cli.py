@@ -193,7 +193,8 @@ def _add_bench_parser(commands):
     bench.add_argument("--partitions", type=int, metavar="P",
                        help="owners of the graph, at most K (default: as few as hold it)")
     bench.add_argument("--shared-gpu", action="store_true",
-                       help="GPU: K plain workers all on GPU 0 (times several owners on one GPU)")
+                       help="GPU: K plain workers all on GPU 0 (times several owners on one GPU; "
+                            "the default on a one-GPU machine)")
     bench.add_argument("--protocol", default="tcp", choices=("tcp", "ucx"),
                        help="transport between workers (default: tcp; ucx needs distributed-ucxx)")
     bench.add_argument("--compare-scipy", action="store_true",

@@ -17,14 +17,22 @@ step sends each remote vertex at most once per traversal (a per-traversal bitmap
 into queues allocated once, and the receiver claims what arrives with the same claim as its
 own edges, so duplicates from several senders resolve themselves. Undirected graphs go
 bottom-up when the frontier is large (the owners exchange their slices of the frontier bitmap
-instead of candidates). SSSP prunes its candidates with :mod:`gpipe.exchange`.
+instead of candidates).
 
-SSSP relaxes with frontier-based Bellman-Ford, so negative weights work. A negative cycle
-reachable from a source is detected by a cycle in the parent graph (parents change only on
-strict improvement, so without a negative cycle the parent graph stays a forest), checked at
-power-of-two rounds, and by a round bound that no negative-cycle-free graph reaches. A negative
-self-loop, which the CSR does not hold, is a negative cycle when the traversal reaches its
-vertex: each owner checks its own (``Partition.negative_loops``) once the rounds are over.
+SSSP over several owners with non-negative weights is delta-stepping across owners: each owner
+relaxes its own vertices below the current threshold until none is left locally (local rounds,
+no messages), collecting remote candidates, pruned as they are found against the least distance
+ever sent for each target (``sent_best``); then one exchange. Owners repeat at the same
+threshold while anyone sent a candidate below it, then all raise it together. With negative
+weights it is frontier Bellman-Ford, one local round per exchange, with the same pruning and
+merging kernels. The SSSP kernels keep every working array allocated once per traversal
+(:mod:`gpipe.kernels.owner_state`) and read their counters once per round.
+
+A negative cycle reachable from a source is detected by a cycle in the parent graph (parents
+change only on strict improvement, so without a negative cycle the parent graph stays a forest),
+checked at power-of-two steps, and by a step bound that no negative-cycle-free graph reaches. A
+negative self-loop, which the CSR does not hold, is a negative cycle when the traversal reaches
+its vertex: each owner checks its own (``Partition.negative_loops``) once the steps are over.
 """
 
 from __future__ import annotations
@@ -32,18 +40,36 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 import dask
 import numpy as np
 
 from gpipe import backend as backends
-from gpipe import exchange
 from gpipe.errors import InputError, NegativeCycleError
+from gpipe.kernels import owner_state
 from gpipe.partition import Layout, Partition
 from gpipe.result import BFS, SSSP, owner_frame
 
 FIRST_CYCLE_CHECK = 16
+# The first SSSP bucket across owners holds distance 0 only (the smallest positive double is
+# its threshold): the bucket width is known once the first message has brought every owner's
+# weight statistics.
+FIRST_THRESHOLD = float(np.nextafter(0.0, 1.0))
+WEIGHT_SAMPLE = 65536  # weights per owner sampled for the mean and the largest weight
+# The exchange window of SSSP across owners follows the relaxations repeated in it: at each
+# raise it doubles when fewer than WINDOW_GROW of the window's relaxations were repeats
+# (distances arriving late cost little: fewer messages are worth more), halves when more than
+# WINDOW_SHRINK were (never below the local bucket), and stays within WINDOW_RANGE times its
+# first width either way.
+WINDOW_GROW = 0.1
+WINDOW_SHRINK = 0.3
+WINDOW_RANGE = 64.0
+# Repeats come from distances that arrive late over edges between owners, so the first window
+# is the backend's width when CROSSING_SHARE of the edges cross owners (two owners of a graph
+# whose ids say nothing about its structure), and wider in proportion as fewer do (a grid cut
+# into slabs: under 1 %), within 1/4 to WINDOW_RANGE times it.
+CROSSING_SHARE = 0.5
 
 
 @dataclass
@@ -72,20 +98,70 @@ def bfs(executor, built, sources: np.ndarray, depth_limit: int | None,
     with_stats = stats is not None
     handles = _run_owners(executor, built, sources, _bfs_owner, depth_limit, bfs_thresholds(),
                           with_stats, wait=not with_stats)
-    if not with_stats:
-        return handles
-    frames = [executor.item(h, 0, owner=p) for p, h in enumerate(handles)]
-    stats.extend(executor.item(h, 1, owner=p) for p, h in enumerate(handles))
-    executor.wait(frames)
-    return frames
+    return handles if not with_stats else _split_stats(executor, handles, stats)
 
 
-def sssp(executor, built, sources: np.ndarray) -> list:
-    """Handles to the per-owner result frames of an SSSP from global ids ``sources``."""
+def sssp(executor, built, sources: np.ndarray, stats: list | None = None) -> list:
+    """Handles to the per-owner result frames of an SSSP from global ids ``sources``.
+
+    With several owners and a ``stats`` list, one handle per owner to its :class:`OwnerStats`
+    is appended to it (for benchmarks; each costs a small task on the owner's worker). One
+    owner appends nothing.
+    """
     if built.layout.n_owners == 1:
         return [executor.submit(_sssp_one_owner, built.parts[0], built.ids, sources,
                                 built.negative_weights, built.vertex_dtype, owner=0)]
-    return _run_owners(executor, built, sources, _sssp_owner, built.negative_weights)
+    with_stats = stats is not None
+    handles = _run_owners(executor, built, sources, _sssp_owner, built.negative_weights,
+                          with_stats, wait=not with_stats)
+    return handles if not with_stats else _split_stats(executor, handles, stats)
+
+
+@dataclass
+class OwnerStats:
+    """What one owner of a multi-owner traversal did, step by step.
+
+    A *step* is one message round: the owner sends every peer one message and waits for one
+    from each. The lists hold one entry per step, in order.
+
+    Attributes
+    ----------
+    owner : int
+        The owner's index.
+    steps : int
+        Message rounds (exchanges) of the traversal.
+    rounds : list of int
+        Kernel rounds this owner ran before each step (SSSP: relaxation rounds of the local
+        phase, or on the CPU with non-negative weights the local buckets it emptied; 0 when
+        it had nothing below the window's end. BFS: levels expanded).
+    bytes_sent : list of int
+        Bytes of candidate arrays this owner sent to all its peers in each step (counts and
+        other scalars left out).
+    labels : list of str
+        What each step was, free-form (SSSP: ``"bucket k"`` for the k-th threshold of
+        delta-stepping, so the number of buckets is the number of distinct labels;
+        ``"bellman-ford"`` with negative weights).
+    kernel_s : float
+        Seconds in the owner's own work: kernels, merging what arrived, packing what leaves
+        (on a GPU up to the read of each round's counters, which waits for the device).
+    wait_s : float
+        Seconds in the exchanges: starting the sends, then waiting until every peer's message
+        is in (the peers' work shows up here).
+    """
+
+    owner: int
+    steps: int = 0
+    rounds: list = field(default_factory=list)
+    bytes_sent: list = field(default_factory=list)
+    labels: list = field(default_factory=list)
+    kernel_s: float = 0.0
+    wait_s: float = 0.0
+
+    def record(self, rounds: int, bytes_sent: int, label: str) -> None:
+        self.steps += 1
+        self.rounds.append(int(rounds))
+        self.bytes_sent.append(int(bytes_sent))
+        self.labels.append(label)
 
 
 def _run_owners(executor, built, sources, owner_loop, *options, wait=True) -> list:
@@ -101,6 +177,20 @@ def _run_owners(executor, built, sources, owner_loop, *options, wait=True) -> li
     if wait:
         executor.wait(frames)
     return frames
+
+
+def _split_stats(executor, handles, stats: list) -> list:
+    """The frame handles of owner tasks that returned ``(frame, stats)``; the stats handles go
+    to ``stats``. Waits for the frames."""
+    frames = [executor.submit(_item_or_none, h, 0, owner=p) for p, h in enumerate(handles)]
+    stats.extend(executor.submit(_item_or_none, h, 1, owner=p) for p, h in enumerate(handles))
+    executor.wait(frames)
+    return frames
+
+
+def _item_or_none(result, index):
+    """``result[index]``; None for an owner that stopped because a peer failed (no result)."""
+    return None if result is None else result[index]
 
 
 def _cycle_check_due(round_no: int) -> bool:
@@ -121,29 +211,111 @@ def _bfs_owner(channel, part: Partition, ids, layout: Layout, local_sources, dep
 
 
 def _sssp_owner(channel, part: Partition, ids, layout: Layout, local_sources, negative_weights,
-                vertex_dtype):
-    """This owner's result frame of an SSSP, relaxed round by round in step with its peers.
+                want_stats, vertex_dtype):
+    """This owner's result frame of an SSSP, relaxed in step with its peers (and its
+    :class:`OwnerStats` when ``want_stats``).
 
-    Raises NegativeCycleError (on every owner at the same round) when the parent graph gets a
-    cycle, or when the rounds outrun any negative-cycle-free graph; and, after the last round,
-    on an owner that reached one of its negative self-loops (its peers, done by then, return
-    their frames; the caller sees this owner's error).
+    Non-negative weights: delta-stepping; each step runs the local rounds below the threshold,
+    then exchanges. Negative weights: Bellman-Ford, one round per step. Raises
+    NegativeCycleError (on every owner at the same step) when the parent graph gets a cycle,
+    or when the steps outrun any negative-cycle-free graph; and, after the last step, on an
+    owner that reached one of its negative self-loops (its peers, done by then, return their
+    frames; the caller sees this owner's error).
     """
-    state = _initial_state(part, local_sources, SSSP)
-    incoming, round_no = [], 0
+    kernels = backends.get(part.backend).kernels
+    stats = OwnerStats(channel.owner)
+    clock = time.perf_counter()
+    threshold = np.inf if negative_weights else FIRST_THRESHOLD
+    state = owner_state.new_state(part.xp, layout.n, part.offset, part.n_local, layout.chunk,
+                                  layout.n_owners, np.unique(local_sources).astype(np.int64),
+                                  threshold)
+    max_rounds = 1 if negative_weights else -1
+    weights = None if negative_weights else _weight_sample(part)
+    bucket, step, first_window, relaxed, repeated = 0, 0, None, 0, 0
     while True:
-        active, *buckets = _sssp_round(part, state, layout, *incoming)
-        incoming, total = _swap(channel, round_no, active, buckets)
-        if total == 0:
+        rounds = kernels.sssp_owner_relax(part.indptr, part.indices, part.weights, state,
+                                          threshold, max_rounds)
+        counts = kernels.sssp_owner_counts(state)
+        outgoing = kernels.sssp_owner_pack(state, counts.sent)
+        mine = (counts.pending, counts.sent_min, counts.far_min, counts.relaxed, counts.repeated,
+                weights if step == 0 else None)
+        stats.record(rounds, sum(a.nbytes for b in outgoing if b is not None for a in b),
+                     "bellman-ford" if negative_weights else f"bucket {bucket}")
+        stats.kernel_s += time.perf_counter() - clock
+        clock = time.perf_counter()
+        received = channel.exchange(step, [(mine, b) for b in outgoing])
+        stats.wait_s += time.perf_counter() - clock
+        clock = time.perf_counter()
+        kernels.sssp_owner_merge(state, [b for _, b in received if b is not None], threshold)
+        summaries = [summary for summary, _ in received]
+        summaries.insert(channel.owner, mine)  # owner order: every owner sums the same way
+        if sum(s[0] for s in summaries) == 0:
             break
-        round_no += 1
-        if negative_weights and (
-            round_no > 2 * layout.n + 2
-            or _cycle_check_due(round_no) and _parent_cycle_anywhere(channel, part, state, round_no)
-        ):
-            raise NegativeCycleError("a negative-weight cycle is reachable from the source")
+        step += 1
+        if negative_weights:
+            stats.kernel_s += time.perf_counter() - clock
+            if step > 2 * layout.n + 2 or (
+                _cycle_check_due(step) and _parent_cycle_anywhere(channel, part, state, step)
+            ):
+                raise NegativeCycleError("a negative-weight cycle is reachable from the source")
+            clock = time.perf_counter()
+            continue
+        if step == 1:
+            state.local_delta, state.window = _shared_delta(kernels, [s[5] for s in summaries],
+                                                            layout.n)
+            first_window = state.window
+        relaxed += sum(s[3] for s in summaries)
+        repeated += sum(s[4] for s in summaries)
+        sent_min = min(s[1] for s in summaries)
+        if sent_min < threshold:
+            continue  # candidates below the threshold arrived somewhere: the window goes on
+        if bucket > 0:
+            state.window = _next_window(state.window, first_window, state.local_delta, relaxed,
+                                        repeated)
+        relaxed = repeated = 0
+        low = min(sent_min, min(s[2] for s in summaries))
+        raised = max(low + state.window, float(np.nextafter(low, np.inf)))
+        kernels.sssp_owner_advance(state, threshold, raised)
+        threshold, bucket = raised, bucket + 1
+    stats.kernel_s += time.perf_counter() - clock
     _raise_if_negative_loop_reached(part, ids, state.dist)
-    return owner_frame(part, ids, state.dist, state.parent, SSSP, vertex_dtype)
+    frame = owner_frame(part, ids, state.dist, state.parent, SSSP, vertex_dtype)
+    return (frame, stats) if want_stats else frame
+
+
+def _weight_sample(part: Partition) -> tuple:
+    """``(edges, sum, size, max, crossing)`` of a strided sample of this owner's edges: the sum
+    and the largest of their weights, and how many lead to another owner's vertex."""
+    step = max(1, part.n_edges // WEIGHT_SAMPLE)
+    weights, targets = part.weights[::step], part.indices[::step]
+    if weights.size == 0:
+        return (0, 0.0, 0, 0.0, 0)
+    crossing = int(((targets < part.offset) | (targets >= part.offset + part.n_local)).sum())
+    return (part.n_edges, float(weights.sum()), int(weights.size), float(weights.max()), crossing)
+
+
+def _next_window(window: float, first: float, local_delta: float, relaxed: int, repeated: int) -> float:
+    """The exchange window after one whose owners relaxed ``relaxed`` vertices, ``repeated`` of
+    them again (the same numbers on every owner, so the same answer)."""
+    if repeated < WINDOW_GROW * relaxed:
+        return min(2.0 * window, WINDOW_RANGE * first)
+    if repeated > WINDOW_SHRINK * relaxed:
+        return max(window / 2.0, first / WINDOW_RANGE, local_delta)
+    return window
+
+
+def _shared_delta(kernels, samples: list, n: int) -> tuple:
+    """``(local bucket width, first window width)`` from every owner's edge sample, in owner
+    order (so the same on all owners)."""
+    edges = sum(s[0] for s in samples)
+    if edges == 0 or n == 0:
+        return 1.0, 1.0
+    mean = sum(s[0] * s[1] / s[2] for s in samples if s[2]) / edges
+    crossing = sum(s[0] * s[4] / s[2] for s in samples if s[2]) / edges
+    top = max(s[3] for s in samples)
+    local, window = kernels.sssp_owners_delta(mean, top, edges / n)
+    wider = min(WINDOW_RANGE, max(0.25, CROSSING_SHARE / max(crossing, CROSSING_SHARE / WINDOW_RANGE)))
+    return float(local), max(float(local), float(window) * wider)
 
 
 def _swap(channel, tag, active: int, buckets: list):
@@ -183,30 +355,6 @@ def _initial_state(part: Partition, local_sources, kind):
         dist[local_sources] = 0.0
     parent = xp.full(part.n_local, -1, dtype="int64")
     return State(dist, parent, local_sources)
-
-
-def _sssp_round(part: Partition, state: State, layout: Layout, *incoming):
-    """Take in candidate distances, then relax the out-edges of the frontier.
-
-    Returns ``[active, bucket_0, ..., bucket_{P-1}]`` with pruned ``(targets, dists, parents)``.
-    """
-    xp = part.xp
-    if incoming:
-        targets, dists, parents = exchange.merge(part.backend, incoming, key_column=1)
-        local = targets - part.offset
-        better = dists < state.dist[local]
-        local = local[better]
-        state.dist[local] = dists[better]
-        state.parent[local] = parents[better]
-        state.frontier = xp.unique(xp.concatenate([state.frontier, local]))
-    kernels = backends.get(part.backend).kernels
-    frontier = state.frontier
-    state.frontier, targets, dists, parents = kernels.sssp_relax(
-        part.indptr, part.indices, part.weights, part.offset, frontier, state.dist[frontier],
-        state.dist, state.parent, True,
-    )
-    buckets = exchange.prune(part.backend, layout, targets, dists, parents, key=dists)
-    return [int(state.frontier.size) + int(targets.size)] + buckets
 
 
 def _bfs_one_owner(part: Partition, ids, sources, depth_limit, vertex_dtype):

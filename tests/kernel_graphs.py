@@ -402,3 +402,195 @@ def check_frontier_bitmap_round_trip(kernels, device, host):
     kernels.frontier_to_bitmap(device(np.empty(0, dtype=np.int64)), bitmap)
     assert unpack_bits(host(bitmap), n_local).size == 0
     assert host(kernels.bitmap_to_frontier(bitmap, 0, out)).size == 0
+
+
+# SSSP over several owners with the owner kernels (sssp_owner_*), either backend
+# ---------------------------------------------------------------------------------------------
+
+FIRST_THRESHOLD = float(np.nextafter(0.0, 1.0))  # as gpipe.traverse: the first window is distance 0
+# (local bucket width, window width): narrow and wide, equal, one that jumps, and Bellman-Ford-like.
+OWNER_WIDTHS = [(1.0, 3.0), (0.5, 20.0), (2.0, 1e9), (np.inf, np.inf)]
+
+
+def drive_owner_sssp(kernels, xp, owners, n, sources, negative, widths=(1.0, 3.0), max_steps=10_000):
+    """A whole multi-owner SSSP through `kernels`' sssp_owner_* functions, with the loop of
+    gpipe.traverse._sssp_owner (no messages: every bucket handed over in this process) and fixed
+    widths. `owners` hold the CSR rows as `xp` arrays. Returns host (dist, parent, steps).
+
+    Checks on the way what every step promises: what a peer gets has one row per target, only
+    its own targets, parents of the sender, and no candidate that is not below what the same
+    sender sent before for that target."""
+    from gpipe.kernels import owner_state
+
+    parts = len(owners)
+    chunk = -(-n // parts)
+    threshold = np.inf if negative else FIRST_THRESHOLD
+    states = [owner_state.new_state(xp, n, o.offset, o.n_local, chunk, parts,
+                                    local_sources(o, sources), threshold) for o in owners]
+    sent_before = np.full((parts, n), np.inf)  # per sender: what it sent for each target
+    step = 0
+    while True:
+        step += 1
+        assert step <= max_steps, "no convergence"
+        outgoing, summaries = [], []
+        for sender, (o, state) in enumerate(zip(owners, states)):
+            kernels.sssp_owner_relax(o.indptr, o.indices, o.weights, state, threshold,
+                                     1 if negative else -1)
+            counts = kernels.sssp_owner_counts(state)
+            buckets = kernels.sssp_owner_pack(state, counts.sent)
+            assert buckets[sender] is None
+            for q, bucket in enumerate(buckets):
+                if bucket is None:
+                    continue
+                t, d, p = (_host(a) for a in bucket)
+                assert t.dtype == np.int64 and d.dtype == np.float64 and p.dtype == np.int64
+                assert np.unique(t).size == t.size, "a target sent twice in one step"
+                assert ((t // chunk) == q).all(), "a target sent to the wrong owner"
+                assert (d < sent_before[sender, t]).all(), "a candidate no better than one sent before"
+                assert ((p >= o.offset) & (p < o.offset + o.n_local)).all()
+                sent_before[sender, t] = d
+            outgoing.append(buckets)
+            summaries.append(counts)
+        for q, state in enumerate(states):
+            kernels.sssp_owner_merge(state, [b[q] for b in outgoing if b[q] is not None], threshold)
+        if sum(c.pending for c in summaries) == 0:
+            break
+        if negative:
+            continue
+        for state in states:
+            state.local_delta, state.window = widths
+        sent_min = min(c.sent_min for c in summaries)
+        if sent_min < threshold:
+            continue
+        low = min(sent_min, min(c.far_min for c in summaries))
+        raised = max(low + widths[1], float(np.nextafter(low, np.inf)))
+        for state in states:
+            kernels.sssp_owner_advance(state, threshold, raised)
+        threshold = raised
+    dist = np.concatenate([_host(s.dist) for s in states])
+    parent = np.concatenate([_host(s.parent) for s in states])
+    return dist, parent, step
+
+
+def _host(array):
+    return array.get() if hasattr(array, "get") else np.asarray(array)
+
+
+def _owner_state(xp, owner, n, parts, sources, threshold):
+    from gpipe.kernels import owner_state
+
+    return owner_state.new_state(xp, n, owner.offset, owner.n_local, -(-n // parts), parts,
+                                 np.asarray(sources, dtype=np.int64), threshold)
+
+
+def _bucket(xp, targets, dists, parents):
+    return (xp.asarray(np.asarray(targets, dtype=np.int64)), xp.asarray(np.asarray(dists, dtype=np.float64)),
+            xp.asarray(np.asarray(parents, dtype=np.int64)))
+
+
+def _rows(bucket):
+    """A packed bucket as {target: (distance, parent)} on the host."""
+    t, d, p = (_host(a) for a in bucket)
+    return {int(a): (float(b), int(c)) for a, b, c in zip(t, d, p)}
+
+
+def check_owner_pruning(kernels, xp, owner_class):
+    """Remote candidates are pruned against the least distance ever sent for their target
+    (`sent_best`): one row per target per step, the lightest, with a parent whose edge gives it;
+    then only what beats what was sent goes out again."""
+    #   owner 0 holds 0..3, owner 1 holds 4..7
+    #   0->4 (5), 0->1 (1), 0->2 (1), 1->4 (3), 1->5 (2), 2->4 (7), 2->5 (2)
+    src = np.array([0, 0, 0, 1, 1, 2, 2])
+    dst = np.array([4, 1, 2, 4, 5, 4, 5])
+    w = np.array([5.0, 1.0, 1.0, 3.0, 2.0, 7.0, 2.0])
+    n = 8
+    owner, _ = split(src, dst, w, n, 2, np.int32, owner=owner_class)
+    state = _owner_state(xp, owner, n, 2, [0], np.inf)
+    kernels.sssp_owner_relax(owner.indptr, owner.indices, owner.weights, state, np.inf, -1)
+    counts = kernels.sssp_owner_counts(state)
+    assert counts.sent == [0, 2] and counts.sent_min == 3.0 and counts.near == 0
+    first = kernels.sssp_owner_pack(state, counts.sent)
+    assert first[0] is None
+    rows = _rows(first[1])
+    assert rows[4] == (4.0, 1)  # 0->4 at 5 was beaten by 0->1->4 at 4 in the same call
+    assert rows[5][0] == 3.0 and rows[5][1] in (1, 2)  # a tie: either edge gives 3
+    after = kernels.sssp_owner_counts(state)
+    assert after.sent == [0, 0] and after.sent_min == np.inf and after.relaxed == 0
+    assert (_host(state.queued) == 0).all()
+    # 2 gets closer (0.5, from a peer): 2->4 at 7.5 cannot beat the 4 sent, 2->5 at 2.5 can.
+    kernels.sssp_owner_merge(state, [_bucket(xp, [2], [0.5], [7])], np.inf)
+    assert _host(state.dist)[2] == 0.5 and _host(state.parent)[2] == 7
+    kernels.sssp_owner_relax(owner.indptr, owner.indices, owner.weights, state, np.inf, -1)
+    counts = kernels.sssp_owner_counts(state)
+    assert counts.sent == [0, 1] and counts.sent_min == 2.5
+    assert _rows(kernels.sssp_owner_pack(state, counts.sent)[1]) == {5: (2.5, 2)}
+    np.testing.assert_array_equal(_host(state.dist), [0.0, 1.0, 0.5, np.inf])
+    np.testing.assert_array_equal(_host(state.parent), [-1, 0, 7, -1])
+
+
+def check_owner_merge(kernels, xp, owner_class):
+    """Arriving candidates: the least per target wins, with its parent; an equal distance moves
+    nothing; each improved vertex is listed once, whatever the repeats across senders."""
+    n = 12  # three owners of 4: this is owner 1 (4..7)
+    src, dst, w = np.array([4, 5]), np.array([5, 6]), np.array([1.0, 1.0])
+    _, owner, _ = split(src, dst, w, n, 3, np.int64, owner=owner_class)
+    state = _owner_state(xp, owner, n, 3, [], np.inf)
+    kernels.sssp_owner_relax(owner.indptr, owner.indices, owner.weights, state, np.inf, -1)  # nothing yet
+    state.dist[1] = 2.0
+    state.parent[1] = 0
+    from_0 = _bucket(xp, [4, 5, 6], [3.0, 2.0, 9.0], [0, 1, 2])
+    from_2 = _bucket(xp, [4, 6, 7, 5], [1.0, 9.0, 5.0, 3.0], [8, 9, 10, 11])
+    kernels.sssp_owner_merge(state, [from_0, from_2], np.inf)
+    np.testing.assert_array_equal(_host(state.dist), [1.0, 2.0, 9.0, 5.0])
+    parent = _host(state.parent)
+    assert parent[0] == 8 and parent[1] == 0 and parent[2] in (2, 9) and parent[3] == 10
+    counts = kernels.sssp_owner_counts(state)
+    assert counts.far == 0 and counts.sent == [0, 0, 0]
+    if state.ring is None:  # the near queue: each improved vertex once
+        assert counts.near == 3
+        assert sorted(_host(state.near[state.near_fill])[:3].tolist()) == [0, 2, 3]
+    else:  # the CPU's bucket ring appends at every improvement (4 went 3, then 1)
+        assert counts.near == 4 and sorted(set(ring_vertices(state.ring))) == [0, 2, 3]
+    kernels.sssp_owner_merge(state, [from_0, from_2], np.inf)  # the same again: nothing moves
+    assert kernels.sssp_owner_counts(state).near == counts.near
+    np.testing.assert_array_equal(_host(state.parent), parent)
+
+
+def ring_vertices(ring):
+    """The vertex of every entry of a CPU bucket ring (gpipe/kernels/cpu_sssp_ring.py)."""
+    found = []
+    for e in ring.head.tolist():
+        while e >= 0:
+            found.append(int(ring.vertex[e]))
+            e = int(ring.next[e])
+    return found
+
+
+def check_owner_far_pile(kernels, xp, owner_class):
+    """Vertices at or beyond the window's end wait on the far pile; raising the window moves
+    those below the new end back to work, drops those that came below the old end meanwhile
+    (relaxed already), and keeps the rest with their minimum."""
+    n = 8
+    src, dst, w = np.array([0, 1]), np.array([1, 2]), np.array([1.0, 1.0])
+    owner, _ = split(src, dst, w, n, 2, np.int32, owner=owner_class)
+    state = _owner_state(xp, owner, n, 2, [], 2.0)  # window [.., 2): everything local is near
+    state.local_delta, state.window = 1.0, 4.0
+    arriving = _bucket(xp, [0, 1, 2, 3], [1.0, 3.0, 5.0, 9.0], [4, 5, 6, 7])
+    kernels.sssp_owner_merge(state, [arriving], 2.0)
+    counts = kernels.sssp_owner_counts(state)
+    assert counts.near == 1 and counts.far == 3 and counts.far_min == 3.0
+    kernels.sssp_owner_relax(owner.indptr, owner.indices, owner.weights, state, 2.0, -1)
+    np.testing.assert_array_equal(_host(state.dist), [1.0, 2.0, 5.0, 9.0])  # 0->1 lowered 1 to 2
+    assert _host(state.parent)[1] == 0
+    counts = kernels.sssp_owner_counts(state)
+    assert counts.near == 0 and counts.far == 3 and counts.far_min == 2.0  # 1 waits at 2 now
+    state.dist[2] = 1.5  # as if lowered and relaxed in this window: stale on the pile
+    kernels.sssp_owner_advance(state, 2.0, 6.0)
+    counts = kernels.sssp_owner_counts(state)
+    assert counts.far == 1 and counts.far_min == 9.0  # only 3 (at 9) is left
+    assert counts.near + counts.mid == 1  # 1 (at 2) is back to work, 2 (at 1.5) dropped
+    assert _host(state.far_mark).tolist() == [0, 0, 0, 1]
+    state.dist[2] = 5.0
+    kernels.sssp_owner_relax(owner.indptr, owner.indices, owner.weights, state, 6.0, -1)
+    np.testing.assert_array_equal(_host(state.dist), [1.0, 2.0, 3.0, 9.0])  # 1 relaxed at 2: 2 at 3
+    np.testing.assert_array_equal(_host(state.parent), [4, 0, 1, 7])

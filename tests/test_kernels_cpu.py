@@ -10,9 +10,11 @@ import pytest
 from scipy.sparse import csgraph
 
 import kernel_graphs
-from gpipe.kernels import cpu, cpu_delta
-from kernel_graphs import (INDEX_DTYPES, Owner, assert_tree, assert_unique, csr_rows, local_sources,
-                           owned_by, random_edges, scipy_bfs_dist, scipy_graph, scipy_sssp_dist, split)
+from gpipe.kernels import cpu, cpu_delta, cpu_sssp_owners, owner_state
+from kernel_graphs import (INDEX_DTYPES, OWNER_WIDTHS, Owner, assert_tree, assert_unique,
+                           check_owner_far_pile, check_owner_merge, check_owner_pruning, csr_rows,
+                           drive_owner_sssp, local_sources, owned_by, random_edges, scipy_bfs_dist,
+                           scipy_graph, scipy_sssp_dist, split)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -531,3 +533,113 @@ def test_owner_bottom_up_takes_the_first_frontier_neighbour(index_dtype):
 
 def test_owner_frontier_bitmap_round_trip():
     kernel_graphs.check_frontier_bitmap_round_trip(cpu, np.asarray, np.asarray)
+
+
+# SSSP over several owners: the owner kernels (sssp_owner_*), whole traversals and single steps
+# ---------------------------------------------------------------------------------------------
+
+# "cpu": what the CPU runs (the bucket ring of cpu_sssp_ring for non-negative weights);
+# "twin": the Numba twin of kernels/sssp_owners.cu, which tests/test_kernels_gpu.py mirrors.
+OWNER_KERNELS = {"cpu": cpu, "twin": cpu_sssp_owners}
+OWNER_SOURCES = [np.array([7]), np.array([3, 150, 3, 299])]
+
+
+@pytest.mark.parametrize("kind", list(OWNER_KERNELS))
+@pytest.mark.parametrize("widths", OWNER_WIDTHS, ids=str)
+@pytest.mark.parametrize("seed,directed,index_dtype", CASES)
+def test_owner_sssp_matches_scipy(seed, directed, index_dtype, widths, kind):
+    # Integer weights (exact sums), 10% zeros, repeated pairs; one to three owners.
+    n = 300
+    src, dst, w = random_edges(seed, n=n, directed=directed, integer=True)
+    graph = scipy_graph(src, dst, w, n)
+    for parts in (1, 2, 3):
+        owners = split(src, dst, w, n, parts, index_dtype)
+        for sources in OWNER_SOURCES:
+            dist, parent, _ = drive_owner_sssp(OWNER_KERNELS[kind], np, owners, n, sources, False, widths)
+            np.testing.assert_array_equal(dist, scipy_sssp_dist(graph, sources))
+            assert_tree(src, dst, w, dist, parent, sources, np.isfinite(dist))
+
+
+@pytest.mark.parametrize("kind", list(OWNER_KERNELS))
+def test_owner_sssp_real_weights(kind):
+    n = 400
+    src, dst, w = random_edges(9, n=n, m=2000, directed=False)
+    graph = scipy_graph(src, dst, w, n)
+    sources = np.array([0, 333])
+    for parts in (2, 3):
+        for widths in ((0.25, 2.0), (1.0, 40.0)):
+            dist, parent, _ = drive_owner_sssp(OWNER_KERNELS[kind], np, split(src, dst, w, n, parts, np.int32),
+                                               n, sources, False, widths)
+            np.testing.assert_allclose(dist, scipy_sssp_dist(graph, sources))
+            assert_tree(src, dst, w, dist, parent, sources, np.isfinite(dist))
+
+
+@pytest.mark.parametrize("kind", list(OWNER_KERNELS))
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+def test_owner_sssp_negative_weights_match_bellman_ford(index_dtype, kind):
+    # Bellman-Ford: one round per step (what the CPU runs for negative weights is the twin).
+    n = 200
+    src, dst, w = random_edges(4, n=n, m=800, dag=True)
+    graph = scipy_graph(src, dst, w, n)
+    sources = np.array([0, 5])
+    for parts in (1, 2, 3):
+        dist, parent, steps = drive_owner_sssp(OWNER_KERNELS[kind], np, split(src, dst, w, n, parts, index_dtype),
+                                               n, sources, True)
+        np.testing.assert_array_equal(dist, scipy_sssp_dist(graph, sources, negative=True))
+        assert_tree(src, dst, w, dist, parent, sources, np.isfinite(dist))
+        assert steps <= n
+
+
+def test_owner_sssp_windows_cut_the_steps():
+    # The path 0 -> 1 -> ... -> 59 over two owners (0..29 and 30..59) crosses once. Windows of
+    # one distance take a step each; wide ones let each owner walk its half alone.
+    n = 60
+    src, dst, w = np.arange(n - 1), np.arange(1, n), np.ones(n - 1)
+    owners = split(src, dst, w, n, 2, np.int32)
+    for kind in OWNER_KERNELS.values():
+        steps = {}
+        for widths in ((0.5, 0.5), (1.0, 8.0), (np.inf, np.inf)):
+            dist, _, steps[widths[1]] = drive_owner_sssp(kind, np, owners, n, np.array([0]), False, widths)
+            np.testing.assert_array_equal(dist, np.arange(n, dtype=np.float64))
+        assert steps[np.inf] <= 4 < steps[8.0] <= 20 < n <= steps[0.5]
+
+
+@pytest.mark.parametrize("kind", list(OWNER_KERNELS))
+def test_owner_relax_prunes_remote_candidates_against_sent_best(kind):
+    check_owner_pruning(OWNER_KERNELS[kind], np, Owner)
+
+
+@pytest.mark.parametrize("kind", list(OWNER_KERNELS))
+def test_owner_merge_lists_each_improved_vertex_once(kind):
+    check_owner_merge(OWNER_KERNELS[kind], np, Owner)
+
+
+@pytest.mark.parametrize("kind", list(OWNER_KERNELS))
+def test_owner_far_pile_waits_for_its_window(kind):
+    check_owner_far_pile(OWNER_KERNELS[kind], np, Owner)
+
+
+def test_twin_near_mid_far_by_thresholds():
+    # Local threshold 2, window end 5: arriving 0 (at 1) goes near, 2 (at 3) on the mid pile,
+    # 3 (at 7) far. The local phase then walks the mid pile in buckets of local_delta = 1 up to
+    # the window's end: round 1 relaxes 0 (1 -> 2, onto the mid pile), the pile splits at 3
+    # (1 near), round 2 relaxes 1 (2 ties at 3: no change), split at 4 (2 near), round 3
+    # relaxes 2 (3 -> 4, mid), split at 5 (3 near), round 4 relaxes 3 (no edges).
+    n = 8
+    src, dst, w = np.array([0, 1, 2]), np.array([1, 2, 3]), np.array([1.0, 1.0, 1.0])
+    owner, _ = split(src, dst, w, n, 2, np.int32)
+    state = owner_state.new_state(np, n, 0, 4, 4, 2, np.array([], dtype=np.int64), 2.0)
+    state.local_delta, state.window = 1.0, 5.0
+    arriving = (np.array([0, 2, 3]), np.array([1.0, 3.0, 7.0]), np.array([4, 5, 6]))
+    cpu_sssp_owners.sssp_owner_merge(state, [arriving], 5.0)
+    counts = cpu_sssp_owners.sssp_owner_counts(state)
+    assert (counts.near, counts.mid, counts.far) == (1, 1, 1)
+    assert (counts.mid_min, counts.far_min) == (3.0, 7.0)
+    rounds = cpu_sssp_owners.sssp_owner_relax(owner.indptr, owner.indices, owner.weights, state, 5.0, -1)
+    assert rounds == 4 and state.local_threshold == 5.0
+    np.testing.assert_array_equal(state.dist, [1.0, 2.0, 3.0, 4.0])
+    np.testing.assert_array_equal(state.parent, [4, 0, 5, 2])  # 2 keeps the parent of its first 3
+    counts = cpu_sssp_owners.sssp_owner_counts(state)
+    # 3 is still on the far pile (stale now: at 4 < 5, relaxed); its minimum is what it was put at.
+    assert (counts.near, counts.mid, counts.far, counts.far_min) == (0, 0, 1, 7.0)
+    assert counts.relaxed == 4 and counts.repeated == 0

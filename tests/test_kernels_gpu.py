@@ -34,9 +34,11 @@ pytest.importorskip("scipy.sparse.csgraph")
 import gpipe  # noqa: E402
 import kernel_graphs  # noqa: E402
 from gpipe.kernels import gpu  # noqa: E402
-from kernel_graphs import (INDEX_DTYPES, assert_build_csr_rows, assert_tree,  # noqa: E402
-                           assert_unique, build_csr_cases, csr_rows, host_rows, local_sources,
-                           numpy_rows, owned_by, scipy_bfs_dist, scipy_graph, scipy_sssp_dist)
+from kernel_graphs import (INDEX_DTYPES, OWNER_WIDTHS, assert_build_csr_rows,  # noqa: E402
+                           assert_tree, assert_unique, build_csr_cases, check_owner_far_pile,
+                           check_owner_merge, check_owner_pruning, csr_rows, drive_owner_sssp,
+                           host_rows, local_sources, numpy_rows, owned_by, scipy_bfs_dist,
+                           scipy_graph, scipy_sssp_dist)
 
 pytestmark = pytest.mark.gpu
 
@@ -864,3 +866,84 @@ def test_owner_edge_end_scans_in_one_block(k):
     np.testing.assert_array_equal(edge_end.get(), np.cumsum(degrees[frontier]))
     assert (counters.get() == 0).all()
     assert k <= gpu_bfs_owners._SCAN_ITEMS
+
+
+# SSSP over several owners: kernels/sssp_owners.cu, the cases of tests/test_kernels_cpu.py
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("widths", OWNER_WIDTHS, ids=str)
+@pytest.mark.parametrize("seed,directed,index_dtype,parts", CASES)
+def test_owner_sssp_matches_scipy(seed, directed, index_dtype, parts, widths):
+    n = 300
+    src, dst, w = random_edges(seed, n=n, directed=directed)
+    graph = scipy_graph(src, dst, w, n)
+    owners = split(src, dst, w, n, parts, index_dtype)
+    for sources in SOURCES:
+        dist, parent, _ = drive_owner_sssp(gpu, cupy, owners, n, sources, False, widths)
+        np.testing.assert_array_equal(dist, scipy_sssp_dist(graph, sources))
+        assert_tree(src, dst, w, dist, parent, sources, np.isfinite(dist))
+
+
+def test_owner_sssp_real_weights():
+    n = 400
+    src, dst, w = random_edges(9, n=n, m=2000, directed=False, integer=False)
+    graph = scipy_graph(src, dst, w, n)
+    sources = np.array([0, 333])
+    for parts in (2, 3):
+        for widths in ((0.25, 2.0), (1.0, 40.0)):
+            dist, parent, _ = drive_owner_sssp(gpu, cupy, split(src, dst, w, n, parts, np.int32), n,
+                                               sources, False, widths)
+            np.testing.assert_allclose(dist, scipy_sssp_dist(graph, sources))
+            assert_tree(src, dst, w, dist, parent, sources, np.isfinite(dist))
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+def test_owner_sssp_negative_weights_match_bellman_ford(index_dtype):
+    n = 200
+    src, dst, w = random_edges(4, n=n, m=800, dag=True)
+    graph = scipy_graph(src, dst, w, n)
+    sources = np.array([0, 5])
+    for parts in (1, 2, 3):
+        dist, parent, steps = drive_owner_sssp(gpu, cupy, split(src, dst, w, n, parts, index_dtype), n,
+                                               sources, True)
+        np.testing.assert_array_equal(dist, scipy_sssp_dist(graph, sources, negative=True))
+        assert_tree(src, dst, w, dist, parent, sources, np.isfinite(dist))
+        assert steps <= n
+
+
+@pytest.mark.parametrize("widths", [(1.0, 40.0), (np.inf, np.inf)], ids=str)
+@pytest.mark.parametrize("n,m", [(2000, 6000), (300_000, 1_200_000)], ids=["small", "grid-stride"])
+def test_owner_sssp_hub(n, m, widths):
+    # A hub's row of n - 1 edges, half of them remote: one warp's lanes append to both owners'
+    # outbox segments at once; then frontiers of more edges than the grid has threads.
+    src, dst, w = hub_edges(11, n, m)
+    graph = scipy_graph(src, dst, w, n)
+    for sources in (np.array([0]), np.array([n - 1, 5])):
+        for parts in (2, 3):
+            dist, parent, _ = drive_owner_sssp(gpu, cupy, split(src, dst, w, n, parts, np.int32), n,
+                                               sources, False, widths)
+            np.testing.assert_array_equal(dist, scipy_sssp_dist(graph, sources))
+            assert_tree(src, dst, w, dist, parent, sources, np.isfinite(dist))
+
+
+def test_owner_relax_prunes_remote_candidates_against_sent_best():
+    check_owner_pruning(gpu, cupy, Owner)
+
+
+def test_owner_merge_lists_each_improved_vertex_once():
+    check_owner_merge(gpu, cupy, Owner)
+
+
+def test_owner_far_pile_waits_for_its_window():
+    check_owner_far_pile(gpu, cupy, Owner)
+
+
+def test_owner_kernels_compile_for_both_index_types():
+    from gpipe.kernels import cuda, gpu_sssp_owners
+
+    device = cupy.cuda.runtime.getDevice()
+    module = cuda._module("sssp_owners.cu", gpu_sssp_owners._ENTRY_POINTS, device)
+    for name in gpu_sssp_owners._ENTRY_POINTS:
+        for ctype in cuda.INDEX_TYPES.values():
+            assert module.get_function(f"{name}<{ctype}>") is not None

@@ -111,3 +111,20 @@ def test_bfs_in_every_direction_with_stats(multigpu_engine, directed, direction)
             check_tree(got, edges, directed)
             if depth_limit is None:
                 check_directions(graph._executor.gather(stats), direction, directed)
+
+
+def test_sssp_owners_report_their_steps(multigpu_engine):
+    """The grid and negative-weight checks of tests/test_peers.py on the CUDA kernels of
+    kernels/sssp_owners.cu, with their per-step reports."""
+    from test_peers import check_sssp_owner_steps
+
+    check_sssp_owner_steps(multigpu_engine)
+
+
+def test_sssp_grid_across_owners(multigpu_engine):
+    # Long distances: many windows, local rounds and splits of the mid and far piles on the GPU.
+    from gpipe.generators import grid_edges
+
+    edges = grid_edges(20, weights=True, seed=5)
+    for source in (0, 4210):
+        run_sssp(multigpu_engine, edges, source, directed=False, npartitions=4)

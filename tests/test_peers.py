@@ -1,7 +1,8 @@
 """Owner-to-owner messages: the mailbox's waiting rules; owner tasks on the 2-worker cluster
 that fail, stall, cannot deliver, or run two traversals at once on one-thread workers; owners
 sharing one process (a threaded cluster); BFS over two and three owners in every direction rule
-(gpipe.bfs-direction), with the per-level statistics; and three owners checked against SciPy."""
+(gpipe.bfs-direction), with the per-level statistics; three owners checked against SciPy
+(test_api's SSSP cases, negative cycles); and the per-step reports of SSSP's owners."""
 
 import threading
 import time
@@ -11,7 +12,9 @@ import pytest
 
 import gpipe
 import reference
+from conftest import Engine
 from gpipe import execution, peers, traverse
+from test_api import SSSP_CASES, run_sssp
 
 
 def test_take_returns_payloads_in_sender_order_once_all_are_in():
@@ -85,7 +88,8 @@ def _two_exchanges(channel, fail_on, stall_s):
 
 @pytest.fixture
 def cluster(dask_client2):
-    with dask_client2.as_current():
+    """The 2-worker cluster, graphs split over both workers (gpipe.partitions = 2)."""
+    with dask_client2.as_current(), dask.config.set({"gpipe.partitions": 2}):
         yield execution.current(dask_client2)
 
 
@@ -122,7 +126,8 @@ def _send_to_nowhere(channel):
 
 def test_a_failed_delivery_is_raised_not_waited_out(cluster):
     start = time.monotonic()
-    with pytest.raises(OSError):
+    # The delivery fails (OSError), or the watch finds no worker at that address first.
+    with pytest.raises((OSError, gpipe.GraphLost)):
         cluster.wait(cluster.run_together(_send_to_nowhere, [()] * 2))
     assert time.monotonic() - start < 10
 
@@ -254,7 +259,7 @@ def test_bfs_stats_are_asked_for_only(cluster):
     graph = gpipe.Graph.from_edges(dask.dataframe.from_pandas(edges, npartitions=2), directed=False)
     source = int(edges["src"].iloc[0])
     frames = traverse.bfs(graph._executor, graph._built, graph._global_sources(source), None)
-    assert all(f.key.startswith("run_owner") for f in frames)
+    assert all(f.key.startswith("gpipe-bfs-") for f in frames)
     _, stats = bfs_with_stats(graph, source)
     for s in stats:
         assert set(s) == {"owner", "levels", "direction", "frontier", "messages", "bytes_sent",
@@ -263,37 +268,128 @@ def test_bfs_stats_are_asked_for_only(cluster):
         assert sum(s["bytes_sent"]) > 0
 
 
-def test_three_owners_agree_with_scipy():
-    """Every owner sends to two peers and hears from two: the all-to-all beyond a pair,
-    including the parent gathering of the negative-cycle check."""
+@pytest.fixture(scope="module")
+def three_owners():
+    """A 3-worker process cluster: every owner sends to two peers and hears from two."""
     from distributed import Client, LocalCluster
 
+    with LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=":0",
+                      env={"NUMBA_NUM_THREADS": "1"}) as cluster, \
+            Client(cluster, set_as_default=False) as client:
+        yield client
+
+
+@pytest.fixture
+def over_three(three_owners):
+    """The 3-worker cluster, current, graphs split over all three workers."""
+    with three_owners.as_current(), dask.config.set({"gpipe.partitions": 3}):
+        yield three_owners
+
+
+def test_three_owners_agree_with_scipy(over_three):
+    """The all-to-all beyond a pair, including the parent gathering of the negative-cycle check,
+    and BFS in the forced directions."""
     from test_api import shuffled_path, with_edge
 
     positive = reference.random_edges(n=400, m=1600, seed=13, weights="positive", ids="sparse")
     source = int(positive["src"].iloc[0])
     path, order = shuffled_path(60, seed=17)
     cycle = with_edge(path, order[50], order[4], -100.0)
-    with LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=":0",
-                      env={"NUMBA_NUM_THREADS": "1"}) as cluster, \
-            Client(cluster, set_as_default=False) as client, client.as_current(), \
-            dask.config.set({"gpipe.partitions": 3}):
-        frame = dask.dataframe.from_pandas(positive, npartitions=3)
-        graph = gpipe.Graph.from_edges(frame, directed=False, weight="weight")
-        assert graph.num_partitions == 3
-        reference.assert_distances(graph.bfs([source]).compute(),
-                                   reference.expected_bfs(positive, [source], directed=False))
-        for direction in ("bottom-up", MIXED):
-            with dask.config.set({traverse.DIRECTION_KEY: direction}):
-                got, stats = bfs_with_stats(graph, [source])
-            reference.assert_distances(got, reference.expected_bfs(positive, [source], directed=False))
-            check_tree(got, positive, directed=False)
-            check_directions(stats, direction, directed=False)
-        reference.assert_distances(graph.sssp(source).compute(),
-                                   reference.expected_sssp(positive, [source], directed=False),
-                                   exact=False)
-        negative = gpipe.sssp(dask.dataframe.from_pandas(path, npartitions=3), int(order[0]))
-        reference.assert_distances(negative.compute(),
-                                   reference.expected_sssp(path, [int(order[0])], directed=True))
+    frame = dask.dataframe.from_pandas(positive, npartitions=3)
+    graph = gpipe.Graph.from_edges(frame, directed=False, weight="weight")
+    assert graph.num_partitions == 3
+    reference.assert_distances(graph.bfs([source]).compute(),
+                               reference.expected_bfs(positive, [source], directed=False))
+    for direction in ("bottom-up", MIXED):
+        with dask.config.set({traverse.DIRECTION_KEY: direction}):
+            got, stats = bfs_with_stats(graph, [source])
+        reference.assert_distances(got, reference.expected_bfs(positive, [source], directed=False))
+        check_tree(got, positive, directed=False)
+        check_directions(stats, direction, directed=False)
+    reference.assert_distances(graph.sssp(source).compute(),
+                               reference.expected_sssp(positive, [source], directed=False),
+                               exact=False)
+    negative = gpipe.sssp(dask.dataframe.from_pandas(path, npartitions=3), int(order[0]))
+    reference.assert_distances(negative.compute(),
+                               reference.expected_sssp(path, [int(order[0])], directed=True))
+    with pytest.raises(gpipe.NegativeCycleError):
+        gpipe.sssp(dask.dataframe.from_pandas(cycle, npartitions=3), int(order[0])).compute()
+
+
+@pytest.mark.parametrize("name", sorted(SSSP_CASES))
+def test_three_owners_sssp_cases(over_three, name):
+    """tests/test_api.py's SSSP cases (directed and undirected, integer-valued and real weights,
+    zero weights, repeats, several sources, negative weights) over three owners."""
+    case = SSSP_CASES[name]
+    edges = reference.random_edges(seed=len(name), **case["graph"])
+    if case.get("widest"):
+        sources = reference.widest_source(edges, directed=case["directed"])
+    else:
+        sources = reference.pick_sources(edges, case.get("sources", 1), seed=9)
+    run_sssp(Engine("cluster", over_three), edges, sources, directed=case["directed"],
+             npartitions=case.get("npartitions", 3))
+
+
+def test_three_owners_negative_cycle_cases(over_three):
+    from test_api import negative_cycle_graph
+
+    frame = dask.dataframe.from_pandas(negative_cycle_graph(), npartitions=2)
+    for sources in (0, [10, 2]):
         with pytest.raises(gpipe.NegativeCycleError):
-            gpipe.sssp(dask.dataframe.from_pandas(cycle, npartitions=3), int(order[0])).compute()
+            gpipe.sssp(frame, sources).compute()
+    out = gpipe.sssp(frame, 10).compute()
+    assert out.set_index("vertex")["distance"].dropna().to_dict() == {10: 0.0, 11: 1.0, 12: 0.0}
+
+
+# --- what the owners of an SSSP report, step by step ----------------------------------------
+
+
+def _grid(side, seed):
+    from gpipe.generators import grid_edges
+
+    return grid_edges(side, weights=True, seed=seed)
+
+
+def _sssp_with_stats(graph, source):
+    from gpipe import traverse
+
+    stats = []
+    executor = graph._executor
+    frames = traverse.sssp(executor, graph._built, graph._global_sources(source), stats=stats)
+    return graph._frame(frames, "sssp").compute(), executor.gather(stats)
+
+
+def check_sssp_owner_steps(engine):
+    """Owners agree on the steps they took, each step is labelled with its window, and a grid
+    with dozens of hops across two owners takes fewer steps than it has hops (one exchange per
+    window, not per relaxation round). Negative weights: Bellman-Ford steps. Also run by
+    tests/test_multigpu.py."""
+    from test_api import shuffled_path
+
+    side = 12
+    edges = _grid(side, seed=3)
+    graph = gpipe.Graph.from_edges(engine.frame(edges, 2), directed=False, weight="weight")
+    assert graph.num_partitions == 2
+    out, owners = _sssp_with_stats(graph, 0)  # a corner: 3 * (side - 1) hops to the far one
+    reference.assert_distances(engine.pandas(out), reference.expected_sssp(edges, [0], directed=False),
+                               exact=False)
+    assert [o.owner for o in owners] == [0, 1]
+    steps = owners[0].steps
+    assert all(o.steps == steps for o in owners) and 1 < steps < 3 * (side - 1)
+    for o in owners:
+        assert len(o.rounds) == len(o.bytes_sent) == len(o.labels) == steps
+        assert o.labels == owners[0].labels and o.labels[0] == "bucket 0"
+        assert all(isinstance(b, int) and b >= 0 for b in o.bytes_sent)
+        assert o.kernel_s > 0 and o.wait_s >= 0
+    assert 1 < len(set(owners[0].labels)) < steps
+    assert sum(sum(o.bytes_sent) for o in owners) > 0  # the owners did exchange candidates
+
+    path, order = shuffled_path(40, seed=67)  # negative weights
+    graph = gpipe.Graph.from_edges(engine.frame(path, 2), weight="weight")
+    out, owners = _sssp_with_stats(graph, int(order[0]))
+    reference.assert_distances(engine.pandas(out), reference.expected_sssp(path, [int(order[0])], directed=True))
+    assert set(owners[0].labels) == {"bellman-ford"} and owners[0].steps >= len(order) - 1
+
+
+def test_sssp_owners_report_their_steps(cluster):
+    check_sssp_owner_steps(Engine("cluster", cluster.client))

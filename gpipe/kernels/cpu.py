@@ -24,6 +24,13 @@ What each kernel computes
                 empty. The SSSP of one owner, in gpipe/kernels/cpu_delta.py (the one kernel
                 here with atomics, gpipe/kernels/atomics.py). dijkstra is its slow,
                 obviously-correct twin.
+    sssp_owner_relax, sssp_owner_merge, sssp_owner_advance, sssp_owner_pack, sssp_owner_counts
+                One owner's share of an SSSP over several owners (gpipe/traverse.py): local
+                phases below the exchange window with remote candidates pruned against the
+                least distance ever sent for them, the merge of what arrives, the far pile, the
+                outbox. Non-negative weights: serial delta-stepping over a ring of buckets
+                (gpipe/kernels/cpu_sssp_ring.py); negative weights: the Numba twin of
+                kernels/sssp_owners.cu (gpipe/kernels/cpu_sssp_owners.py), one round per step.
     dijkstra    Dijkstra's algorithm [5] with a binary heap and lazy deletion [6]: instead of
                 decrease-key, a vertex is pushed again on each strict improvement, and a popped
                 entry whose key is above the vertex's current distance is stale and skipped.
@@ -75,6 +82,8 @@ from gpipe.kernels.cpu_bfs_owners import (  # noqa: F401 (the contract: BFS over
     BITMAP_BITS, BITMAP_DTYPE, NEXT, NEXT_EDGES, QUEUES, bfs_owner_bottom_up, bfs_owner_claim,
     bfs_owner_top_down, bitmap_to_frontier, frontier_to_bitmap)
 from gpipe.kernels.cpu_delta import default_delta, delta_stepping  # noqa: F401
+from gpipe.kernels.cpu_sssp_owners import sssp_owner_counts, sssp_owner_pack, sssp_owners_delta  # noqa: F401
+from gpipe.kernels.cpu_sssp_ring import sssp_owner_advance, sssp_owner_merge, sssp_owner_relax  # noqa: F401
 
 _kernel = numba.njit(cache=True, nogil=True)
 _parallel = numba.njit(cache=True, nogil=True, parallel=True)

@@ -316,11 +316,14 @@ def default_delta(indptr, weights):
     n = indptr.shape[0] - 1
     if weights.shape[0] == 0 or n == 0:
         return 1.0
-    top = float(weights.max())
-    if top <= 0.0:
+    return delta_for(float(weights.max()), weights.shape[0] / n)
+
+
+def delta_for(max_weight, mean_degree):
+    """`default_delta` from the statistics alone: the largest weight and the mean out-degree."""
+    if not max_weight > 0.0:
         return 1.0
-    degree = weights.shape[0] / n
-    return max(DELTA_SCALE * top / max(degree, 1.0), top / MAX_SLOTS)
+    return max(DELTA_SCALE * max_weight / max(mean_degree, 1.0), max_weight / MAX_SLOTS)
 
 
 def initial_chunks(n_vertices, n_threads, n_slots):

@@ -15,6 +15,9 @@ module; :mod:`gpipe.kernels.cuda` finds, compiles and caches the sources.
 - :func:`bfs_owner_top_down`, :func:`bfs_owner_claim`, :func:`bfs_owner_bottom_up` and the
   frontier/bitmap conversions -- the level steps of a BFS over several owners
   (``kernels/bfs_owners.cu``).
+- ``sssp_owner_*`` -- one owner's share of an SSSP over several owners: relaxation rounds
+  with fused pruning of remote candidates, merge, pile splits, outbox
+  (``kernels/sssp_owners.cu``, :mod:`gpipe.kernels.gpu_sssp_owners`).
 """
 
 from gpipe.kernels.cuda import source_dir
@@ -24,7 +27,11 @@ from gpipe.kernels.gpu_bfs_owners import (BITMAP_BITS, BITMAP_DTYPE, NEXT, NEXT_
                                           bitmap_to_frontier, frontier_to_bitmap)
 from gpipe.kernels.gpu_csr import build_csr
 from gpipe.kernels.gpu_sssp import sssp, sssp_relax
+from gpipe.kernels.gpu_sssp_owners import (sssp_owner_advance, sssp_owner_counts, sssp_owner_merge,
+                                           sssp_owner_pack, sssp_owner_relax, sssp_owners_delta)
 
 __all__ = ["BITMAP_BITS", "BITMAP_DTYPE", "NEXT", "NEXT_EDGES", "QUEUES", "bfs", "bfs_expand",
            "bfs_owner_bottom_up", "bfs_owner_claim", "bfs_owner_top_down", "bitmap_to_frontier",
-           "build_csr", "frontier_to_bitmap", "source_dir", "sssp", "sssp_relax"]
+           "build_csr", "frontier_to_bitmap", "source_dir", "sssp", "sssp_owner_advance",
+           "sssp_owner_counts", "sssp_owner_merge", "sssp_owner_pack", "sssp_owner_relax",
+           "sssp_owners_delta", "sssp_relax"]

@@ -48,6 +48,11 @@ class Backend:
     def to_host(self, array) -> np.ndarray:
         return array.get() if self.name == GPU else np.asarray(array)
 
+    def host_copy(self, array) -> np.ndarray:
+        """A NumPy copy of ``array`` that shares no memory with it (what a message may carry
+        while ``array`` is reused)."""
+        return array.get() if self.name == GPU else np.array(array, copy=True)
+
     def shared_column(self, values):
         """``values`` kept to become the ``vertex`` column of many result frames.
 

@@ -593,7 +593,7 @@ def bfs_owner_arrays(channel, part: Partition, layout: Layout, local_sources, de
             # A bottom-up level begins by sharing the frontier: exact counts decide again.
             mine = run.bitmap_slice()
             counts = (run.size, run.edges, part.n_edges)
-            received = stats.exchange(tag, [(counts, mine.copy())] * layout.n_owners,
+            received = stats.exchange(tag, [(counts, run.host_copy(mine))] * layout.n_owners,
                                       mine.nbytes * (layout.n_owners - 1))
             size = run.size + sum(c[0] for c, _ in received)
             edges = run.edges + sum(c[1] for c, _ in received)
@@ -615,8 +615,8 @@ def bfs_owner_arrays(channel, part: Partition, layout: Layout, local_sources, de
                 level += 1
                 continue
             tag += 1  # top-down after all: a second message round at this level
-        frontier_size, frontier_edges = run.size, run.edges
         counters = run.top_down(level)
+        frontier_size, frontier_edges = run.size, run.edges
         kernels = run.kernels
         claimed, claimed_edges = int(counters[kernels.NEXT]), int(counters[kernels.NEXT_EDGES])
         sent = int(counters[kernels.QUEUES:].sum())
@@ -624,7 +624,7 @@ def bfs_owner_arrays(channel, part: Partition, layout: Layout, local_sources, de
                   part.n_edges)
         buckets = run.outgoing(counters)
         received = stats.exchange(tag, [(counts, bucket) for bucket in buckets],
-                                  sum(b[0].nbytes + b[1].nbytes for b in buckets if b is not None))
+                                  sum(b.nbytes for b in buckets if b is not None))
         total = [sum(column) for column in zip(counts, *(c for c, _ in received))]
         active, size, edges, claimed, claimed_edges, sent, total_edges = total
         run.claim([bucket for _, bucket in received if bucket is not None], level, counters)
@@ -645,25 +645,29 @@ def bfs_owner_arrays(channel, part: Partition, layout: Layout, local_sources, de
 class _OwnerBfs:
     """One owner's arrays for a BFS over several owners, allocated once per traversal.
 
-    The frontier is either queued (local ids in ``frontiers[current][:size]``) or, after a
-    bottom-up level, only in ``slice`` (this owner's words of the frontier bitmap). ``size`` and
-    ``edges`` are its vertex count and out-degree sum, exact. See gpipe/kernels/cpu_bfs_owners.py
-    for the kernels and their arrays.
+    The frontier is queued (local ids, the first ``counters[NEXT]`` entries of
+    ``frontiers[current]``: what the last steps appended), in ``slice`` (this owner's words of
+    the frontier bitmap), or both. Its exact length and out-degree sum are on the device in
+    ``counters[NEXT]``/``[NEXT_EDGES]``; the host reads them only when it needs them (``size``
+    and ``edges`` are None until then), and otherwise carries ``bound``, an upper bound of the
+    length, so that the claims of one level and the expansion of the next need no host read in
+    between. See gpipe/kernels/cpu_bfs_owners.py for the kernels and their arrays.
     """
 
     def __init__(self, part: Partition, layout: Layout):
         be = backends.get(part.backend)
         xp = be.xp
-        self.part, self.layout, self.xp, self.to_host = part, layout, xp, be.to_host
+        self.part, self.layout, self.xp = part, layout, xp
+        self.to_host, self.host_copy = be.to_host, be.host_copy
         self.kernels = kernels = be.kernels
         n_local = part.n_local
         self.dist = xp.full(n_local, -1, dtype="int32")
         self.parent = xp.full(n_local, -1, dtype="int64")
         self.frontiers = [xp.empty(n_local, dtype="int64"), xp.empty(n_local, dtype="int64")]
         self.current = 0
-        self.size = 0
-        self.edges = 0
-        self.queued = True
+        self.size = self.edges = None
+        self.bound = 0
+        self.queued, self.in_bitmap = True, False
         self.queue_targets = xp.empty(layout.n, dtype=part.indices.dtype)
         self.queue_parents = xp.empty(layout.n, dtype=part.indices.dtype)
         self.counters = xp.zeros(kernels.QUEUES + layout.n_owners, dtype="int64")
@@ -673,16 +677,21 @@ class _OwnerBfs:
     def _words(self, n_bits: int) -> int:
         return -(-n_bits // self.kernels.BITMAP_BITS)
 
-    @property
-    def frontier(self):
-        return self.frontiers[self.current][:self.size]
+    def known(self):
+        """The frontier's exact ``(length, out-degree sum)``, read from the device if need be."""
+        if self.size is None:
+            counters = self.to_host(self.counters)
+            self.size = int(counters[self.kernels.NEXT])
+            self.edges = int(counters[self.kernels.NEXT_EDGES])
+            self.bound = self.size
+        return self.size, self.edges
 
-    def _advance(self, counters):
-        """The next frontier, built in the other buffer, becomes the frontier."""
-        self.size = int(counters[self.kernels.NEXT])
-        self.edges = int(counters[self.kernels.NEXT_EDGES])
+    def _next_level(self, bound):
+        """What the steps appended to the other buffer becomes the (queued) frontier."""
         self.current = 1 - self.current
-        self.queued = True
+        self.size = self.edges = None
+        self.bound = bound
+        self.queued, self.in_bitmap = True, False
 
     def claim_sources(self, local_sources):
         part = self.part
@@ -693,55 +702,71 @@ class _OwnerBfs:
         self.kernels.bfs_owner_claim(part.indptr, part.offset, targets, parents, self.dist,
                                      self.parent, -1, self.frontiers[1 - self.current],
                                      self.counters)
-        self._advance(self.to_host(self.counters))
+        self._next_level(int(targets.size))
 
     def top_down(self, level: int):
-        """Expand the frontier; the counters, read back once (host int64 array)."""
+        """Expand the frontier; the counters, read back once (host int64 array), which also give
+        the frontier's exact length and out-degree sum (``FRONTIER``, ``FRONTIER_EDGES``)."""
         part = self.part
         self.queue()
         self.kernels.bfs_owner_top_down(
-            part.indptr, part.indices, part.offset, self.frontier, self.dist, self.parent, level,
-            self.layout.chunk, self.sent, self.frontiers[1 - self.current], self.queue_targets,
-            self.queue_parents, self.counters, frontier_edges=self.edges)
-        return self.to_host(self.counters)
+            part.indptr, part.indices, part.offset, self.frontiers[self.current], self.dist,
+            self.parent, level, self.layout.chunk, self.sent, self.frontiers[1 - self.current],
+            self.queue_targets, self.queue_parents, self.counters, frontier_bound=self.bound)
+        counters = self.to_host(self.counters)
+        self.size = int(counters[self.kernels.FRONTIER])
+        self.edges = int(counters[self.kernels.FRONTIER_EDGES])
+        return counters
 
     def outgoing(self, counters) -> list:
-        """Per owner, ``(targets, parents)`` copied out of its queue (None if empty or this owner):
-        copies, since the queues are reused while the messages may still be on their way."""
+        """Per owner, its queue as one host array, the targets then the parents (None if empty
+        or this owner). A copy, since the queues are reused while the messages may still be on
+        their way; on the host and in one array, since it travels through the host anyway and
+        Dask's serialization of device arrays costs more per message than the copy, and the
+        receiver then uploads it in one piece (H100, grid 100^3: these were most of an owner's
+        own work per level)."""
         buckets = []
         for q in range(self.layout.n_owners):
             count = int(counters[self.kernels.QUEUES + q])
             start = self.layout.offset(q)
-            buckets.append(None if count == 0 or q == self.part.owner else
-                           (self.queue_targets[start:start + count].copy(),
-                            self.queue_parents[start:start + count].copy()))
+            buckets.append(None if count == 0 or q == self.part.owner else np.concatenate([
+                self.to_host(self.queue_targets[start:start + count]),
+                self.to_host(self.queue_parents[start:start + count])]))
         return buckets
 
     def claim(self, buckets, level: int, counters):
-        """Claim what peers sent after the top-down step at ``level``: the next frontier is ready."""
-        part = self.part
-        for targets, parents in buckets:
-            self.kernels.bfs_owner_claim(part.indptr, part.offset, targets, parents, self.dist,
-                                         self.parent, level, self.frontiers[1 - self.current],
-                                         self.counters)
-        self._advance(self.to_host(self.counters) if buckets else counters)
+        """Claim what peers sent after the top-down step at ``level`` (whose host ``counters``
+        are given): the next frontier is ready, its length known on the device only."""
+        part, xp = self.part, self.xp
+        for bucket in buckets:
+            pairs = xp.asarray(bucket)  # targets, then parents
+            count = int(pairs.size) // 2
+            self.kernels.bfs_owner_claim(part.indptr, part.offset, pairs[:count], pairs[count:],
+                                         self.dist, self.parent, level,
+                                         self.frontiers[1 - self.current], self.counters)
+        claimed = int(counters[self.kernels.NEXT])
+        self._next_level(claimed + sum(int(bucket.size) // 2 for bucket in buckets))
+        if not buckets:  # nothing came in: the step's own counts are exact
+            self.size, self.edges = claimed, int(counters[self.kernels.NEXT_EDGES])
 
     def queue(self):
         """Make sure the frontier is queued (after bottom-up levels it is only a bitmap)."""
         if not self.queued:
-            self.kernels.bitmap_to_frontier(self.slice, self.size, self.frontiers[self.current])
+            self.kernels.bitmap_to_frontier(self.slice, self.frontiers[self.current], self.counters)
             self.queued = True
 
     def bitmap_slice(self):
-        """The frontier as this owner's words of the frontier bitmap over global ids."""
+        """The frontier as this owner's words of the frontier bitmap over global ids (its exact
+        length and out-degree sum are then known on the host too)."""
+        size, _ = self.known()
         if self.front is None:
             xp, kernels = self.xp, self.kernels
             self.front = xp.zeros(self._words(self.layout.n), dtype=kernels.BITMAP_DTYPE)
             self.slice = xp.zeros(self._words(self.part.n_local), dtype=kernels.BITMAP_DTYPE)
             self.next_slice = xp.zeros_like(self.slice)
-        if self.queued:
-            self.kernels.frontier_to_bitmap(self.frontier, self.slice)
-            self.queued = False
+        if not self.in_bitmap:
+            self.kernels.frontier_to_bitmap(self.frontiers[self.current][:size], self.slice)
+            self.in_bitmap = True
         return self.slice
 
     def bottom_up(self, level: int, slices):
@@ -749,14 +774,13 @@ class _OwnerBfs:
         part, layout = self.part, self.layout
         for q, words in enumerate(slices):
             start = layout.offset(q) // self.kernels.BITMAP_BITS
-            self.front[start:start + words.size] = words
+            self.front[start:start + words.size] = self.xp.asarray(words)
         self.kernels.bfs_owner_bottom_up(part.indptr, part.indices, self.dist, self.parent, level,
                                          self.front, self.next_slice, self.counters)
-        counters = self.to_host(self.counters)
-        self.size = int(counters[self.kernels.NEXT])
-        self.edges = int(counters[self.kernels.NEXT_EDGES])
         self.slice, self.next_slice = self.next_slice, self.slice
-        self.queued = False
+        self.size = self.edges = None
+        self.queued, self.in_bitmap = False, True
+        self.known()
 
 
 class _LevelStats:

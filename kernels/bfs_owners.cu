@@ -21,12 +21,17 @@
 //       also the in-edges of its vertices): every unvisited owned vertex scans its neighbours
 //       until one is in `front`, the frontier bitmap of ALL owners over global ids (put
 //       together from the owners' slices), and takes it as parent; next_front gets its bit.
-//   bfs_owner_edge_end<Index>   the start of a top-down level in ONE launch of one block: the
-//       counters zeroed and edge_end, the inclusive prefix sum of the frontier's out-degrees,
-//       which the top-down step's load balance needs (for frontiers of up to kScanItems
-//       vertices; the launcher uses CuPy's scan beyond). On a grid a level is a few hundred
-//       vertices, and the five launches of a gather, a difference and a scan cost more than
-//       the step itself.
+//   bfs_owner_edge_end<Index>   the start of a top-down level in ONE launch of one block. The
+//       frontier is what the previous level's steps appended: its length is counters[kNext],
+//       read here on the device, so the host need not read it between the claims of one level
+//       and the expansion of the next. It records the frontier (counters[kFrontier] = its
+//       length, counters[kFrontierEdges] = its out-degree sum, read back with the step's
+//       counters), zeroes the other counters, and writes edge_end, the inclusive prefix sum of
+//       the frontier's out-degrees that the step's load balance needs (for frontiers the host
+//       knows to be at most a few ten thousand vertices; beyond, the launcher reads the length
+//       and uses CuPy's scan). On a grid a level is a few hundred vertices: what costs is the
+//       number of launches and of host waits, the more so when owners share a GPU (each wait
+//       may wait for the other process's context too).
 //   frontier_to_bitmap<Index>, bitmap_to_frontier<Index>   an owner's frontier as local ids <->
 //       its bitmap slice (at a change of direction). Index is unused: it only names the
 //       instantiation, like the other entry points'.
@@ -52,16 +57,19 @@
 //   Memory Systems", SC 2011 (1-D partitioning); D. Merrill, M. Garland, A. Grimshaw,
 //   "Scalable GPU Graph Traversal", PPoPP 2012 (prefix-sum load balance).
 //
-// Counters (uint64[2 + n_owners]; the launcher passes an int64 CuPy array, same bits)
-//   [kNext] length of next_frontier, [kNextEdges] out-degree sum of the vertices in it,
-//   [kQueues + q] length of owner q's queue (this owner's own entry stays 0). A level begins
-//   with them zeroed (bfs_owner_edge_end, or the launcher); the steps add to them.
+// Counters (uint64[4 + n_owners]; the launcher passes an int64 CuPy array, same bits)
+//   [kFrontier], [kFrontierEdges] length and out-degree sum of the frontier a top-down level
+//   expanded; [kNext] length of next_frontier, [kNextEdges] out-degree sum of the vertices in
+//   it; [kQueues + q] length of owner q's queue (this owner's own entry stays 0). A top-down
+//   or bottom-up level begins by zeroing them (top-down: all but the frontier's two, which it
+//   sets); claims add to them.
 //
 // Array invariants (n = global vertex count; chunk = ids per owner, a multiple of 64)
 //   indptr         int64[n_local + 1]; out-edges of local u are indices[indptr[u] : indptr[u + 1]].
 //   indices        Index[nnz]: GLOBAL target ids.
-//   frontier       int64[k]: distinct local ids, each with dist == level.
-//   edge_end       int64[k]: inclusive prefix sum of the frontier's out-degrees.
+//   frontier       int64[>= k]: its first k = counters[kFrontier] entries are distinct local
+//                  ids, each with dist == level (the buffer the previous level appended to).
+//   edge_end       int64[>= k]: inclusive prefix sum of the frontier's out-degrees.
 //   dist           int32[n_local]: -1 = unvisited; only -1 -> level + 1 changes (the claim).
 //   parent         int64[n_local]: global ids, -1 = none; written once, by the claiming thread.
 //   sent           uint32[ceil(n / 32)]: bits only ever set, for the whole traversal.
@@ -80,9 +88,11 @@
 
 namespace {
 
-constexpr int kNext = 0;
-constexpr int kNextEdges = 1;
-constexpr int kQueues = 2;
+constexpr int kFrontier = 0;
+constexpr int kFrontierEdges = 1;
+constexpr int kNext = 2;
+constexpr int kNextEdges = 3;
+constexpr int kQueues = 4;
 constexpr long long kSeqScan = 16;  // bottom-up: neighbours a lane scans alone
 constexpr int kScanBlock = 1024;     // bfs_owner_edge_end: threads of its one block
 constexpr int kScanPerThread = 8;    // consecutive frontier slots per thread and tile
@@ -145,7 +155,6 @@ template <typename Index>
 __global__ void __launch_bounds__(kScanBlock)
 bfs_owner_edge_end(const long long* __restrict__ indptr,
                    const long long* __restrict__ frontier,
-                   long long k,
                    long long* __restrict__ edge_end,
                    unsigned long long* __restrict__ counters,
                    int n_counters) {
@@ -153,10 +162,16 @@ bfs_owner_edge_end(const long long* __restrict__ indptr,
     // sums its kScanPerThread consecutive degrees, the block scans the threads' sums (warp
     // shuffles, then the warps' totals by warp 0), and `carry` takes the tile's total along.
     __shared__ long long warp_sums[kScanWarps];
+    __shared__ long long s_k;
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
-    if (threadIdx.x < n_counters) {
-        counters[threadIdx.x] = 0;
+    if (threadIdx.x == 0) {
+        s_k = static_cast<long long>(counters[kNext]);
+    }
+    __syncthreads();  // every thread has the length before the counters are zeroed
+    const long long k = s_k;
+    if (threadIdx.x < n_counters && threadIdx.x != kFrontierEdges) {
+        counters[threadIdx.x] = threadIdx.x == kFrontier ? static_cast<unsigned long long>(k) : 0ull;
     }
     long long carry = 0;  // sum of the tiles before this one (the same in every thread)
     const long long tile = static_cast<long long>(kScanBlock) * kScanPerThread;
@@ -192,6 +207,9 @@ bfs_owner_edge_end(const long long* __restrict__ indptr,
         carry += warp_sums[kScanWarps - 1];
         __syncthreads();  // warp_sums is rewritten by the next tile
     }
+    if (threadIdx.x == 0) {
+        counters[kFrontierEdges] = static_cast<unsigned long long>(carry);
+    }
 }
 
 template <typename Index>
@@ -202,7 +220,6 @@ __global__ void bfs_owner_top_down(const long long* __restrict__ indptr,
                                    long long chunk,
                                    const long long* __restrict__ frontier,
                                    const long long* __restrict__ edge_end,
-                                   long long k,
                                    int level,
                                    int* __restrict__ dist,
                                    long long* __restrict__ parent,
@@ -211,7 +228,9 @@ __global__ void bfs_owner_top_down(const long long* __restrict__ indptr,
                                    Index* __restrict__ queue_targets,
                                    Index* __restrict__ queue_parents,
                                    unsigned long long* __restrict__ counters) {
-    const long long n_edges = edge_end[k - 1];
+    // The frontier's length, recorded by bfs_owner_edge_end (or the launcher) before this launch.
+    const long long k = static_cast<long long>(counters[kFrontier]);
+    const long long n_edges = k > 0 ? edge_end[k - 1] : 0;
     const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
     for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < n_edges;
          first += stride) {

@@ -243,6 +243,14 @@ def _degree(owner, local):
     return int((owner.indptr[local + 1] - owner.indptr[local]).sum())
 
 
+def level_counters(kernels, n_owners, frontier_size, frontier_edges, fill=99):
+    """Counters as a level finds them: the frontier's length and out-degree sum in NEXT and
+    NEXT_EDGES (left there by the previous level's steps), anything elsewhere."""
+    counters = np.full(kernels.QUEUES + n_owners, fill, dtype=np.int64)
+    counters[kernels.NEXT], counters[kernels.NEXT_EDGES] = frontier_size, frontier_edges
+    return counters
+
+
 def check_owner_top_down(kernels, device, host, index_dtype):
     """Owned targets claimed once; every remote target queued once per traversal, by the owner of
     the target, with a frontier edge as parent; the sent bitmap and the counters."""
@@ -259,13 +267,16 @@ def check_owner_top_down(kernels, device, host, index_dtype):
     next_frontier = device(np.full(me.n_local, -7, dtype=np.int64))
     queue_targets = device(np.full(n, -7, dtype=index_dtype))
     queue_parents = device(np.full(n, -7, dtype=index_dtype))
-    counters = device(np.full(kernels.QUEUES + 3, 99, dtype=np.int64))  # a level zeroes them first
     edges = _degree(me, frontier)
+    counters = device(level_counters(kernels, 3, frontier.size, edges))  # the rest: zeroed first
+    buffer = np.full(me.n_local, -5, dtype=np.int64)  # the frontier: what the last level appended
+    buffer[:frontier.size] = frontier
 
-    kernels.bfs_owner_top_down(device(me.indptr), device(me.indices), me.offset, device(frontier), dist,
+    kernels.bfs_owner_top_down(device(me.indptr), device(me.indices), me.offset, device(buffer), dist,
                                parent, 2, OWNER_CHUNK, sent, next_frontier, queue_targets, queue_parents,
-                               counters, frontier_edges=edges)
+                               counters, frontier_bound=frontier.size)
     got = host(counters)
+    assert (got[kernels.FRONTIER], got[kernels.FRONTIER_EDGES]) == (frontier.size, edges)
     u, v = _edges_of(me, frontier)
     local = (v >= me.offset) & (v < me.offset + me.n_local)
     fresh = np.unique(v[local][dist0[v[local] - me.offset] == -1] - me.offset)
@@ -299,10 +310,12 @@ def check_owner_top_down(kernels, device, host, index_dtype):
     # Sent once per traversal: a later level (here the whole owner as frontier) queues only
     # the remote targets never sent before.
     everyone = np.flatnonzero(host(dist) >= 0).astype(np.int64)
+    counters = device(level_counters(kernels, 3, everyone.size, _degree(me, everyone)))
     kernels.bfs_owner_top_down(device(me.indptr), device(me.indices), me.offset, device(everyone), dist,
                                parent, 3, OWNER_CHUNK, sent, next_frontier, queue_targets, queue_parents,
-                               counters, frontier_edges=_degree(me, everyone))
+                               counters)  # no bound: the GPU reads the length on the host
     again = host(counters)
+    assert again[kernels.FRONTIER] == everyone.size
     _, v2 = _edges_of(me, everyone)
     later = np.setdiff1d(np.unique(v2[(v2 < me.offset) | (v2 >= me.offset + me.n_local)]),
                          np.union1d(already_sent, queued))
@@ -312,9 +325,10 @@ def check_owner_top_down(kernels, device, host, index_dtype):
         start, count = q * OWNER_CHUNK, int(again[kernels.QUEUES + q])
         np.testing.assert_array_equal(np.sort(targets[start:start + count]),
                                       later[later // OWNER_CHUNK == q])
-    kernels.bfs_owner_top_down(device(me.indptr), device(me.indices), me.offset,
-                               device(np.empty(0, dtype=np.int64)), dist, parent, 4, OWNER_CHUNK, sent,
-                               next_frontier, queue_targets, queue_parents, counters, frontier_edges=0)
+    counters = device(level_counters(kernels, 3, 0, 0))
+    kernels.bfs_owner_top_down(device(me.indptr), device(me.indices), me.offset, device(buffer), dist,
+                               parent, 4, OWNER_CHUNK, sent, next_frontier, queue_targets, queue_parents,
+                               counters, frontier_bound=0)
     assert (host(counters) == 0).all()  # an empty frontier still begins a level
 
 
@@ -331,7 +345,7 @@ def check_owner_claim(kernels, device, host, index_dtype):
     buckets = [(first, rng.integers(0, 128, first.size)), (second, rng.integers(128, 256, second.size))]
     dist, parent = device(dist0.copy()), device(np.full(me.n_local, -1, dtype=np.int64))
     next_frontier = device(np.full(me.n_local, -7, dtype=np.int64))
-    counters = device(np.array([2, 5] + [0] * 3, dtype=np.int64))  # two entries already there
+    counters = device(level_counters(kernels, 3, 2, 5, fill=0))  # two entries already there
     for targets, parents in buckets:
         kernels.bfs_owner_claim(device(me.indptr), me.offset, device(targets.astype(index_dtype)),
                                 device(parents.astype(index_dtype)), dist, parent, 6, next_frontier,
@@ -386,7 +400,7 @@ def check_owner_bottom_up(kernels, device, host, index_dtype):
     np.testing.assert_array_equal(unpack_bits(host(next_front), me.n_local), woke)
     got = host(counters)
     assert got[kernels.NEXT] == woke.size and got[kernels.NEXT_EDGES] == _degree(me, woke)
-    assert (got[kernels.QUEUES:] == 0).all()
+    assert (got[kernels.QUEUES:] == 0).all() and got[kernels.FRONTIER] == 0
 
 
 def check_frontier_bitmap_round_trip(kernels, device, host):
@@ -397,11 +411,15 @@ def check_frontier_bitmap_round_trip(kernels, device, host):
     kernels.frontier_to_bitmap(device(ids), bitmap)
     np.testing.assert_array_equal(unpack_bits(host(bitmap), n_local), ids)
     out = device(np.full(n_local, -7, dtype=np.int64))
-    back = host(kernels.bitmap_to_frontier(bitmap, ids.size, out))
-    np.testing.assert_array_equal(np.sort(back), ids)
+    counters = device(level_counters(kernels, 2, 99, 12, fill=7))
+    kernels.bitmap_to_frontier(bitmap, out, counters)
+    got = host(counters)
+    np.testing.assert_array_equal(np.sort(host(out)[:got[kernels.NEXT]]), ids)
+    assert got[kernels.NEXT_EDGES] == 12 and got[kernels.QUEUES] == 7  # the rest untouched
     kernels.frontier_to_bitmap(device(np.empty(0, dtype=np.int64)), bitmap)
     assert unpack_bits(host(bitmap), n_local).size == 0
-    assert host(kernels.bitmap_to_frontier(bitmap, 0, out)).size == 0
+    kernels.bitmap_to_frontier(bitmap, out, counters)
+    assert host(counters)[kernels.NEXT] == 0
 
 
 # SSSP over several owners with the owner kernels (sssp_owner_*), either backend

@@ -788,11 +788,14 @@ def test_owner_frontier_bitmap_round_trip():
     kernel_graphs.check_frontier_bitmap_round_trip(gpu, cupy.asarray, cupy.asnumpy)
 
 
-def test_owner_steps_with_many_warps_and_long_rows():
+@pytest.mark.parametrize("path", ["device", "host"])
+def test_owner_steps_with_many_warps_and_long_rows(path):
     # Frontiers of more edges than one grid holds threads, lanes of a warp appending to
     # different queues at once, a hub whose row the bottom-up warp scans together; checked
-    # against the NumPy twin (the CPU kernels) step by step.
-    from gpipe.kernels import cpu
+    # against the NumPy twin (the CPU kernels) step by step. The top-down step's two paths:
+    # the frontier's length read on the device (a bound the host knows), or on the host
+    # (no bound, a buffer longer than one block scans: CuPy's scan).
+    from gpipe.kernels import cpu, gpu_bfs_owners
 
     n, chunk = 300_000, 100_032  # three owners; chunk a multiple of 64
     src, dst, _ = hub_edges(12, n, 1_500_000)
@@ -800,29 +803,35 @@ def test_owner_steps_with_many_warps_and_long_rows():
     me = kernel_graphs.Owner(src, dst, np.ones(src.size), chunk, 2 * chunk, np.int32)
     rng = np.random.default_rng(9)
     frontier = rng.choice(me.n_local, 20_000, replace=False).astype(np.int64)
+    edges = int((me.indptr[frontier + 1] - me.indptr[frontier]).sum())
     host_arrays = {"dist": np.full(me.n_local, -1, np.int32), "parent": np.full(me.n_local, -1, np.int64),
                    "sent": np.zeros(-(-n // 64), np.int64), "next": np.zeros(me.n_local, np.int64),
-                   "qt": np.zeros(n, np.int32), "qp": np.zeros(n, np.int32), "counters": np.zeros(5, np.int64)}
+                   "qt": np.zeros(n, np.int32), "qp": np.zeros(n, np.int32),
+                   "counters": kernel_graphs.level_counters(cpu, 3, frontier.size, edges)}
     host_arrays["dist"][frontier] = 0
     d_dist, d_parent = cupy.asarray(host_arrays["dist"]), cupy.asarray(host_arrays["parent"])
     d_sent = cupy.zeros(-(-n // 32), dtype=cupy.uint32)
-    d_next, d_counters = cupy.zeros(me.n_local, dtype=cupy.int64), cupy.zeros(5, dtype=cupy.int64)
+    d_next = cupy.zeros(me.n_local, dtype=cupy.int64)
+    d_counters = cupy.asarray(kernel_graphs.level_counters(gpu, 3, frontier.size, edges))
     d_qt, d_qp = cupy.zeros(n, dtype=cupy.int32), cupy.zeros(n, dtype=cupy.int32)
-    edges = int((me.indptr[frontier + 1] - me.indptr[frontier]).sum())
     cpu.bfs_owner_top_down(me.indptr, me.indices, me.offset, frontier, host_arrays["dist"],
                            host_arrays["parent"], 0, chunk, host_arrays["sent"], host_arrays["next"],
-                           host_arrays["qt"], host_arrays["qp"], host_arrays["counters"], edges)
+                           host_arrays["qt"], host_arrays["qp"], host_arrays["counters"])
+    buffer = np.full(me.n_local, -9, dtype=np.int64)
+    buffer[:frontier.size] = frontier
+    assert (me.n_local > gpu_bfs_owners._SCAN_ITEMS) and frontier.size <= gpu_bfs_owners._SCAN_ITEMS
     gpu.bfs_owner_top_down(cupy.asarray(me.indptr), cupy.asarray(me.indices), me.offset,
-                           cupy.asarray(frontier), d_dist, d_parent, 0, chunk, d_sent, d_next, d_qt, d_qp,
-                           d_counters, edges)
+                           cupy.asarray(buffer), d_dist, d_parent, 0, chunk, d_sent, d_next, d_qt, d_qp,
+                           d_counters, frontier_bound=frontier.size if path == "device" else None)
     got, want = d_counters.get(), host_arrays["counters"]
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(d_dist.get(), host_arrays["dist"])
     np.testing.assert_array_equal(kernel_graphs.unpack_bits(d_sent.get(), n),
                                   kernel_graphs.unpack_bits(host_arrays["sent"], n))
-    np.testing.assert_array_equal(np.sort(d_next.get()[:got[0]]), np.sort(host_arrays["next"][:want[0]]))
+    nxt = gpu.NEXT
+    np.testing.assert_array_equal(np.sort(d_next.get()[:got[nxt]]), np.sort(host_arrays["next"][:want[nxt]]))
     for q in (0, 2):
-        start, count = q * chunk, int(want[2 + q])
+        start, count = q * chunk, int(want[gpu.QUEUES + q])
         assert count > 1000
         np.testing.assert_array_equal(np.sort(d_qt.get()[start:start + count]),
                                       np.sort(host_arrays["qt"][start:start + count]))
@@ -832,11 +841,12 @@ def test_owner_steps_with_many_warps_and_long_rows():
     front_ids = np.concatenate([[n - 1], rng.choice(np.arange(1, n), 500, replace=False)])
     dist0 = np.where(rng.random(me.n_local) < 0.5, 1, -1).astype(np.int32)
     h_dist, h_parent = dist0.copy(), np.full(me.n_local, -1, np.int64)
-    h_next, h_counters = np.zeros(-(-me.n_local // 64), np.int64), np.zeros(5, np.int64)
+    h_next, h_counters = np.zeros(-(-me.n_local // 64), np.int64), np.zeros(cpu.QUEUES + 3, np.int64)
     cpu.bfs_owner_bottom_up(me.indptr, me.indices, h_dist, h_parent, 1,
                             kernel_graphs.pack_bits(front_ids, n, cpu), h_next, h_counters)
     d_dist, d_parent = cupy.asarray(dist0), cupy.full(me.n_local, -1, dtype=cupy.int64)
-    d_next, d_counters = cupy.zeros(-(-me.n_local // 32), dtype=cupy.uint32), cupy.zeros(5, dtype=cupy.int64)
+    d_next = cupy.zeros(-(-me.n_local // 32), dtype=cupy.uint32)
+    d_counters = cupy.zeros(gpu.QUEUES + 3, dtype=cupy.int64)
     gpu.bfs_owner_bottom_up(cupy.asarray(me.indptr), cupy.asarray(me.indices), d_dist, d_parent, 1,
                             cupy.asarray(kernel_graphs.pack_bits(front_ids, n, gpu)), d_next, d_counters)
     np.testing.assert_array_equal(d_dist.get(), h_dist)
@@ -848,8 +858,9 @@ def test_owner_steps_with_many_warps_and_long_rows():
 
 @pytest.mark.parametrize("k", [1, 31, 1024, 8191, 8192, 8193, 40_000, 65_536])
 def test_owner_edge_end_scans_in_one_block(k):
-    # bfs_owner_edge_end: the inclusive prefix sum of the frontier's degrees, tile by tile in one
-    # block (8192 slots a tile), and the counters zeroed: what the top-down step starts from.
+    # bfs_owner_edge_end: the frontier's length read on the device (counters[NEXT]), recorded
+    # with its out-degree sum, the other counters zeroed, and the inclusive prefix sum of the
+    # degrees, tile by tile in one block (8192 slots a tile): what the top-down step starts from.
     from gpipe.kernels import gpu_bfs_owners
 
     rng = np.random.default_rng(k)
@@ -858,13 +869,17 @@ def test_owner_edge_end_scans_in_one_block(k):
     degrees[rng.integers(0, n_local, 5)] = 10_000  # a few hubs
     indptr = cupy.asarray(np.concatenate([[0], np.cumsum(degrees)]).astype(np.int64))
     frontier = rng.choice(n_local, k, replace=False).astype(np.int64)
+    buffer = np.full(n_local, -3, dtype=np.int64)
+    buffer[:k] = frontier
     edge_end = cupy.full(k, -1, dtype=cupy.int64)
-    counters = cupy.full(5, 99, dtype=cupy.int64)
+    counters = cupy.asarray(kernel_graphs.level_counters(gpu, 3, k, 12345))
     gpu_bfs_owners._kernel("bfs_owner_edge_end", cupy.empty(0, dtype=cupy.int32))(
         (1,), (gpu_bfs_owners._SCAN_BLOCK,),
-        (indptr, cupy.asarray(frontier), cupy.int64(k), edge_end, counters, cupy.int32(5)))
+        (indptr, cupy.asarray(buffer), edge_end, counters, cupy.int32(counters.size)))
     np.testing.assert_array_equal(edge_end.get(), np.cumsum(degrees[frontier]))
-    assert (counters.get() == 0).all()
+    got = counters.get()
+    assert got[gpu.FRONTIER] == k and got[gpu.FRONTIER_EDGES] == degrees[frontier].sum()
+    assert (got[gpu.NEXT:] == 0).all()
     assert k <= gpu_bfs_owners._SCAN_ITEMS
 
 

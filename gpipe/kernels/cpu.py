@@ -79,8 +79,9 @@ import numpy as np
 from gpipe.kernels import atomics
 from gpipe.kernels.cpu_csr import build_csr  # noqa: F401 (the contract)
 from gpipe.kernels.cpu_bfs_owners import (  # noqa: F401 (the contract: BFS over several owners)
-    BITMAP_BITS, BITMAP_DTYPE, NEXT, NEXT_EDGES, QUEUES, bfs_owner_bottom_up, bfs_owner_claim,
-    bfs_owner_top_down, bitmap_to_frontier, frontier_to_bitmap)
+    BITMAP_BITS, BITMAP_DTYPE, FRONTIER, FRONTIER_EDGES, NEXT, NEXT_EDGES, QUEUES,
+    bfs_owner_bottom_up, bfs_owner_claim, bfs_owner_top_down, bitmap_to_frontier,
+    frontier_to_bitmap)
 from gpipe.kernels.cpu_delta import default_delta, delta_stepping  # noqa: F401
 from gpipe.kernels.cpu_sssp_owners import sssp_owner_counts, sssp_owner_pack, sssp_owners_delta  # noqa: F401
 from gpipe.kernels.cpu_sssp_ring import sssp_owner_advance, sssp_owner_merge, sssp_owner_relax  # noqa: F401

@@ -27,11 +27,16 @@ What each step computes
                 the global frontier bitmap (at a change of direction).
 
 Counters
-    `counters` is int64[2 + n_owners]: [NEXT] the length of next_frontier, [NEXT_EDGES] the
-    out-degree sum of the vertices in it, [QUEUES + q] the length of owner q's queue (this
-    owner's own entry stays 0). bfs_owner_top_down and bfs_owner_bottom_up begin a level: they
-    zero them first. bfs_owner_claim adds to them. The driver reads them once after the step,
-    and once after the claims.
+    `counters` is int64[4 + n_owners]: [FRONTIER], [FRONTIER_EDGES] the length and out-degree
+    sum of the frontier a top-down level expanded; [NEXT] the length of next_frontier,
+    [NEXT_EDGES] the out-degree sum of the vertices in it; [QUEUES + q] the length of owner
+    q's queue (this owner's own entry stays 0). The frontier of a top-down level is what the
+    previous level's steps appended: bfs_owner_top_down takes its length from [NEXT] and its
+    out-degree sum from [NEXT_EDGES], moves them to [FRONTIER] and [FRONTIER_EDGES] and zeroes
+    the rest; bfs_owner_bottom_up zeroes them all; bfs_owner_claim and bitmap_to_frontier add
+    to [NEXT]. So the host need not read anything between the claims of a level and the
+    expansion of the next (the GPU twin reads the length on the device): the owner loop reads
+    the counters once per top-down level, after the step.
 
 Invariants of the arrays
     - Local ids 0..n_local-1, global ids offset + local. Owners' offsets are multiples of
@@ -40,8 +45,9 @@ Invariants of the arrays
       words.
     - dist int32[n_local], -1 = unvisited; writing dist is the claim, so a vertex enters
       next_frontier once. parent int64[n_local], global ids, -1 = none.
-    - next_frontier int64[n_local]: every vertex is claimed once per traversal, so n_local
-      slots always suffice (appends start at counters[NEXT]).
+    - frontier, next_frontier int64[n_local]: every vertex is claimed once per traversal, so
+      n_local slots always suffice (appends start at counters[NEXT]). The owner loop swaps the
+      two buffers from level to level.
     - queue_targets, queue_parents: int[n] of the index dtype, global ids; owner q's queue is
       [q * chunk, q * chunk + size(q)) (the sent bitmap keeps it within that).
     - Bitmaps are int64 words (BITMAP_BITS = 64): bit v & 63 of word v >> 6. `sent` and `front`
@@ -70,9 +76,11 @@ _parallel = numba.njit(cache=True, nogil=True, parallel=True)
 BITMAP_BITS = 64
 BITMAP_DTYPE = np.int64
 
-NEXT = 0  # counters[NEXT]: length of next_frontier
-NEXT_EDGES = 1  # counters[NEXT_EDGES]: out-degree sum of next_frontier
-QUEUES = 2  # counters[QUEUES + q]: length of owner q's queue
+FRONTIER = 0  # counters[FRONTIER]: length of the frontier a top-down level expanded
+FRONTIER_EDGES = 1  # its out-degree sum
+NEXT = 2  # counters[NEXT]: length of next_frontier
+NEXT_EDGES = 3  # counters[NEXT_EDGES]: out-degree sum of next_frontier
+QUEUES = 4  # counters[QUEUES + q]: length of owner q's queue
 
 
 # ---------------------------------------------------------------------------------------------
@@ -169,6 +177,7 @@ def _frontier_to_bitmap(frontier, bitmap):
 
 @_kernel
 def _bitmap_to_frontier(bitmap, out):
+    """Write the ids of the set bits into `out`, ascending; return how many."""
     k = 0
     for w in range(bitmap.shape[0]):
         word = bitmap[w]
@@ -186,7 +195,7 @@ def _bitmap_to_frontier(bitmap, out):
 
 
 def bfs_owner_top_down(indptr, indices, offset, frontier, dist, parent, level, chunk, sent,
-                       next_frontier, queue_targets, queue_parents, counters, frontier_edges=None):
+                       next_frontier, queue_targets, queue_parents, counters, frontier_bound=None):
     """Expand one owner's frontier one level, top-down; claim owned targets, queue remote ones once.
 
     Parameters
@@ -196,8 +205,9 @@ def bfs_owner_top_down(indptr, indices, offset, frontier, dist, parent, level, c
         Global target ids of the owner's out-edges.
     offset : int
         Global id of local vertex 0 (a multiple of `chunk`).
-    frontier : int64[k]
-        Distinct local ids at distance `level`.
+    frontier : int64[>= k]
+        Its first ``k = counters[NEXT]`` entries (what the previous level appended) are
+        distinct local ids at distance `level`.
     dist : int32[n_local]
         -1 = unvisited; claimed targets get ``level + 1``.
     parent : int64[n_local]
@@ -212,11 +222,12 @@ def bfs_owner_top_down(indptr, indices, offset, frontier, dist, parent, level, c
     queue_targets, queue_parents : int[n], the dtype of `indices`
         Owner q's queue starts at ``q * chunk``; remote ``(v, offset + u)`` are appended at
         ``q * chunk + counters[QUEUES + q]``.
-    counters : int64[2 + n_owners]
-        Zeroed, then counted into: see the module's "Counters".
-    frontier_edges : int, optional
-        The frontier's out-degree sum, when the caller knows it (the GPU twin sizes its grid
-        by it; unused here).
+    counters : int64[4 + n_owners]
+        In: ``[NEXT]``, ``[NEXT_EDGES]`` describe `frontier`. Out: those two moved to
+        ``[FRONTIER]``, ``[FRONTIER_EDGES]``, the rest counted anew (the module's "Counters").
+    frontier_bound : int, optional
+        An upper bound of the frontier's length that the caller knows without reading the
+        counters (the GPU twin picks its path by it; unused here).
 
     Notes
     -----
@@ -224,11 +235,14 @@ def bfs_owner_top_down(indptr, indices, offset, frontier, dist, parent, level, c
     earlier level (or earlier in this one), and its owner claims it at the following level at
     the latest. Work O(frontier edges); nothing is allocated.
     """
-    del frontier_edges
+    del frontier_bound
+    k, edges = counters[NEXT], counters[NEXT_EDGES]
     counters[:] = 0
-    if frontier.shape[0]:
-        _top_down_step(indptr, indices, np.int64(offset), frontier, dist, parent, np.int64(level),
-                       np.int64(chunk), sent, next_frontier, queue_targets, queue_parents, counters)
+    counters[FRONTIER], counters[FRONTIER_EDGES] = k, edges
+    if k:
+        _top_down_step(indptr, indices, np.int64(offset), frontier[:k], dist, parent,
+                       np.int64(level), np.int64(chunk), sent, next_frontier, queue_targets,
+                       queue_parents, counters)
 
 
 def bfs_owner_claim(indptr, offset, targets, parents, dist, parent, level, next_frontier, counters):
@@ -266,7 +280,7 @@ def bfs_owner_bottom_up(indptr, indices, dist, parent, level, front, next_front,
         The frontier of all owners, a bitmap over global ids.
     next_front : int64[ceil(n_local / 64)]
         Written whole: bit v set for each local v claimed here.
-    counters : int64[2 + n_owners]
+    counters : int64[4 + n_owners]
         Zeroed; then ``counters[NEXT]`` and ``counters[NEXT_EDGES]`` get the number claimed
         and their out-degree sum.
 
@@ -287,8 +301,7 @@ def frontier_to_bitmap(frontier, bitmap):
     _frontier_to_bitmap(frontier, bitmap)
 
 
-def bitmap_to_frontier(bitmap, size, out):
-    """The ``size`` local ids set in `bitmap`, ascending, written into ``out[:size]``."""
-    k = _bitmap_to_frontier(bitmap, out)
-    assert k == size, "bitmap_to_frontier: size does not match the bitmap"
-    return out[:size]
+def bitmap_to_frontier(bitmap, out, counters):
+    """Write the local ids set in `bitmap` into `out`, ascending, and their number into
+    ``counters[NEXT]`` (the other counters untouched)."""
+    counters[NEXT] = _bitmap_to_frontier(bitmap, out)

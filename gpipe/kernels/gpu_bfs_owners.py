@@ -3,11 +3,14 @@
 Same names, signatures and promises as :mod:`gpipe.kernels.cpu_bfs_owners` (its docstring
 describes the steps, the counters and the arrays); the arrays are CuPy arrays of the current
 device. Bitmaps are ``uint32`` words here (``BITMAP_BITS = 32``), ``int64`` on the CPU. No
-function here reads anything back to the host: the owner loop reads the counters itself, once
-after the top-down step and once after the claims (or the bottom-up step). A grid's level
-(a few hundred vertices) costs a handful of launches, so launches are counted: the compiled
-functions are cached per device, and a top-down level starts with one kernel that zeroes the
-counters and scans the frontier's degrees.
+function here reads anything back to the host (but a top-down step over a frontier that may
+exceed ``_SCAN_ITEMS`` vertices reads its length): the owner loop reads the counters once per
+top-down level, after the step. A grid's level (a few hundred vertices) costs a handful of
+launches and host waits, which is what counts, the more so when owners share a GPU: the
+compiled functions are cached per device; the claims of one level and the expansion of the
+next are enqueued without a host wait between them, since the expansion reads the frontier's
+length from the counters on the device; and a top-down level starts with one kernel that
+records the frontier, zeroes the counters and scans the frontier's degrees.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import functools
 
 import cupy
+import numpy
 
 from gpipe.kernels import cuda
 
@@ -28,9 +32,11 @@ _SCAN_ITEMS = 8 * _SCAN_BLOCK * _SCAN_PER_THREAD  # up to 8 tiles in bfs_owner_e
 BITMAP_BITS = 32
 BITMAP_DTYPE = cupy.uint32
 
-NEXT = 0  # counters[NEXT]: length of next_frontier (kNext in bfs_owners.cu)
-NEXT_EDGES = 1  # counters[NEXT_EDGES]: out-degree sum of next_frontier (kNextEdges)
-QUEUES = 2  # counters[QUEUES + q]: length of owner q's queue (kQueues)
+FRONTIER = 0  # counters[FRONTIER]: length of the frontier a top-down level expanded (kFrontier)
+FRONTIER_EDGES = 1  # its out-degree sum (kFrontierEdges)
+NEXT = 2  # counters[NEXT]: length of next_frontier (kNext in bfs_owners.cu)
+NEXT_EDGES = 3  # counters[NEXT_EDGES]: out-degree sum of next_frontier (kNextEdges)
+QUEUES = 4  # counters[QUEUES + q]: length of owner q's queue (kQueues)
 
 
 def _kernel(name: str, typed):
@@ -45,39 +51,45 @@ def _function(name, dtype, device_id):
 
 
 def bfs_owner_top_down(indptr, indices, offset, frontier, dist, parent, level, chunk, sent,
-                       next_frontier, queue_targets, queue_parents, counters, frontier_edges=None):
+                       next_frontier, queue_targets, queue_parents, counters, frontier_bound=None):
     """Expand one owner's frontier one level, top-down; claim owned targets, queue remote ones once.
 
     See :func:`gpipe.kernels.cpu_bfs_owners.bfs_owner_top_down` for the parameters; here
-    ``sent`` is ``uint32[ceil(n / 32)]``, ``counters`` int64 (zeroed, then added to as uint64),
-    and ``queue_targets``/``queue_parents`` must have the dtype of ``indices``.
+    ``sent`` is ``uint32[ceil(n / 32)]``, ``counters`` int64 (added to as uint64), and
+    ``queue_targets``/``queue_parents`` must have the dtype of ``indices``. ``frontier`` is
+    a contiguous int64 buffer whose first ``counters[NEXT]`` entries are the frontier.
 
-    ``frontier_edges`` (the frontier's out-degree sum, known to the owner loop) sizes the grid;
-    without it the grid is sized by ``indices.size``. Edge-parallel, load-balanced by prefix
-    sum + binary search as :func:`gpipe.kernels.gpu_bfs.bfs_expand`; no host read. Two
-    launches for a frontier of up to ``_SCAN_ITEMS`` vertices: ``bfs_owner_edge_end`` zeroes
-    the counters and computes the prefix sum, then the step.
+    ``frontier_bound`` (at most the frontier's length, which the owner loop knows without a
+    host read) picks the path: up to ``_SCAN_ITEMS``, two launches and no host read
+    (``bfs_owner_edge_end`` reads the length on the device, records it, zeroes the counters
+    and scans the degrees; the step's grid is the grid-stride cap); beyond, or when None, one
+    read of the length, CuPy's scan, and a grid sized by the frontier's edges. Edge-parallel,
+    load-balanced by prefix sum + binary search as :func:`gpipe.kernels.gpu_bfs.bfs_expand`.
     """
-    k = int(frontier.size)
-    if k == 0 or frontier_edges == 0:
-        counters.fill(0)
-        return
     frontier = cupy.ascontiguousarray(frontier)
-    if k <= _SCAN_ITEMS:
-        edge_end = cupy.empty(k, dtype=cupy.int64)
+    bound = int(frontier.size) if frontier_bound is None else min(int(frontier_bound), int(frontier.size))
+    if bound <= _SCAN_ITEMS:
+        edge_end = cupy.empty(max(bound, 1), dtype=cupy.int64)
         _kernel("bfs_owner_edge_end", indices)(
-            (1,), (_SCAN_BLOCK,),
-            (indptr, frontier, cupy.int64(k), edge_end, counters, cupy.int32(counters.size)))
+            (1,), (_SCAN_BLOCK,), (indptr, frontier, edge_end, counters, cupy.int32(counters.size)))
+        if bound == 0:
+            return
+        grid = cuda.grid(max(int(indices.size), 1))
     else:
-        counters.fill(0)
-        edge_end = cuda.edge_end(indptr, frontier)
-    bound = int(indices.size) if frontier_edges is None else int(frontier_edges)
+        k, edges = (int(c) for c in counters[NEXT:NEXT_EDGES + 1].get())
+        start = numpy.zeros(counters.size, dtype=numpy.int64)
+        start[FRONTIER], start[FRONTIER_EDGES] = k, edges
+        counters.set(start)
+        if k == 0:
+            return
+        edge_end = cuda.edge_end(indptr, frontier[:k])
+        grid = cuda.grid(max(edges, 1))
     _kernel("bfs_owner_top_down", indices)(
-        cuda.grid(max(bound, 1)),
+        grid,
         (cuda.BLOCK,),
         (
             indptr, indices, cupy.int64(offset), cupy.int64(dist.size), cupy.int64(chunk),
-            frontier, edge_end, cupy.int64(k), cupy.int32(level), dist, parent, sent,
+            frontier, edge_end, cupy.int32(level), dist, parent, sent,
             next_frontier, queue_targets, queue_parents, counters,
         ),
     )
@@ -134,13 +146,12 @@ def frontier_to_bitmap(frontier, bitmap):
         cuda.grid(k), (cuda.BLOCK,), (frontier, cupy.int64(k), bitmap))
 
 
-def bitmap_to_frontier(bitmap, size, out):
-    """The ``size`` local ids whose bits are set in ``bitmap``, in no particular order, written
-    into ``out[:size]`` (``out`` int64, contiguous)."""
+def bitmap_to_frontier(bitmap, out, counters):
+    """Write the local ids whose bits are set in ``bitmap`` into ``out`` (int64, contiguous), in
+    no particular order, and their number into ``counters[NEXT]`` (the rest untouched)."""
+    counters[NEXT:NEXT + 1].fill(0)
     n_words = int(bitmap.size)
-    if size == 0 or n_words == 0:
-        return out[:0]
-    counter = cupy.zeros(1, dtype=cupy.int64)
+    if n_words == 0:
+        return
     _kernel("bitmap_to_frontier", out)(
-        cuda.grid(n_words), (cuda.BLOCK,), (bitmap, cupy.int64(n_words), out, counter))
-    return out[:size]
+        cuda.grid(n_words), (cuda.BLOCK,), (bitmap, cupy.int64(n_words), out, counters[NEXT:]))

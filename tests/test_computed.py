@@ -5,7 +5,6 @@ import dask.dataframe as dd
 import pandas as pd
 import pytest
 
-from gpipe import execution
 from gpipe.computed import computed_frame
 
 
@@ -48,20 +47,3 @@ def test_each_collection_has_its_own_name(parts):
     b = computed_frame([p.assign(vertex=0) for p in parts], parts[0].iloc[:0])
     assert a._name != b._name
     assert dd.concat([a, b])["vertex"].compute().tolist() == [1, 2, 3, 7, 8, 0, 0, 0, 0, 0]
-
-
-def test_in_process_results_are_not_hashed(parts, monkeypatch):
-    """Dask names a collection by hashing its data unless told a name; rows of a result must
-    never be hashed (for cuDF that copies a hash of every row to the host)."""
-    hashed = []
-    normalize = dask.base.normalize_token.dispatch(pd.DataFrame)
-
-    def counting(df):
-        if len(df):  # the empty meta frame is hashed too, and costs nothing
-            hashed.append(len(df))
-        return normalize(df)
-
-    monkeypatch.setitem(dask.base.normalize_token._lookup, pd.DataFrame, counting)
-    frame = execution.InProcess().to_frame(parts, parts[0].iloc[:0])
-    assert len(frame) == 5 and len(frame.compute()) == 5 and len(frame.partitions[0].compute()) == 3
-    assert hashed == []

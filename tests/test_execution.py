@@ -31,6 +31,7 @@ def test_in_process_persist_does_not_hash_the_rows(monkeypatch):
     hashed.clear()
     held = execution.InProcess().persist(frame)
     assert hashed == []
-    assert len(held.compute()) == 1000
+    assert len(held.compute()) == 1000 and len(held) == 1000 and len(held.partitions[1].compute()) == 500
+    assert hashed == []  # nor computing it or its length (gpipe.computed)
     frame.persist()  # the check can fail: Dask's own persist does hash the partitions
     assert hashed

@@ -332,9 +332,12 @@ class _Bench:
                 row["source_global"] = int(row.pop("global"))
             _summarize(result, info["bytes"])
             public = _time_public(graph, kind, input_ids, self.repeat)
-            for row, seconds in zip(result["sources"], public):
+            lengths = _time_public(graph, kind, input_ids, self.repeat, len)
+            for row, seconds, len_seconds in zip(result["sources"], public, lengths):
                 row["public_s"] = seconds
+                row["public_len_s"] = len_seconds
             result["public_median_ms"] = statistics.median(public) * 1e3
+            result["public_len_median_ms"] = statistics.median(lengths) * 1e3
             result.update(algo=kind, backend=self.backend, workers=self.report["options"]["workers"],
                           owners=graph.num_partitions, validated=True)
             if (host_csr is not None and self.scipy_check and info["n"] <= SCIPY_CHECK_MAX_VERTICES
@@ -760,16 +763,19 @@ def _traverse_frames(graph, kind, global_sources):
     return frames
 
 
-def _time_public(graph, kind, input_ids, repeat) -> list:
-    """Per source, the median seconds of the public call ``graph.bfs(s).compute()`` (``sssp``)."""
+def _time_public(graph, kind, input_ids, repeat, finish=None) -> list:
+    """Per source, the median seconds of the public call: ``graph.bfs(s).compute()`` (``sssp``),
+    or ``finish(graph.bfs(s))`` (``len``: on a cluster, what a query costs without bringing
+    its rows to this process)."""
     query = graph.bfs if kind == BFS else graph.sssp
-    query(int(input_ids[0])).compute()  # warm-up: the first query keeps each owner's result rows
+    finish = finish or (lambda frame: frame.compute())
+    finish(query(int(input_ids[0])))  # warm-up: the first query keeps each owner's result rows
     medians = []
     for source in input_ids:
         times = []
         for _ in range(repeat):
             t0 = time.perf_counter()
-            query(int(source)).compute()
+            finish(query(int(source)))
             _sync_all(graph)
             times.append(time.perf_counter() - t0)
         medians.append(statistics.median(times))
@@ -1077,16 +1083,18 @@ def _bytes(value):
 def format_table(report) -> str:
     """The report as a plain-text table: one row per algorithm, then build and end-to-end lines."""
     g = report["graph"]
-    header = ["graph", "vertices", "directed edges", "algo", "backend", "workers", "median ms",
-              "public ms", "GTEPS", "peak memory", "scipy ms", "ratio", "target", "met?"]
+    header = ["graph", "vertices", "directed edges", "algo", "backend", "workers", "owners", "median ms",
+              "public ms", "len() ms", "GTEPS", "peak memory", "scipy ms", "ratio", "target", "met?"]
     rows = []
     for r in report["results"]:
         scipy_result = r.get("scipy")
         text, met = _target(report, r)
         rows.append([
             g["name"], f"{g['vertices']:,}", f"{g['directed_edges']:,}", r["algo"], r["backend"],
-            str(r["workers"]), f"{r['median_ms']:.2f}",
-            f"{r['public_median_ms']:.2f}" if "public_median_ms" in r else "-", f"{r['gteps_hmean']:.4g}", _bytes(r["peak_memory_bytes"]),
+            str(r["workers"]), str(r.get("owners", "-")), f"{r['median_ms']:.2f}",
+            f"{r['public_median_ms']:.2f}" if "public_median_ms" in r else "-",
+            f"{r['public_len_median_ms']:.2f}" if "public_len_median_ms" in r else "-",
+            f"{r['gteps_hmean']:.4g}", _bytes(r["peak_memory_bytes"]),
             f"{scipy_result['median_s'] * 1e3:.2f}" if scipy_result else "-",
             f"{scipy_result['ratio']:.2f}x" if scipy_result else "-",
             text or "-", {True: "yes", False: "NO", None: "-"}[met],

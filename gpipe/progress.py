@@ -36,6 +36,11 @@ class Reporter:
     _start: float = field(default=0.0, repr=False)
     _last: float = field(default=0.0, repr=False)
 
+    @property
+    def enabled(self) -> bool:
+        """Whether anyone can see a report: a Dask worker (events), or a log handler here."""
+        return log.isEnabledFor(logging.INFO) or _on_worker()
+
     def level(self, level: int, frontier: int, reached: int | None = None) -> None:
         """Report level ``level`` if :data:`EVERY_S` passed since the last report."""
         now = time.monotonic()
@@ -57,17 +62,29 @@ class Reporter:
                  "owners": self.owners, "level": int(level), "frontier": int(frontier),
                  "reached": None if reached is None else int(reached),
                  "elapsed_s": time.monotonic() - self._start, "done": done}
-        log.info("%s %s owner %d/%d: level %d, frontier %d, reached %s, %.2f s%s",
-                 self.algorithm, self.traversal[-8:], self.owner, self.owners, event["level"],
-                 event["frontier"], "?" if reached is None else event["reached"],
-                 event["elapsed_s"], ", done" if done else "")
-        try:
-            from distributed import get_worker
+        log.info("%s", describe(event), extra={"gpipe_progress": event})
+        worker = _on_worker()
+        if worker is not None:
+            worker.log_event(TOPIC, event)
 
-            worker = get_worker()
-        except (ImportError, ValueError):
-            return
-        worker.log_event(TOPIC, event)
+
+def _on_worker():
+    """The Dask worker running this code, or None."""
+    try:
+        from distributed import get_worker
+
+        return get_worker()
+    except (ImportError, ValueError):
+        return None
+
+
+def describe(event: dict) -> str:
+    """One line for a progress event, e.g. ``bfs: level 12, 4,096 reached on owner 0/2``."""
+    where = f" on owner {event['owner']}/{event['owners']}" if event["owners"] > 1 else ""
+    reached = "" if event["reached"] is None else f", {event['reached']:,} reached"
+    state = "done after" if event["done"] else "at"
+    return (f"{event['algorithm']}: {state} level {event['level']}{reached}{where}, "
+            f"{event['elapsed_s']:.1f} s")
 
 
 def follow(client, callback):

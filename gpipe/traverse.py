@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import math
 import time
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
@@ -46,6 +47,7 @@ import dask
 import numpy as np
 
 from gpipe import backend as backends
+from gpipe import progress
 from gpipe.errors import InputError, NegativeCycleError
 from gpipe.kernels import owner_state
 from gpipe.partition import Layout, Partition
@@ -224,6 +226,7 @@ def _sssp_owner(channel, part: Partition, ids, layout: Layout, local_sources, ne
     """
     kernels = backends.get(part.backend).kernels
     stats = OwnerStats(channel.owner)
+    reporter = progress.Reporter(channel.key, "sssp", channel.owner, len(channel.addresses))
     clock = time.perf_counter()
     threshold = np.inf if negative_weights else FIRST_THRESHOLD
     state = owner_state.new_state(part.xp, layout.n, part.offset, part.n_local, layout.chunk,
@@ -241,6 +244,7 @@ def _sssp_owner(channel, part: Partition, ids, layout: Layout, local_sources, ne
                 weights if step == 0 else None)
         stats.record(rounds, sum(a.nbytes for b in outgoing if b is not None for a in b),
                      "bellman-ford" if negative_weights else f"bucket {bucket}")
+        reporter.level(step, counts.pending)
         stats.kernel_s += time.perf_counter() - clock
         clock = time.perf_counter()
         received = channel.exchange(step, [(mine, b) for b in outgoing])
@@ -278,6 +282,7 @@ def _sssp_owner(channel, part: Partition, ids, layout: Layout, local_sources, ne
         kernels.sssp_owner_advance(state, threshold, raised)
         threshold, bucket = raised, bucket + 1
     stats.kernel_s += time.perf_counter() - clock
+    reporter.done(step)
     _raise_if_negative_loop_reached(part, ids, state.dist)
     frame = owner_frame(part, ids, state.dist, state.parent, SSSP, vertex_dtype)
     return (frame, stats) if want_stats else frame
@@ -360,12 +365,14 @@ def _initial_state(part: Partition, local_sources, kind):
 def _bfs_one_owner(part: Partition, ids, sources, depth_limit, vertex_dtype):
     """The whole BFS of a one-owner graph, in this task."""
     dist, parent = bfs_arrays(part, sources, depth_limit)
+    _report_one_owner(BFS, part, dist)
     return owner_frame(part, ids, dist, parent, BFS, vertex_dtype)
 
 
 def _sssp_one_owner(part: Partition, ids, sources, negative_weights, vertex_dtype):
     """The whole SSSP of a one-owner graph, in this task. Raises NegativeCycleError."""
     dist, parent = sssp_arrays(part, sources, negative_weights)
+    _report_one_owner(SSSP, part, dist)
     _raise_if_negative_loop_reached(part, ids, dist)
     return owner_frame(part, ids, dist, parent, SSSP, vertex_dtype)
 
@@ -385,6 +392,16 @@ def _raise_if_negative_loop_reached(part: Partition, ids, dist) -> None:
         vertex = ids[vertex].item()
     raise NegativeCycleError(
         f"a negative-weight cycle is reachable from the source: the self-loop on vertex {vertex}")
+
+
+def _report_one_owner(kind, part: Partition, dist) -> None:
+    """The end of a one-owner traversal as a progress event, if anyone looks: the levels (BFS;
+    0 for SSSP) and the vertices reached."""
+    reporter = progress.Reporter(uuid.uuid4().hex, kind)
+    if not reporter.enabled or dist.size == 0:
+        return
+    reached = dist >= 0 if kind == BFS else part.xp.isfinite(dist)
+    reporter.done(int(dist.max()) if kind == BFS else 0, int(reached.sum()))
 
 
 def bfs_arrays(part: Partition, sources, depth_limit=None):
@@ -639,6 +656,7 @@ def bfs_owner_arrays(channel, part: Partition, layout: Layout, local_sources, de
             next_edges = claimed_edges + sent * mean_degree
             proposed = thresholds.go_bottom_up(next_edges, total_edges - checked_edges, n)
         level += 1
+    stats.progress.done(stats.data["levels"])
     return run.dist, run.parent, stats.data
 
 
@@ -788,6 +806,8 @@ class _LevelStats:
 
     def __init__(self, channel, owner: int):
         self.channel = channel
+        self.progress = progress.Reporter(getattr(channel, "key", "in-process"), "bfs", owner,
+                                          len(getattr(channel, "addresses", [None])))
         self.data = {"owner": owner, "levels": 0, "direction": [], "frontier": [], "messages": [],
                      "bytes_sent": [], "kernel_s": [], "wait_s": []}
         self._start = self._wait = 0.0
@@ -816,3 +836,4 @@ class _LevelStats:
         data["bytes_sent"].append(self._bytes)
         data["wait_s"].append(self._wait)
         data["kernel_s"].append(time.perf_counter() - self._start - self._wait)
+        self.progress.level(data["levels"], frontier)

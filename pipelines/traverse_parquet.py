@@ -51,7 +51,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import gpipe
-from gpipe import execution
+from gpipe import execution, progress
 from gpipe.cluster import connect, disconnect
 from gpipe.errors import InputError, command_report
 from gpipe.output import restore_interrupted, summarize, write_parquet
@@ -145,13 +145,15 @@ def run(config):
     if os.path.lexists(output["path"]) and not output["overwrite"]:  # fail before the work
         raise InputError(f"output {output['path']!r} already exists; set overwrite to replace it")
     timings = {}
-    client = None
+    client = stop_following = None
     try:
         if settings["cluster"] is None:
             log.info("no cluster configured: using the active Dask client if any, else this process")
         else:
             with _step("connect", timings):
                 client = _connect(settings["cluster"])
+            log.info("Dask dashboard: %s", getattr(client, "dashboard_link", None))
+            stop_following = progress.follow(client, _log_progress)
         edges_cfg = settings["edges"]
         with _step("read", timings):
             edges = gpipe.read_edges(
@@ -183,6 +185,8 @@ def run(config):
         with _step("summary", timings):
             summary = summarize(result)
     finally:
+        if stop_following is not None:
+            stop_following()
         if client is not None:
             disconnect(client)
     summary.update(algorithm=settings["algorithm"], source=source, output=str(written), seconds=timings)
@@ -231,6 +235,11 @@ def _inside(path, folder) -> bool:
 def _shown(given, resolved) -> str:
     """`given` quoted, followed by where it resolves to if that reads differently."""
     return repr(given) if os.path.abspath(given) == resolved else f"{given!r} (= {resolved!r})"
+
+
+def _log_progress(event):
+    """A progress event from the workers, logged here as the in-process traversals log theirs."""
+    progress.log.info("%s", progress.describe(event), extra={"gpipe_progress": event})
 
 
 def coerce_source(source, dtype):
@@ -291,13 +300,32 @@ def run_file(path):
 
 
 def configure_logging(level=logging.INFO):
-    """Log gpipe's messages (not Dask's) to stderr with timestamps, once per process."""
+    """Log gpipe's messages (not Dask's) to stderr with timestamps, once per process.
+
+    Traversal progress (the ``gpipe.progress`` logger) is one line rewritten in place when
+    stderr is a terminal, and plain log lines otherwise.
+    """
     logger = logging.getLogger("gpipe")
     if not logger.handlers:
         handler = _StderrHandler()
         handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(message)s"))
         logger.addHandler(handler)
     logger.setLevel(level)
+    progress_log = logging.getLogger(progress.log.name)
+    if sys.stderr.isatty() and not progress_log.handlers:
+        progress_log.addHandler(_ProgressLine())
+        progress_log.propagate = False
+
+
+class _ProgressLine(logging.Handler):
+    """Progress on one terminal line: each record overwrites the last; a finished traversal
+    ends the line."""
+
+    def emit(self, record):
+        event = getattr(record, "gpipe_progress", None)
+        done = event is None or event.get("done")
+        sys.stderr.write("\r\033[K" + record.getMessage() + ("\n" if done else ""))
+        sys.stderr.flush()
 
 
 class _StderrHandler(logging.StreamHandler):

@@ -1,0 +1,82 @@
+"""Progress while a traversal runs: log records in this process, Dask worker events from a
+cluster's owners (gpipe/progress.py), and the command line's progress lines."""
+
+import logging
+import time
+
+import dask
+import dask.dataframe as dd
+import pytest
+
+import gpipe
+import reference
+from gpipe import progress
+
+
+def test_an_in_process_traversal_logs_its_end_with_levels_and_reached(caplog):
+    edges = reference.random_edges(n=200, m=600, seed=41)
+    source = int(edges["src"].iloc[0])
+    graph = gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=2), directed=False)
+    with caplog.at_level(logging.INFO, logger="gpipe.progress"):
+        out = graph.bfs(source).compute()
+    events = [r.gpipe_progress for r in caplog.records if hasattr(r, "gpipe_progress")]
+    assert len(events) == 1 and events[0]["done"] and events[0]["algorithm"] == "bfs"
+    assert events[0]["reached"] == int(out["distance"].notna().sum())
+    assert events[0]["level"] == int(out["distance"].max())
+    assert "bfs: done after level" in caplog.records[-1].getMessage()
+
+
+def test_no_one_listening_costs_no_report(caplog):
+    edges = reference.random_edges(n=50, m=100, seed=42)
+    graph = gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=1))
+    with caplog.at_level(logging.WARNING, logger="gpipe.progress"):
+        graph.bfs(int(edges["src"].iloc[0])).compute()
+    assert not [r for r in caplog.records if hasattr(r, "gpipe_progress")]
+
+
+def test_owners_on_a_cluster_send_progress_events(dask_client2):
+    edges = reference.random_edges(n=400, m=1600, seed=43, weights="positive")
+    source = int(edges["src"].iloc[0])
+    seen = []
+    stop = progress.follow(dask_client2, seen.append)
+    try:
+        with dask_client2.as_current(), dask.config.set({"gpipe.partitions": 2}):
+            graph = gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=2), directed=False,
+                                           weight="weight")
+            graph.bfs(source).compute()
+            graph.sssp(source).compute()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and sum(e["done"] for e in seen) < 4:
+            time.sleep(0.1)
+    finally:
+        stop()
+    done = {(e["algorithm"], e["owner"]) for e in seen if e["done"]}
+    assert done == {("bfs", 0), ("bfs", 1), ("sssp", 0), ("sssp", 1)}
+    assert all(e["owners"] == 2 and e["elapsed_s"] >= 0 for e in seen)
+    assert any(not e["done"] and e["level"] >= 1 for e in seen)  # a level while running
+
+
+def test_the_command_line_logs_progress_lines(tmp_path, capsys):
+    from gpipe.cli import main
+
+    edges = reference.random_edges(n=100, m=300, seed=44)
+    edges.to_parquet(tmp_path / "edges.parquet")
+    source = str(int(edges["src"].iloc[0]))
+    assert main(["bfs", str(tmp_path / "edges.parquet"), "--source", source, "--out",
+                 str(tmp_path / "out"), "--backend", "cpu"]) == 0
+    assert "gpipe.progress bfs: done after level" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("done", [False, True])
+def test_a_terminal_gets_one_line_rewritten_in_place(capsys, done):
+    from pipelines.traverse_parquet import _ProgressLine
+
+    event = {"traversal": "t", "algorithm": "sssp", "owner": 1, "owners": 2, "level": 7,
+             "frontier": 3, "reached": 1234, "elapsed_s": 1.5, "done": done}
+    record = logging.LogRecord("gpipe.progress", logging.INFO, __file__, 1, "%s",
+                               (progress.describe(event),), None)
+    record.gpipe_progress = event
+    _ProgressLine().emit(record)
+    err = capsys.readouterr().err
+    assert err.startswith("\r\033[K") and "level 7, 1,234 reached on owner 1/2" in err
+    assert err.endswith("\n") == done

@@ -5,7 +5,7 @@
     gpipe bfs EDGES --source S [--source S2 ...] --out DIR [--depth-limit K] [--undirected]
               [--src COL] [--dst COL] [--backend auto|cpu|gpu] [--overwrite] [--cluster FILE]
     gpipe sssp EDGES --source S --out DIR [--weight COL] [...same options but --depth-limit]
-    gpipe demo [--scale 16] [--out DIR] [--cpu] [--workers N]
+    gpipe demo [--scale 16] [--out DIR] [--cpu] [--workers N] [--no-wait]
     gpipe run CONFIG
     gpipe bench (--scale S | --grid SIDE | --edges PATH) [--algo bfs|sssp|both] [--sources N]
                 [--backend auto|cpu|gpu] [--workers K] [--compare-scipy] [--end-to-end] [--json PATH] ...
@@ -84,7 +84,8 @@ def _run(args, pipeline):
 def _demo(args, pipeline):
     from gpipe.demo import run_demo
 
-    run_demo(args.scale, args.out, cpu=args.cpu, n_workers=args.workers)
+    keep_open = not args.no_wait and sys.stdin.isatty() and sys.stdout.isatty()
+    run_demo(args.scale, args.out, cpu=args.cpu, n_workers=args.workers, keep_open=keep_open)
     return 0
 
 
@@ -151,6 +152,8 @@ def _parser():
     demo.add_argument("--scale", type=int, default=16, help="2**SCALE vertex ids, 16 edges each (default: 16)")
     demo.add_argument("--out", default="out/demo", metavar="DIR", help="output folder (default: out/demo)")
     demo.add_argument("--cpu", action="store_true", help="use a CPU cluster even where a GPU is available")
+    demo.add_argument("--no-wait", action="store_true",
+                      help="close the cluster after the summary (on a terminal it waits for Enter)")
     demo.add_argument("--workers", type=int, metavar="N", help="cluster workers (default: one per GPU or core)")
 
     run = commands.add_parser("run", help="run a pipeline configuration (conf/pipelines/*.yaml)")

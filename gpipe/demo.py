@@ -19,7 +19,8 @@ import numpy as np
 __all__ = ["run_demo"]
 
 
-def run_demo(scale=16, out="out/demo", *, cpu=False, edge_factor=16, seed=0, n_workers=None, file=None):
+def run_demo(scale=16, out="out/demo", *, cpu=False, edge_factor=16, seed=0, n_workers=None, file=None,
+             keep_open=False):
     """Run the demo and return its summary.
 
     Parameters
@@ -36,6 +37,8 @@ def run_demo(scale=16, out="out/demo", *, cpu=False, edge_factor=16, seed=0, n_w
         Workers of the local cluster; default one per GPU or per CPU core.
     file : file-like, optional
         Where the summary is printed; default ``sys.stdout``.
+    keep_open : bool, optional (default=False)
+        After the summary, keep the cluster (and its dashboard) up until Enter is pressed.
 
     Returns
     -------
@@ -78,6 +81,8 @@ def run_demo(scale=16, out="out/demo", *, cpu=False, edge_factor=16, seed=0, n_w
     try:
         workers = len(client.nthreads())
         dashboard = client.dashboard_link or ""
+        print(f"gpipe demo: {kind} cluster of {workers} workers, dashboard "
+              f"{dashboard or 'off (the dashboard needs bokeh)'}", file=file, flush=True)
         with clock("read + build"):
             frame = gpipe.read_edges(paths["edges"], weight="weight", backend="gpu" if kind == "cuda" else "cpu")
             graph = gpipe.Graph.from_edges(frame, directed=False, weight="weight")
@@ -91,23 +96,26 @@ def run_demo(scale=16, out="out/demo", *, cpu=False, edge_factor=16, seed=0, n_w
             results[name] = summarize(result)
             del result
         vertices = results["bfs"]["vertices"]
+        summary = {
+            "scale": scale,
+            "edges": len(edges),
+            "vertices": vertices,
+            "source": source,
+            "cluster": kind,
+            "workers": workers,
+            "dashboard": dashboard,
+            "seconds": seconds,
+            "paths": {name: str(path.absolute()) for name, path in paths.items()},
+            **results,
+        }
+        _print_summary(summary, degree, edge_factor, file)
+        if keep_open:
+            print(f"The cluster stays up for its dashboard ({dashboard or 'off'}); press Enter to close it.",
+                  file=file, flush=True)
+            input()
     finally:
         client.close()
         cluster.close()
-
-    summary = {
-        "scale": scale,
-        "edges": len(edges),
-        "vertices": vertices,
-        "source": source,
-        "cluster": kind,
-        "workers": workers,
-        "dashboard": dashboard,
-        "seconds": seconds,
-        "paths": {name: str(path.absolute()) for name, path in paths.items()},
-        **results,
-    }
-    _print_summary(summary, degree, edge_factor, file)
     return summary
 
 

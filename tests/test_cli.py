@@ -376,3 +376,18 @@ def test_demo_runs_on_a_cpu_cluster(tmp_path, capsys):
     )
     # A second run replaces its own outputs.
     assert main(["demo", "--scale", "8", "--cpu", "--workers", "1", "--out", str(tmp_path)]) == 0
+
+
+def test_demo_prints_the_dashboard_first_and_can_wait_for_enter(tmp_path, monkeypatch):
+    import io
+
+    from gpipe.demo import run_demo
+
+    out = io.StringIO()
+    pressed = []
+    monkeypatch.setattr("builtins.input", lambda *a: pressed.append(out.getvalue()))
+    run_demo(7, tmp_path, cpu=True, n_workers=1, file=out, keep_open=True)
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("gpipe demo: cpu cluster of 1 workers, dashboard")
+    assert len(pressed) == 1 and "reached" in pressed[0]  # waited after the summary
+    assert lines[-1].startswith("The cluster stays up") and "press Enter" in lines[-1]

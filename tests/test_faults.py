@@ -126,3 +126,52 @@ def test_running_out_of_memory_in_a_task_names_the_partition(client):
     with pytest.raises(gpipe.OutOfMemory, match=r"gpipe-bfs on partition 0 \(\d+ vertices, \d+ stored edges"):
         graph._executor.gather([graph._executor.submit(_bfs_one_owner, graph._built.parts[0], owner=0)])
     assert execution.task_name(_bfs_one_owner) == "gpipe-bfs"
+
+
+@pytest.fixture
+def cuda_client():
+    """Two CUDA workers of their own (the devices of GPIPE_TEST_CUDA_DEVICES), to kill one."""
+    from dask_cuda import LocalCUDACluster
+    from distributed import Client, LocalCluster
+
+    from conftest import multigpu_devices
+
+    devices = multigpu_devices()
+    if len(set(devices)) > 1:
+        cluster = LocalCUDACluster(n_workers=2, dashboard_address=":0",
+                                   CUDA_VISIBLE_DEVICES=",".join(map(str, devices)))
+    else:
+        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
+                               env={"CUDA_VISIBLE_DEVICES": str(devices[0])})
+    with cluster, Client(cluster, set_as_default=False) as client, client.as_current():
+        client.wait_for_workers(2)
+        yield client
+
+
+@pytest.mark.multigpu
+def test_a_cuda_worker_killed_mid_traversal(cuda_client):
+    edges = path_edges(1500)
+    frame = dd.from_pandas(edges, npartitions=2).to_backend("cudf")
+    graph = gpipe.Graph.from_edges(frame, directed=True, partitions=2)
+    killer = threading.Timer(1.0, kill_worker, args=(cuda_client, graph._executor.workers[1]))
+    start = time.monotonic()
+    killer.start()
+    try:
+        out = graph.bfs(0).compute().to_pandas()
+    finally:
+        killer.join()
+    assert time.monotonic() - start < 2 * DEADLINE_S
+    reference.assert_distances(out, reference.expected_bfs(edges, [0], directed=True))
+
+
+@pytest.mark.multigpu
+def test_a_graph_larger_than_the_gpus_is_refused_before_building(cuda_client):
+    from gpipe import sizing
+
+    free = cuda_client.run(sizing._free_bytes, "gpu")
+    assert all(value > 2**30 for value in free.values())  # device memory, not host memory
+    edges = reference.random_edges(n=300, m=1200, seed=27)
+    # Leave gpipe a trillionth of each GPU: this small graph no longer fits.
+    with dask.config.set({sizing.FRACTION_KEY: 1e-12}):
+        with pytest.raises(gpipe.GraphTooLarge, match="free device memory"):
+            gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=2).to_backend("cudf"))

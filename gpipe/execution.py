@@ -146,6 +146,7 @@ class OnCluster(Executor):
         )
 
     def gather(self, handles):
+        self.wait(handles)  # a task pinned to a worker that died would keep a plain gather waiting
         return self.client.gather(list(handles))
 
     def wait(self, handles):
@@ -178,7 +179,8 @@ class OnCluster(Executor):
         for owner, address in enumerate(self.workers):
             if address not in present:
                 self.client.cancel(list(handles))
-                raise _lost(f"partition {owner}'s worker {address} left the cluster")
+                raise _lost(f"partition {owner}'s worker {address} left the cluster (killed, crashed, "
+                            "or stopped by its nanny over its memory limit)")
 
     def partitions(self, frame):
         return self.client.compute(frame.to_delayed(optimize_graph=True))

@@ -191,9 +191,9 @@ class Graph:
         self._executor.wait_for_workers(self.num_partitions)  # a nanny restarts killed workers
         try:
             self._built = self._rebuild()
-        except (GraphLost, InputError):
+        except InputError:
             raise
-        except Exception as error:
+        except Exception as error:  # GraphLost of the rebuild itself included
             raise GraphLost(
                 f"the graph's partitions were lost with their worker and its input edges cannot "
                 f"be read again ({type(error).__name__}: {error}); build the graph anew from "

@@ -175,3 +175,20 @@ def test_a_graph_larger_than_the_gpus_is_refused_before_building(cuda_client):
     with dask.config.set({sizing.FRACTION_KEY: 1e-12}):
         with pytest.raises(gpipe.GraphTooLarge, match="free device memory"):
             gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=2).to_backend("cudf"))
+
+
+def test_workers_with_a_small_memory_limit_end_a_build_in_an_error_not_a_hang():
+    """The issue's case: workers with a small memory limit and a graph that needs more. Before,
+    the nanny killed the workers and the build waited forever; now the size guard refuses it
+    before building or, if a worker dies anyway, the build ends in an error naming memory."""
+    from distributed import Client, LocalCluster
+
+    edges = reference.random_edges(n=300_000, m=3_000_000, seed=28, weights="positive")
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
+                      memory_limit="300MiB") as cluster, \
+            Client(cluster, set_as_default=False) as client, client.as_current():
+        start = time.monotonic()
+        with pytest.raises((gpipe.GraphTooLarge, gpipe.OutOfMemory, gpipe.GraphLost),
+                           match="memory"):
+            gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=4), directed=False, weight="weight")
+        assert time.monotonic() - start < DEADLINE_S

@@ -39,12 +39,6 @@ class Backend:
             return series.values
         return series.to_numpy(dtype=getattr(series.dtype, "numpy_dtype", None))
 
-    def argsort_stable(self, array):
-        """Indices that sort ``array``, equal keys kept in their input order."""
-        if self.name == GPU:
-            return self.xp.argsort(array)  # CuPy sorts with a stable radix sort
-        return np.argsort(array, kind="stable")
-
     def to_host(self, array) -> np.ndarray:
         return array.get() if self.name == GPU else np.asarray(array)
 

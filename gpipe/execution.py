@@ -295,16 +295,14 @@ def _raise_task_error(future):
     """Raise the error of a failed task, in gpipe's terms where it is a lost worker."""
     from distributed import KilledWorker
 
-    from gpipe.errors import OutOfMemory
+    from gpipe.errors import OutOfMemory, out_of_memory
     from gpipe.peers import PeerLost
 
     error = future.exception()
     if isinstance(error, PeerLost):
         raise _lost(str(error)) from error
     if isinstance(error, KilledWorker):
-        raise OutOfMemory(
-            f"a worker died each time it ran {error.task!r}: most often the nanny killing a "
-            f"worker over its memory limit; give the workers more memory ({error})") from error
+        raise OutOfMemory(out_of_memory(error)) from error
     future.result()
 
 

@@ -85,7 +85,8 @@ class State:
 
 def bfs(executor, built, sources: np.ndarray, depth_limit: int | None,
         stats: list | None = None) -> list:
-    """Handles to the per-owner result frames of a BFS from global ids ``sources``.
+    """Handles to the per-owner result frames of a BFS from global ids ``sources`` (not waited
+    for, unless ``stats`` is given).
 
     With several owners the level loop takes its direction thresholds from the Dask config
     ``gpipe.bfs-direction`` (:func:`bfs_thresholds`), read here on the client. When ``stats``
@@ -99,12 +100,13 @@ def bfs(executor, built, sources: np.ndarray, depth_limit: int | None,
                                 built.vertex_dtype, owner=0)]
     with_stats = stats is not None
     handles = _run_owners(executor, built, sources, _bfs_owner, depth_limit, bfs_thresholds(),
-                          with_stats, wait=not with_stats)
+                          with_stats)
     return handles if not with_stats else _split_stats(executor, handles, stats)
 
 
 def sssp(executor, built, sources: np.ndarray, stats: list | None = None) -> list:
-    """Handles to the per-owner result frames of an SSSP from global ids ``sources``.
+    """Handles to the per-owner result frames of an SSSP from global ids ``sources`` (not waited
+    for, unless ``stats`` is given).
 
     With several owners and a ``stats`` list, one handle per owner to its :class:`OwnerStats`
     is appended to it (for benchmarks; each costs a small task on the owner's worker). One
@@ -115,7 +117,7 @@ def sssp(executor, built, sources: np.ndarray, stats: list | None = None) -> lis
                                 built.negative_weights, built.vertex_dtype, owner=0)]
     with_stats = stats is not None
     handles = _run_owners(executor, built, sources, _sssp_owner, built.negative_weights,
-                          with_stats, wait=not with_stats)
+                          with_stats)
     return handles if not with_stats else _split_stats(executor, handles, stats)
 
 
@@ -166,19 +168,16 @@ class OwnerStats:
         self.labels.append(label)
 
 
-def _run_owners(executor, built, sources, owner_loop, *options, wait=True) -> list:
+def _run_owners(executor, built, sources, owner_loop, *options) -> list:
     """Start ``owner_loop(channel, part, ids, layout, local_sources, *options, vertex_dtype)``
-    on every owner with its own sources; wait for all of them (unless ``wait`` is False)."""
+    on every owner with its own sources; the caller waits for them."""
     layout = built.layout
     owners = layout.owner_of(sources)
-    frames = executor.run_together(owner_loop, [
+    return executor.run_together(owner_loop, [
         (built.parts[p], built.ids, layout, sources[owners == p] - layout.offset(p), *options,
          built.vertex_dtype)
         for p in range(layout.n_owners)
     ])
-    if wait:
-        executor.wait(frames)
-    return frames
 
 
 def _split_stats(executor, handles, stats: list) -> list:
@@ -321,15 +320,6 @@ def _shared_delta(kernels, samples: list, n: int) -> tuple:
     local, window = kernels.sssp_owners_delta(mean, top, edges / n)
     wider = min(WINDOW_RANGE, max(0.25, CROSSING_SHARE / max(crossing, CROSSING_SHARE / WINDOW_RANGE)))
     return float(local), max(float(local), float(window) * wider)
-
-
-def _swap(channel, tag, active: int, buckets: list):
-    """Send each peer its bucket and this owner's count; the non-empty buckets that came in,
-    and the count summed over all owners (the same on every owner, so all stop together)."""
-    sent = [(active, bucket if bucket[0].size else None) for bucket in buckets]
-    received = channel.exchange(tag, sent)
-    incoming = [bucket for _, bucket in received if bucket is not None]
-    return incoming, active + sum(count for count, _ in received)
 
 
 def _parent_cycle_anywhere(channel, part: Partition, state, round_no: int) -> bool:

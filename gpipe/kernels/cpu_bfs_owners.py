@@ -55,9 +55,8 @@ Invariants of the arrays
 
 These kernels run one thread each (an owner's worker of a CPU cluster runs Numba on one
 thread), but bfs_owner_bottom_up, race-free by construction, runs its words in parallel when
-Numba has threads. The slow twin of the whole is the old path: bfs_expand plus a sort/unique
-of the remote candidates (gpipe/exchange.py); tests/test_kernels_cpu.py checks the steps
-against it, edge by edge.
+Numba has threads. tests/kernel_graphs.py holds their slow twin, a plain NumPy reading of the
+contract, and tests/test_kernels_cpu.py checks the steps against it, edge by edge.
 
 References
     [1] E. F. Moore, "The shortest path through a maze", Proc. Int. Symp. Theory of Switching, 1959.

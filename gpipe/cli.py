@@ -29,7 +29,7 @@ import logging
 import sys
 
 from gpipe import __version__
-from gpipe.errors import command_report
+from gpipe.errors import report_or_raise
 
 __all__ = ["main"]
 
@@ -48,12 +48,7 @@ def main(argv=None):
     try:
         return args.command(args, pipeline)
     except Exception as error:
-        report = command_report(error)
-        if report is None:  # a bug: let its traceback show
-            raise
-        status, line = report
-        print(line, file=sys.stderr)
-        return status
+        return report_or_raise(error)
 
 
 def _traverse(args, pipeline):

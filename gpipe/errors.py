@@ -60,6 +60,19 @@ def command_report(error: BaseException) -> tuple[int, str] | None:
     return None
 
 
+def report_or_raise(error: BaseException) -> int:
+    """Print `error` as :func:`command_report`'s one line on stderr and return its exit status;
+    raise it again (with its traceback) when it is a bug."""
+    import sys
+
+    report = command_report(error)
+    if report is None:
+        raise error
+    status, line = report
+    print(line, file=sys.stderr)
+    return status
+
+
 def out_of_memory(error: BaseException) -> str | None:
     """One line saying how memory ran out, if `error` or an exception it came from says so; else None.
 

@@ -53,7 +53,7 @@ from pathlib import Path
 import gpipe
 from gpipe import execution, progress
 from gpipe.cluster import connect, disconnect
-from gpipe.errors import InputError, command_report
+from gpipe.errors import InputError, report_or_raise
 from gpipe.output import restore_interrupted, summarize, write_parquet
 
 log = logging.getLogger("gpipe.pipeline")
@@ -288,12 +288,7 @@ def run_file(path):
     try:
         summary = run(load_config(path))
     except Exception as error:
-        report = command_report(error)
-        if report is None:  # a bug: let its traceback show
-            raise
-        status, line = report
-        print(line, file=sys.stderr)
-        return status
+        return report_or_raise(error)
     steps = ", ".join(f"{name} {seconds:.2f}s" for name, seconds in summary["seconds"].items())
     log.info("done in %.2fs (%s)", time.perf_counter() - start, steps)
     return 0

@@ -1,15 +1,25 @@
-"""A Dask DataFrame over frames that this process has computed already (no Dask client).
+"""Dask DataFrames over result partitions that exist already, with their lengths known.
 
-Without a client, ``Graph.bfs`` runs the traversal in-process and the result partitions exist
-before the call returns; only the Dask DataFrame around them is lazy. ``dd.from_delayed``
-would make every ``.compute()`` optimize a second, delayed graph inside the first, and every
-``len()`` run tasks to count rows that are already counted. ``Computed`` is the expression
-for what these partitions are: frames in memory, named by a random token (Dask never hashes
-their rows to name them), one task each that hands its frame over, and known lengths, so that
-``len()`` is a number and not a computation.
+When ``Graph.bfs`` returns, the traversal has run and every result partition exists: in this
+process without a client, on the owners' workers with one. Only the Dask DataFrame around
+them is lazy. Two things would make it cost more than it holds:
 
-Dask's expression classes are not public API; where they are missing, :func:`computed_frame`
-falls back on ``dd.from_delayed``.
+* ``dd.from_delayed`` over in-memory frames would make every ``.compute()`` optimize a second,
+  delayed graph inside the first, and Dask names in-memory frames by hashing their rows.
+* ``len()`` would run a reduction over the partitions, through the scheduler on a cluster
+  (tens of milliseconds there, more than a whole BFS of a mid-sized graph on one GPU), to
+  count rows whose number the graph knows: one row per vertex of the edge list.
+
+So the collections made here answer ``len()`` from the lengths they were given, asking no
+scheduler, for as long as they are the collection as made (a column assigned in place keeps
+the length but not the expression: then Dask counts). In-process partitions are also a Dask
+expression of their own, :class:`Computed`: named by a random token, one task each that hands
+its frame over, and lengths that Dask's planner uses wherever it needs ``Len``. Partitions on
+the workers are Dask's own ``from_delayed`` expression, because a cluster's scheduler
+unpickles expressions and must not need gpipe for it. Every other operation is plain Dask.
+
+Dask's expression classes are not public API; where they are missing, the functions fall back
+on a plain ``dd.from_delayed`` collection, whose ``len()`` computes.
 """
 
 from __future__ import annotations
@@ -18,17 +28,64 @@ import functools
 import uuid
 
 
-def computed_frame(frames: list, meta):
-    """A Dask DataFrame with ``frames`` as its partitions, in order, and ``meta`` as its meta."""
+def computed_frame(frames: list, meta, lengths: list | None = None):
+    """A Dask DataFrame with ``frames`` (in this process) as its partitions, in order."""
+    if lengths is None:
+        lengths = [len(f) for f in frames]
     try:
-        expr = _computed_class()
-        from dask.dataframe.dask_expr._collection import new_collection
+        expr = _computed_class()(list(frames), meta, uuid.uuid4().hex, list(lengths))
     except ImportError:  # a Dask without (these) expression classes
         import dask
-        import dask.dataframe as dd
 
-        return dd.from_delayed([dask.delayed(f) for f in frames], meta=meta, verify_meta=False)
-    return new_collection(expr(list(frames), meta, uuid.uuid4().hex))
+        return _from_delayed([dask.delayed(f) for f in frames], meta, lengths)
+    return _with_lengths(expr, lengths)
+
+
+def worker_frame(futures: list, meta, lengths: list):
+    """A Dask DataFrame whose partitions are the frames behind ``futures`` (on the workers), in
+    order; ``lengths[i]``, the rows of partition ``i``, is trusted as given."""
+    return _from_delayed(futures, meta, lengths)
+
+
+def _from_delayed(parts, meta, lengths):
+    import dask.dataframe as dd
+
+    frame = dd.from_delayed(parts, meta=meta, verify_meta=False)
+    try:
+        return _with_lengths(frame.expr, lengths)
+    except ImportError:
+        return frame
+
+
+def _with_lengths(expr, lengths):
+    """``expr``'s usual Dask collection, answering ``len()`` from ``lengths``."""
+    from dask.dataframe.dask_expr._collection import new_collection
+
+    return _known_length_type(type(new_collection(expr)))(expr, lengths)
+
+
+@functools.cache
+def _known_length_type(base):
+    """A subclass of the collection type ``base`` (pandas' or cuDF's DataFrame) whose ``len()``
+    is the sum of the lengths it was made with, while its expression is the one it was made with.
+
+    It lives on this client only: Dask pickles a collection as its expression.
+    """
+
+    class KnownLength(base):
+        def __init__(self, expr, lengths):
+            super().__init__(expr)
+            object.__setattr__(self, "_gpipe_lengths", (expr, sum(lengths)))
+
+        def __len__(self):
+            made_of, length = object.__getattribute__(self, "_gpipe_lengths")
+            if self.expr is made_of:
+                return length
+            return super().__len__()
+
+    KnownLength.__name__ = base.__name__
+    KnownLength.__qualname__ = base.__qualname__
+    return KnownLength
 
 
 @functools.cache
@@ -43,7 +100,7 @@ def _computed_class():
     class Computed(PartitionsFiltered, BlockwiseIO):
         """Partitions that are frames in this process's memory, with their lengths known."""
 
-        _parameters = ["frames", "meta", "token", "_partitions"]
+        _parameters = ["frames", "meta", "token", "lengths", "_partitions"]
         _defaults = {"_partitions": None}
 
         def __dask_tokenize__(self):
@@ -62,9 +119,9 @@ def _computed_class():
 
         def _simplify_up(self, parent, dependents):
             if isinstance(parent, Len):
-                return Literal(sum(len(self.frames[i]) for i in self._partitions))
+                return Literal(sum(self.lengths[i] for i in self._partitions))
             if isinstance(parent, Lengths):
-                return Literal(tuple(len(self.frames[i]) for i in self._partitions))
+                return Literal(tuple(self.lengths[i] for i in self._partitions))
             return super()._simplify_up(parent, dependents)
 
     return Computed

@@ -665,6 +665,29 @@ def test_len_is_one_row_per_vertex(engine, ids):
         assert len(engine.compute(result)) == vertices
 
 
+def test_len_runs_no_computation(engine, monkeypatch):
+    """The result's ``len()`` is the graph's row count, not a reduction through a scheduler
+    (tens of milliseconds on a cluster); once the collection changes, Dask counts as usual."""
+    import dask.base
+
+    edges = reference.random_edges(800, 2400, seed=71, weights="positive", ids="sparse")
+    graph = gpipe.Graph.from_edges(engine.frame(edges), weight="weight")
+    source = reference.pick_sources(edges, 1, seed=71)[0]
+    vertices = len(np.union1d(edges["src"], edges["dst"]))
+    results = [graph.bfs(source), graph.sssp(source)]
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("len() of a gpipe result computed something")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(dask.base, "compute", refuse)
+        assert [len(r) for r in results] == [vertices, vertices]
+    result = results[0]
+    result["one"] = 1  # in place: a new expression, whose length Dask works out
+    assert len(result) == vertices
+    assert len(result[result["distance"] <= 1]) == int((engine.compute(results[0])["distance"] <= 1).sum())
+
+
 # ---------------------------------------------------------------------------------------------
 # read_edges.
 

@@ -26,7 +26,7 @@ def test_partitions_are_the_frames_in_order(parts):
     assert frame.map_partitions(len).compute().tolist() == [3, 2]
 
 
-def test_len_is_known_without_running_a_partition(parts):
+def test_len_is_known_without_running_anything(parts):
     frame = computed_frame(parts, parts[0].iloc[:0])
     graphs = []
 
@@ -35,9 +35,24 @@ def test_len_is_known_without_running_a_partition(parts):
         return dask.get(dsk, keys, **kwargs)
 
     with dask.config.set(scheduler=get):
-        assert len(frame) == 5
+        assert len(frame) == 5  # the collection knows it
+        assert graphs == []
+        assert frame.shape[0].compute() == 5  # Dask's planner knows it too
     assert len(graphs) == 1 and graphs[0]
     assert not any("computed-" in key for keys in graphs for key in keys)  # no partition task
+
+
+def test_worker_frame_len_asks_no_scheduler(dask_client2):
+    from gpipe.computed import worker_frame
+
+    frames = [pd.DataFrame({"vertex": range(k)}) for k in (3, 0, 4)]
+    futures = dask_client2.scatter(frames)
+    frame = worker_frame(futures, frames[0].iloc[:0], [3, 0, 4])
+    with dask.config.set(scheduler=lambda *a, **k: pytest.fail("len() ran a computation")):
+        assert len(frame) == 7
+    with dask_client2.as_current():
+        pd.testing.assert_frame_equal(frame.compute(), pd.concat(frames))
+        assert len(frame[frame["vertex"] > 0]) == 5
 
 
 def test_each_collection_has_its_own_name(parts):

@@ -47,6 +47,11 @@ class Backend:
         while ``array`` is reused)."""
         return array.get() if self.name == GPU else np.array(array, copy=True)
 
+    def message_copy(self, array, device: bool):
+        """A copy of ``array`` that shares no memory with it, for a message: on the device when
+        ``device`` (the transport moves device arrays itself), else on the host."""
+        return array.copy() if device else self.host_copy(array)
+
     def shared_column(self, values):
         """``values`` kept to become the ``vertex`` column of many result frames.
 

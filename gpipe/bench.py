@@ -91,7 +91,7 @@ BUILD_TARGETS = {("kron23", "gpu"): (0.4, 2.5)}
 
 def run(*, scale=None, grid=None, edges=None, src="src", dst="dst", weight=None, weights=False,
         seed=0, algo="bfs", sources=4, repeat=1, backend="auto", workers=0, partitions=None,
-        shared_gpu=False, protocol="tcp", compare_scipy=False, end_to_end=False, build_repeat=1,
+        shared_gpu=False, protocol="auto", compare_scipy=False, end_to_end=False, build_repeat=1,
         scipy_check=True, tmpdir=None, command=None) -> dict:
     """Build one graph, time BFS and/or SSSP from several sources, validate, and report.
 
@@ -131,8 +131,10 @@ def run(*, scale=None, grid=None, edges=None, src="src", dst="dst", weight=None,
         With `workers` on GPU: plain Dask worker processes that all use GPU 0 instead of
         dask-cuda's one worker per GPU, so that several owners can be timed on one GPU (the
         default on a machine with one GPU).
-    protocol : {"tcp", "ucx"}
-        Transport between the workers (``ucx`` needs distributed-ucxx).
+    protocol : {"auto", "tcp", "ucx"}
+        Transport between GPU workers (:func:`gpipe.cluster.cuda_protocol`: ``auto`` is UCX
+        where distributed-ucxx is installed, as on a cluster that gpipe starts); CPU workers
+        use TCP. ``main`` also takes ``both``: the whole run once over each.
     compare_scipy : bool
         Also time ``scipy.sparse.csgraph.breadth_first_order`` / ``dijkstra`` (with
         predecessors) from the same sources on a host copy of the same CSR. Without workers
@@ -180,11 +182,17 @@ def run(*, scale=None, grid=None, edges=None, src="src", dst="dst", weight=None,
         raise InputError("--sources, --repeat and --build-repeat must be at least 1, --workers at least 0")
     if partitions is not None and not 1 <= partitions <= max(workers, 1):
         raise InputError(f"--partitions must be between 1 and --workers ({workers}), not {partitions}")
-    if protocol not in ("tcp", "ucx"):
-        raise InputError(f"--protocol must be 'tcp' or 'ucx', not {protocol!r}")
     backend_name = backends.resolve(backend)
     if protocol == "ucx" and (backend_name != backends.GPU or not workers):
         raise InputError("--protocol ucx is for GPU workers: give --backend gpu and --workers K")
+    if backend_name == backends.GPU and workers:
+        from gpipe.cluster import cuda_protocol
+
+        protocol = cuda_protocol(protocol)
+    elif protocol not in ("auto", "tcp"):
+        raise InputError(f"--protocol must be 'auto', 'tcp' or 'ucx', not {protocol!r}")
+    else:
+        protocol = "tcp"
     weighted = SSSP in algos or weights or (edges is not None and weight is not None)
     spec = _GraphSpec(scale, grid, edges, src, dst, weight if edges is not None else "weight", weighted, seed)
     if edges is not None and SSSP in algos and weight is None and not weights:
@@ -212,21 +220,38 @@ def main(args) -> int:
 
     Writes the full report as JSON to ``args.json`` when given. Returns the exit status (0).
     """
-    report = run(
-        scale=args.scale, grid=args.grid, edges=args.edges, src=args.src, dst=args.dst,
-        weight=args.weight, weights=args.weights, seed=args.seed, algo=args.algo,
-        sources=args.sources, repeat=args.repeat, backend=args.backend, workers=args.workers,
-        partitions=args.partitions, shared_gpu=args.shared_gpu, protocol=args.protocol,
-        compare_scipy=args.compare_scipy, end_to_end=args.end_to_end,
-        build_repeat=args.build_repeat, scipy_check=not args.no_scipy_check, tmpdir=args.tmpdir,
-    )
+    protocols = ["tcp", "ucx"] if args.protocol == "both" else [args.protocol]
+    reports = []
+    for protocol in protocols:
+        report = run(
+            scale=args.scale, grid=args.grid, edges=args.edges, src=args.src, dst=args.dst,
+            weight=args.weight, weights=args.weights, seed=args.seed, algo=args.algo,
+            sources=args.sources, repeat=args.repeat, backend=args.backend, workers=args.workers,
+            partitions=args.partitions, shared_gpu=args.shared_gpu, protocol=protocol,
+            compare_scipy=args.compare_scipy, end_to_end=args.end_to_end,
+            build_repeat=args.build_repeat, scipy_check=not args.no_scipy_check, tmpdir=args.tmpdir,
+        )
+        reports.append(report)
+        print(format_table(report), flush=True)
+    if len(reports) > 1:
+        print("\n" + format_protocols(reports))
     if args.json:
         directory = os.path.dirname(os.path.abspath(args.json))
         os.makedirs(directory, exist_ok=True)
         with open(args.json, "w") as f:
-            json.dump(report, f, indent=1)
-    print(format_table(report))
+            json.dump(reports[0] if len(reports) == 1 else reports, f, indent=1)
     return 0
+
+
+def format_protocols(reports) -> str:
+    """One line per algorithm setting the runs' medians side by side, one run per transport."""
+    lines = []
+    for results in zip(*(r["results"] for r in reports)):
+        lines.append(f"{results[0]['algo']} by transport: " + ", ".join(
+            f"{r['options']['protocol']} {x['median_ms']:.2f} ms (len() "
+            f"{x.get('public_len_median_ms', float('nan')):.2f} ms)"
+            for r, x in zip(reports, results)))
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -994,7 +1019,7 @@ def _command_line(options) -> str:
              "repeat": "--repeat", "backend": "--backend", "workers": "--workers",
              "partitions": "--partitions", "protocol": "--protocol", "build_repeat": "--build-repeat"}
     defaults = {"src": "src", "dst": "dst", "weight": None, "seed": 0, "repeat": 1, "workers": 0,
-                "protocol": "tcp", "build_repeat": 1}
+                "protocol": "auto", "build_repeat": 1}
     words = ["gpipe", "bench"]
     for key, flag in flags.items():
         value = options[key]
@@ -1021,7 +1046,8 @@ def _git_commit():
 
 @contextlib.contextmanager
 def _cluster(backend_name, workers, shared_gpu=False, protocol="tcp"):
-    """A local cluster of ``workers`` workers, current while the bench runs; None for 0."""
+    """A local cluster of ``workers`` workers, current while the bench runs; None for 0.
+    ``protocol``, resolved already, is "tcp" or "ucx"."""
     if not workers:
         yield None
         return
@@ -1035,15 +1061,9 @@ def _cluster(backend_name, workers, shared_gpu=False, protocol="tcp"):
                                dashboard_address=None, protocol=protocol,
                                env={"CUDA_VISIBLE_DEVICES": "0"})
         client = Client(cluster, set_as_default=False)
-    elif protocol != "tcp":
-        from gpipe.cluster import connect
-
-        client = connect({"kind": "local-cuda", "n_workers": workers, "dashboard_address": None,
-                          "protocol": protocol})
-        cluster = client.cluster
     else:
         cluster, client = start_local_cluster("cuda" if backend_name == backends.GPU else "cpu",
-                                              n_workers=workers, dashboard=False)
+                                              n_workers=workers, dashboard=False, protocol=protocol)
     try:
         client.wait_for_workers(workers)
         with client.as_current():
@@ -1134,6 +1154,8 @@ def format_table(report) -> str:
                 lines.append(line)
     m = report["machine"]
     load = m.get("load_average_at_end")
+    options = report.get("options", {})
     lines.append(f"machine: {m['hostname']}, {m['cpu_count']} CPUs, GPU {m['gpu'] or 'none'}, {m['date']}"
-                 + (f", load average {load[0]:.2f} at the end" if load else ""))
+                 + (f", load average {load[0]:.2f} at the end" if load else "")
+                 + (f"; workers over {options['protocol']}" if options.get("workers") else ""))
     return "\n".join(lines)

@@ -193,8 +193,9 @@ def _add_bench_parser(commands):
     bench.add_argument("--shared-gpu", action="store_true",
                        help="GPU: K plain workers all on GPU 0 (times several owners on one GPU; "
                             "the default on a one-GPU machine)")
-    bench.add_argument("--protocol", default="tcp", choices=("tcp", "ucx"),
-                       help="transport between workers (default: tcp; ucx needs distributed-ucxx)")
+    bench.add_argument("--protocol", default="auto", choices=("auto", "tcp", "ucx", "both"),
+                       help="transport between GPU workers (default: auto, ucx where distributed-ucxx "
+                            "is installed, else tcp); both: the whole run over each, side by side")
     bench.add_argument("--compare-scipy", action="store_true",
                        help="also time scipy.sparse.csgraph breadth_first_order / dijkstra on the same graph")
     bench.add_argument("--end-to-end", action="store_true",

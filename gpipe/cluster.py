@@ -21,7 +21,10 @@ from collections.abc import Mapping
 
 from gpipe.errors import InputError
 
-__all__ = ["start_local_cluster", "local_cluster_kind", "connect", "disconnect", "CLUSTER_KINDS"]
+__all__ = ["start_local_cluster", "local_cluster_kind", "cuda_protocol", "connect", "disconnect",
+           "CLUSTER_KINDS"]
+
+PROTOCOLS = ("auto", "tcp", "ucx")
 
 # Keys of a cluster configuration, per kind, besides "kind" and "dask". Each is passed unchanged
 # to the constructor named in the comment.
@@ -34,7 +37,7 @@ CLUSTER_KINDS = {
 }
 
 
-def start_local_cluster(kind="auto", n_workers=None, dashboard=True):
+def start_local_cluster(kind="auto", n_workers=None, dashboard=True, protocol="auto"):
     """Start a Dask cluster on this machine and a client connected to it.
 
     Parameters
@@ -50,6 +53,10 @@ def start_local_cluster(kind="auto", n_workers=None, dashboard=True):
     dashboard : bool, optional (default=True)
         Serve the Dask dashboard (on port 8787, or a free port if that one is taken; it
         needs bokeh). The link is ``client.dashboard_link``.
+    protocol : {"auto", "tcp", "ucx"}, optional (default="auto")
+        Transport between the CUDA workers (:func:`cuda_protocol`): ``"auto"`` is UCX where
+        distributed-ucxx is installed (the ``cuda13`` extra brings it), else TCP. CPU
+        clusters always use TCP.
 
     Returns
     -------
@@ -61,7 +68,8 @@ def start_local_cluster(kind="auto", n_workers=None, dashboard=True):
     Raises
     ------
     gpipe.InputError
-        If `kind` is not one of the above, or is ``"cuda"`` where dask-cuda or a GPU is missing.
+        If `kind` is not one of the above, or is ``"cuda"`` where dask-cuda or a GPU is missing;
+    if `protocol` is unknown, or ``"ucx"`` where distributed-ucxx is missing.
 
     Examples
     --------
@@ -73,7 +81,7 @@ def start_local_cluster(kind="auto", n_workers=None, dashboard=True):
     kind = local_cluster_kind(kind)
     options = {"n_workers": n_workers, "dashboard_address": ":8787" if dashboard else None}
     if kind == "cuda":
-        cluster = _local_cuda_cluster(options)
+        cluster = _local_cuda_cluster({**options, "protocol": protocol})
     else:
         cluster = _local_cpu_cluster(options)
     from distributed import Client
@@ -98,6 +106,33 @@ def local_cluster_kind(kind="auto"):
     return kind
 
 
+def cuda_protocol(protocol="auto") -> str:
+    """The transport, ``"tcp"`` or ``"ucx"``, that CUDA workers use for ``protocol``.
+
+    ``"auto"`` is ``"ucx"`` when distributed-ucxx imports, else ``"tcp"``. UCX moves device
+    arrays worker to worker without staging them on the host (CUDA IPC on one machine,
+    NVLink or InfiniBand between GPUs): a 256 MiB CuPy array between two workers of one H100
+    took 14.5 ms against 409 ms over TCP (``shared/ANCHORS.md``), and a traversal over several
+    GPUs sends its large frontiers and SSSP candidates as device arrays. ``gpipe bench
+    --protocol both`` times a traversal over each.
+
+    Raises
+    ------
+    gpipe.InputError
+        If `protocol` is not ``"auto"``, ``"tcp"`` or ``"ucx"``, or is ``"ucx"`` without
+        distributed-ucxx.
+    """
+    if protocol not in PROTOCOLS:
+        raise InputError(f"protocol must be one of {', '.join(PROTOCOLS)}, not {protocol!r}")
+    if protocol == "tcp":
+        return protocol
+    available = _ucx_available()
+    if protocol == "ucx" and not available:
+        raise InputError("protocol 'ucx' needs distributed-ucxx (pip install distributed-ucxx-cu13, "
+                         "part of gpipe's cuda13 extra)")
+    return "ucx" if available else "tcp"
+
+
 def connect(config):
     """Return a Dask client for the cluster that `config` describes, starting it if local.
 
@@ -120,7 +155,8 @@ def connect(config):
             ``n_workers``, ``threads_per_worker``, ``processes``, ``memory_limit``,
             ``dashboard_address`` (null: no dashboard), ``local_directory``; for
             ``local-cuda`` those but ``processes``, and ``CUDA_VISIBLE_DEVICES``,
-            ``device_memory_limit``, ``rmm_pool_size``, ``enable_cudf_spill``, ``protocol``;
+            ``device_memory_limit``, ``rmm_pool_size``, ``enable_cudf_spill``, ``protocol``
+            (``auto``, the default, ``tcp`` or ``ucx``: :func:`cuda_protocol`);
             for ``remote`` ``scheduler_address`` (required) and ``timeout``. Null values are
             passed as None, which is each constructor's default unless noted.
 
@@ -211,7 +247,17 @@ def _local_cuda_cluster(options):
         )
     from dask_cuda import LocalCUDACluster
 
+    options = dict(options)
+    options["protocol"] = cuda_protocol(options.get("protocol") or "auto")
     return LocalCUDACluster(**options)
+
+
+def _ucx_available() -> bool:
+    try:
+        import distributed_ucxx  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def _cuda_cluster_available() -> bool:

@@ -38,6 +38,7 @@ ABORT = "abort"
 TIMEOUT_KEY = "gpipe.peer-timeout"
 DEFAULT_TIMEOUT = "15 minutes"
 ABORT_WAIT_S = 10  # how long a failing owner waits for its abort messages to be filed
+DEVICE_SCHEMES = ("ucx", "ucxx")  # transports that move device arrays device to device (CUDA IPC, NVLink)
 CLOSED_KEPT = 4096  # boxes of finished traversals remembered, so that late messages to them are dropped
 WATCH_S = 1.0  # how often a waiting owner asks the scheduler whether its peers' workers remain
 
@@ -139,6 +140,9 @@ class Channel:
 
     ``addresses[q]`` is the worker of owner ``q``. Tags name a round of messages (a level, a
     check); each owner sends at most one message per tag to each other owner.
+    ``device_messages`` says whether the workers talk over a transport that moves device arrays
+    without staging them on the host (UCX); over TCP a GPU owner's messages are better staged
+    by the owner itself, in one copy per message.
     """
 
     def __init__(self, key: str, owner: int, addresses: list, timeout: float):
@@ -146,6 +150,7 @@ class Channel:
         self.owner = owner
         self.addresses = list(addresses)
         self.timeout = timeout
+        self.device_messages = all(a.split("://", 1)[0] in DEVICE_SCHEMES for a in self.addresses)
         self._sending = []  # deliveries under way (concurrent.futures.Future)
         self._roll_call = None  # the scheduler's answer on which peers' workers remain, under way
         self._roll_call_at = None  # when the last question was asked (the first wait starts it)

@@ -37,6 +37,7 @@ its vertex: each owner checks its own (``Partition.negative_loops``) once the st
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 import uuid
@@ -583,7 +584,7 @@ def bfs_owner_arrays(channel, part: Partition, layout: Layout, local_sources, de
     level after a bottom-up level checks the exact counts for the way back. The first level is
     top-down. Directed graphs stay top-down (no in-edges are stored).
     """
-    run = _OwnerBfs(part, layout)
+    run = _OwnerBfs(part, layout, getattr(channel, "device_messages", False))
     stats = _LevelStats(channel, part.owner)
     n = layout.n
     run.claim_sources(local_sources)
@@ -600,7 +601,7 @@ def bfs_owner_arrays(channel, part: Partition, layout: Layout, local_sources, de
             # A bottom-up level begins by sharing the frontier: exact counts decide again.
             mine = run.bitmap_slice()
             counts = (run.size, run.edges, part.n_edges)
-            received = stats.exchange(tag, [(counts, run.host_copy(mine))] * layout.n_owners,
+            received = stats.exchange(tag, [(counts, run.message_copy(mine))] * layout.n_owners,
                                       mine.nbytes * (layout.n_owners - 1))
             size = run.size + sum(c[0] for c, _ in received)
             edges = run.edges + sum(c[1] for c, _ in received)
@@ -662,11 +663,13 @@ class _OwnerBfs:
     between. See gpipe/kernels/cpu_bfs_owners.py for the kernels and their arrays.
     """
 
-    def __init__(self, part: Partition, layout: Layout):
+    def __init__(self, part: Partition, layout: Layout, device_messages: bool = False):
         be = backends.get(part.backend)
         xp = be.xp
         self.part, self.layout, self.xp = part, layout, xp
-        self.to_host, self.host_copy = be.to_host, be.host_copy
+        self.to_host = be.to_host
+        self.device_messages = device_messages and be.name == backends.GPU
+        self.message_copy = functools.partial(be.message_copy, device=self.device_messages)
         self.kernels = kernels = be.kernels
         n_local = part.n_local
         self.dist = xp.full(n_local, -1, dtype="int32")
@@ -727,19 +730,22 @@ class _OwnerBfs:
         return counters
 
     def outgoing(self, counters) -> list:
-        """Per owner, its queue as one host array, the targets then the parents (None if empty
-        or this owner). A copy, since the queues are reused while the messages may still be on
-        their way; on the host and in one array, since it travels through the host anyway and
+        """Per owner, its queue as one array, the targets then the parents (None if empty or
+        this owner). A copy, since the queues are reused while the messages may still be on
+        their way. Over TCP it is one host array: the message travels through the host anyway,
         Dask's serialization of device arrays costs more per message than the copy, and the
         receiver then uploads it in one piece (H100, grid 100^3: these were most of an owner's
-        own work per level)."""
+        own work per level). Over UCX it stays on the device, which the transport moves
+        device to device."""
+        xp = self.xp if self.device_messages else np
+        copy = (lambda a: a) if self.device_messages else self.to_host
         buckets = []
         for q in range(self.layout.n_owners):
             count = int(counters[self.kernels.QUEUES + q])
             start = self.layout.offset(q)
-            buckets.append(None if count == 0 or q == self.part.owner else np.concatenate([
-                self.to_host(self.queue_targets[start:start + count]),
-                self.to_host(self.queue_parents[start:start + count])]))
+            buckets.append(None if count == 0 or q == self.part.owner else xp.concatenate([
+                copy(self.queue_targets[start:start + count]),
+                copy(self.queue_parents[start:start + count])]))
         return buckets
 
     def claim(self, buckets, level: int, counters):

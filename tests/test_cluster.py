@@ -1,0 +1,47 @@
+"""gpipe.cluster: the transport CUDA workers use, and what the owners' messages carry over it."""
+
+import pytest
+
+import gpipe
+from gpipe import bench, cluster, peers
+
+
+@pytest.mark.parametrize("installed, asked, chosen", [
+    (True, "auto", "ucx"), (False, "auto", "tcp"), (True, "tcp", "tcp"), (False, "tcp", "tcp"),
+    (True, "ucx", "ucx"),
+])
+def test_cuda_protocol(monkeypatch, installed, asked, chosen):
+    monkeypatch.setattr(cluster, "_ucx_available", lambda: installed)
+    assert cluster.cuda_protocol(asked) == chosen
+
+
+def test_cuda_protocol_refuses_what_cannot_run(monkeypatch):
+    monkeypatch.setattr(cluster, "_ucx_available", lambda: False)
+    with pytest.raises(gpipe.InputError, match="distributed-ucxx"):
+        cluster.cuda_protocol("ucx")
+    with pytest.raises(gpipe.InputError, match="'udp'"):
+        cluster.cuda_protocol("udp")
+
+
+def test_the_shipped_cuda_configuration_lets_gpipe_choose():
+    import yaml
+
+    with open("conf/cluster/local-cuda.yaml") as f:
+        assert yaml.safe_load(f)["protocol"] == "auto"
+
+
+@pytest.mark.parametrize("addresses, device", [
+    (["ucx://10.0.0.1:1234", "ucx://10.0.0.2:1234"], True),
+    (["ucxx://10.0.0.1:1234", "ucxx://10.0.0.2:1234"], True),
+    (["tcp://10.0.0.1:1234", "tcp://10.0.0.2:1234"], False),
+    (["inproc://10.0.0.1/1/1", "inproc://10.0.0.1/1/2"], False),
+])
+def test_messages_stay_on_the_device_only_over_ucx(addresses, device):
+    assert peers.Channel("key", 0, addresses, 1.0).device_messages is device
+
+
+def test_bench_protocol_is_for_gpu_workers():
+    with pytest.raises(gpipe.InputError, match="GPU workers"):
+        bench.run(scale=6, protocol="ucx")
+    with pytest.raises(gpipe.InputError, match="protocol"):
+        bench.run(scale=6, protocol="carrier-pigeon")

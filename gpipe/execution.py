@@ -261,7 +261,7 @@ class OnCluster(Executor):
 TASK_NAMES = {
     "_survey": "survey", "_unique_ids": "ids", "_merge_unique": "ids", "_split": "shuffle",
     "build_partition": "build", "_packed_presence": "build-presence", "getitem": "shuffle-part",
-    "_bfs_one_owner": "bfs", "_sssp_one_owner": "sssp", "_bfs_owner": "bfs", "_sssp_owner": "sssp",
+    "_located_sources": "sources", "_bfs_one_owner": "bfs", "_sssp_one_owner": "sssp", "_bfs_owner": "bfs", "_sssp_owner": "sssp",
 }
 
 

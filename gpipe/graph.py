@@ -168,7 +168,7 @@ class Graph:
         for attempt in range(2):
             if attempt or self._lost():
                 self._rebuild_from_input()
-            sources = self._global_sources(source)
+            sources = self._query_sources(source)
             try:
                 with self._executor.span(name):
                     frames = run(self._built, sources)
@@ -220,16 +220,24 @@ class Graph:
 
     def _global_sources(self, source) -> np.ndarray:
         """Global ids of the input ids in ``source``; InputError naming the first one not in the graph."""
+        built, executor = self._built, self._executor
+        found = self._query_sources(source)
+        return executor.gather([found])[0] if built.ids is not None and built.layout.n_owners == 1 else found
+
+    def _query_sources(self, source):
+        """What a query's traversal takes as its sources: the global ids of ``source``.
+
+        Where ids were renumbered, they are looked up in the sorted ids on a worker. For a
+        one-owner graph that lookup is a handle on the owner's worker, which the traversal task
+        there takes as it is: a query costs no extra round trip, and a source not in the graph
+        fails the query with InputError all the same. Otherwise a host array.
+        """
         values = validate.sources(source)
         built, executor = self._built, self._executor
-        if built.ids is not None:
-            found = executor.gather([executor.submit(_locate, built.backend, built.ids, values)])[0]
-        else:
-            found = _present_sources(built.layout, built.present_bits, values)
-        missing = np.flatnonzero(found < 0)
-        if missing.size:
-            raise InputError(f"source vertex {values[missing[0]]} is not in the graph")
-        return found
+        if built.ids is None:
+            return _missing_raise(values, _present_sources(built.layout, built.present_bits, values))
+        located = executor.submit(_located_sources, built.backend, built.ids, values, owner=0)
+        return located if built.layout.n_owners == 1 else executor.gather([located])[0]
 
     def __repr__(self) -> str:
         """One line of what the build knows already; it computes nothing and asks no worker.
@@ -265,6 +273,20 @@ def _present_sources(layout, present_bits, values) -> np.ndarray:
         present = (present_bits[p][local >> 3] >> (local & 7)) & 1
         found[at[present == 0]] = -1
     return found
+
+
+def _missing_raise(values, found) -> np.ndarray:
+    """``found``, the global ids of ``values`` (-1 where absent); InputError naming the first
+    value not in the graph."""
+    missing = np.flatnonzero(found < 0)
+    if missing.size:
+        raise InputError(f"source vertex {values[missing[0]]} is not in the graph")
+    return found
+
+
+def _located_sources(backend_name, ids, values) -> np.ndarray:
+    """The global ids of ``values`` in the sorted ``ids``; InputError for one not among them."""
+    return _missing_raise(values, _locate(backend_name, ids, values))
 
 
 def _locate(backend_name, ids, values) -> np.ndarray:

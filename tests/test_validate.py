@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import dask.dataframe as dd
 import pandas as pd
 import pytest
 
@@ -168,6 +169,19 @@ def test_source_in_sparse_id_graph(cpu_engine):
     frame = cpu_engine.frame(pdf, npartitions=1)
     input_error(lambda: gpipe.bfs(frame, base + 8), str(base + 8))
     input_error(lambda: gpipe.bfs(frame, 0), re.compile(r"(?<!\d)0(?!\d)"))
+
+
+def test_source_not_in_a_one_owner_graph_on_a_cluster(dask_client2):
+    """One owner with renumbered ids looks its sources up in the traversal's own task; a
+    missing one still fails the query, naming it, and the graph answers the next query."""
+    pdf = pd.DataFrame({"src": [10**12, 10**12 + 7, 3], "dst": [10**12 + 7, 3, 10**12 + 9]})
+    with dask_client2.as_current():
+        graph = gpipe.Graph.from_edges(dd.from_pandas(pdf, npartitions=2), partitions=1)
+        assert graph.num_partitions == 1
+        input_error(lambda: graph.bfs(10**12 + 8), str(10**12 + 8))
+        input_error(lambda: graph.bfs([3, -5]), "-5")
+        result = graph.bfs(10**12).compute().set_index("vertex")["distance"]
+        assert result.to_dict() == {10**12: 0, 10**12 + 7: 1, 3: 2, 10**12 + 9: 3}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -39,6 +39,11 @@ class Backend:
             return series.values
         return series.to_numpy(dtype=getattr(series.dtype, "numpy_dtype", None))
 
+    def synchronize(self) -> None:
+        """Wait until the device has run the work queued so far (CPU: returns at once)."""
+        if self.name == GPU:
+            self.xp.cuda.get_current_stream().synchronize()
+
     def to_host(self, array) -> np.ndarray:
         return array.get() if self.name == GPU else np.asarray(array)
 

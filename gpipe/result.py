@@ -62,6 +62,7 @@ def owner_frame(part, ids, dist, parent, kind: str, vertex_dtype):
     ``parent`` holds global ids (-1 none). ``ids`` maps global ids back to input ids, or is
     None when the input ids are the global ids. The frame takes ``dist`` and ``parent`` over:
     it may hold their memory or overwrite them, so the caller must not use them afterwards.
+    Returns once the device has finished the frame.
     """
     be = backends.get(part.backend)
     shared = shared_rows(part, ids, vertex_dtype)
@@ -72,7 +73,11 @@ def owner_frame(part, ids, dist, parent, kind: str, vertex_dtype):
     if ids is not None:
         parent = ids.take(parent)  # a missing parent (-1) picks the last id; the mask hides it
     parent = parent.astype(numpy_dtype(vertex_dtype), copy=False)
-    return _with_id_dtype(be.result_frame(shared.vertex, distance, parent, parent_missing), vertex_dtype)
+    frame = _with_id_dtype(be.result_frame(shared.vertex, distance, parent, parent_missing), vertex_dtype)
+    # A traversal's task ends when its result is final on the device, so that the task's end
+    # (what a query waits for, and what the dashboard shows) is the end of its work.
+    be.synchronize()
+    return frame
 
 
 def _with_id_dtype(frame, vertex_dtype):

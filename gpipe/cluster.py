@@ -215,16 +215,23 @@ def connect(config):
 def _local_cpu_cluster(options):
     """A LocalCluster of single-threaded worker processes (unless ``options`` say otherwise).
 
-    Each worker's Numba kernels get as many threads as the worker has, so that workers
-    sharing the cores do not oversubscribe them (Numba would take every core in each).
+    Each worker gets Numba's pool of all the machine's cores, and its kernels take as many
+    threads as the worker has Dask threads (:mod:`gpipe.threads`), so that workers side by side
+    do not oversubscribe the cores; a traversal alone on the machine (a graph with one owner)
+    takes every core, as it would without a cluster.
     """
+    import os
+
     from distributed import LocalCluster
+
+    from gpipe.threads import SHARE_ENV
 
     options = dict(options)
     options.setdefault("processes", True)
     options.setdefault("threads_per_worker", 1)
     env = dict(options.pop("env", None) or {})
-    env.setdefault("NUMBA_NUM_THREADS", str(options["threads_per_worker"]))
+    env.setdefault("NUMBA_NUM_THREADS", str(os.cpu_count() or 1))
+    env.setdefault(SHARE_ENV, str(options["threads_per_worker"]))
     return LocalCluster(env=env, **options)
 
 

@@ -43,12 +43,20 @@ def test_run_task_gives_one_owner_traversals_the_pool(monkeypatch):
     assert execution.run_task(_bfs_one_owner) == numba.config.NUMBA_NUM_THREADS
 
 
+def _share():
+    return os.environ.get(SHARE_ENV)
+
+
+def _pool():
+    return numba.config.NUMBA_NUM_THREADS
+
+
 def test_gpipes_local_cpu_cluster_tells_workers_their_share():
     from gpipe.cluster import start_local_cluster
 
     cluster, client = start_local_cluster("cpu", n_workers=2, dashboard=False)
     with cluster, client:
-        shares = client.run(os.environ.get, SHARE_ENV)
-        pools = client.run(lambda: numba.config.NUMBA_NUM_THREADS)
+        shares = client.run(_share)
+        pools = client.run(_pool)
     assert set(shares.values()) == {"1"}
     assert set(pools.values()) == {os.cpu_count()}

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 TOPIC = "gpipe-progress"
 EVERY_S = 0.5
+DONE_DELAY_S = 0.005  # how long after its call an owner's "done" event leaves a worker
 
 log = logging.getLogger("gpipe.progress")
 
@@ -64,7 +65,15 @@ class Reporter:
                  "elapsed_s": time.monotonic() - self._start, "done": done}
         log.info("%s", describe(event), extra={"gpipe_progress": event})
         worker = _on_worker()
-        if worker is not None:
+        if worker is None:
+            return
+        if done:
+            # The owner's task ends right after this report. The worker sends the scheduler at
+            # most one batch of messages per 2 ms, so an event sent now would hold the task's
+            # end back by up to that: it goes after it instead.
+            # (add_callback is the loop's thread-safe door; call_later must run on the loop.)
+            worker.loop.add_callback(worker.loop.call_later, DONE_DELAY_S, worker.log_event, TOPIC, event)
+        else:
             worker.log_event(TOPIC, event)
 
 

@@ -1037,6 +1037,8 @@ def _command_line(options) -> str:
     words = ["gpipe", "bench"]
     for key, flag in flags.items():
         value = options[key]
+        if key == "protocol" and not options["workers"]:
+            continue  # no workers, no transport
         if value is not None and defaults.get(key, object()) != value:
             words += [flag, str(value)]
     switches = {"weights": "--weights", "shared_gpu": "--shared-gpu", "compare_scipy": "--compare-scipy", "end_to_end": "--end-to-end"}

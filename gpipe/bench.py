@@ -138,12 +138,12 @@ def run(*, scale=None, grid=None, edges=None, src="src", dst="dst", weight=None,
         the fewest workers whose memory holds the graph.
     shared_gpu : bool
         With `workers` on GPU: plain Dask worker processes that all use GPU 0 instead of
-        dask-cuda's one worker per GPU, so that several owners can be timed on one GPU (the
-        default on a machine with one GPU).
+        dask-cuda's one worker per GPU, so that several owners can be timed on one GPU (always
+        so on a machine with one GPU).
     protocol : {"auto", "tcp", "ucx"}
         Transport between GPU workers (:func:`gpipe.cluster.cuda_protocol`: ``auto`` is UCX
-        where distributed-ucxx is installed, as on a cluster that gpipe starts); CPU workers
-        use TCP. ``main`` also takes ``both``: the whole run once over each.
+        where distributed-ucxx is installed, as on a cluster that gpipe starts, but TCP for
+        workers sharing one GPU); CPU workers use TCP. ``main`` also takes ``both``: the whole run once over each.
     compare_scipy : bool
         Also time ``scipy.sparse.csgraph.breadth_first_order`` / ``dijkstra`` (with
         predecessors) from the same sources on a host copy of the same CSR. Without workers
@@ -197,7 +197,12 @@ def run(*, scale=None, grid=None, edges=None, src="src", dst="dst", weight=None,
     if backend_name == backends.GPU and workers:
         from gpipe.cluster import cuda_protocol
 
-        protocol = cuda_protocol(protocol)
+        # dask-cuda names its workers by device, so it cannot put two on one GPU: plain workers.
+        shared_gpu = shared_gpu or _visible_gpus() == 1
+        # Workers sharing one GPU: "auto" is TCP, measured faster there for BFS's small messages
+        # and grid SSSP (BENCHMARKS.md), where UCX's CUDA IPC between two processes on one
+        # device also logs mapping errors; UCX is for one worker per GPU.
+        protocol = "tcp" if shared_gpu and protocol == "auto" else cuda_protocol(protocol)
     elif protocol not in ("auto", "tcp"):
         raise InputError(f"--protocol must be 'auto', 'tcp' or 'ucx', not {protocol!r}")
     else:
@@ -1071,8 +1076,7 @@ def _cluster(backend_name, workers, shared_gpu=False, protocol="tcp"):
 
     from gpipe.cluster import start_local_cluster
 
-    if backend_name == backends.GPU and (shared_gpu or _visible_gpus() == 1):
-        # dask-cuda names its workers by device, so it cannot put two on one GPU.
+    if backend_name == backends.GPU and shared_gpu:
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                dashboard_address=None, protocol=protocol,
                                env={"CUDA_VISIBLE_DEVICES": "0"})

@@ -12,6 +12,7 @@ import contextlib
 import operator
 import time
 import uuid
+import warnings
 
 import dask
 from dask.utils import parse_timedelta
@@ -225,10 +226,17 @@ class OnCluster(Executor):
                 time.sleep(WATCH_S)
         self.client._gpipe_peer_messages = True
 
+    @contextlib.contextmanager
     def span(self, name):
         from distributed import span
 
-        return span(name)
+        # A span annotates the tasks gpipe submits; Dask's DataFrame, made inside one (the
+        # build reads its input frame), warns that it ignores annotations, which is no news
+        # to the user.
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Dask annotations", category=UserWarning)
+            with span(name):
+                yield
 
     def wait_for_workers(self, count):
         try:
@@ -261,7 +269,8 @@ class OnCluster(Executor):
 TASK_NAMES = {
     "_survey": "survey", "_unique_ids": "ids", "_merge_unique": "ids", "_split": "shuffle",
     "build_partition": "build", "_packed_presence": "build-presence", "getitem": "shuffle-part",
-    "_located_sources": "sources", "_bfs_one_owner": "bfs", "_sssp_one_owner": "sssp", "_bfs_owner": "bfs", "_sssp_owner": "sssp",
+    "_located_sources": "sources", "_bfs_one_owner": "bfs", "_sssp_one_owner": "sssp",
+    "_bfs_owner": "bfs", "_sssp_owner": "sssp",
 }
 
 

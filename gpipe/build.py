@@ -108,7 +108,8 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None) -> Bu
     parts = [
         executor.submit(
             build_partition, backend_name, layout, owner, directed, track_presence,
-            *[executor.item(s, owner) for s in shuffled], owner=owner,
+            ids if layout.n_owners == 1 else None, *[executor.item(s, owner) for s in shuffled],
+            owner=owner,
         )
         for owner in range(layout.n_owners)
     ]

@@ -8,6 +8,8 @@ handles are plain values.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import operator
 import time
@@ -82,6 +84,12 @@ class Executor:
         """
         raise NotImplementedError
 
+    def query(self, fn, *args, owner: int = 0):
+        """Like :meth:`submit` pinned to ``owner``, for a whole query's work (a one-owner
+        traversal): on a cluster it may go straight to the owner's worker (:mod:`gpipe.direct`),
+        and it has run when this returns."""
+        return self.submit(fn, *args, owner=owner)
+
     def item(self, handle, index, owner: int | None = None):
         """A handle to ``handle[index]``, taken where ``handle`` lives."""
         return self.submit(operator.getitem, handle, index, owner=owner)
@@ -148,6 +156,35 @@ class OnCluster(Executor):
             run_task, fn, *args, key=key, workers=[self.workers[owner]], allow_other_workers=False
         )
 
+    def query(self, fn, *args, owner=0):
+        from gpipe import direct
+
+        if not dask.config.get(direct.CONFIG_KEY, True):
+            return self._waited(self.submit(fn, *args, owner=owner))
+        self._install_handlers()
+        key = f"{task_name(fn, args)}-{owner}-{uuid.uuid4().hex}"
+        asked = asyncio.run_coroutine_threadsafe(
+            direct.request(self.client, self.workers[owner], fn, args, key),
+            self.client.loop.asyncio_loop)
+        while not concurrent.futures.wait([asked], timeout=WATCH_S).done:
+            self._raise_if_owner_left([], asked)
+        try:
+            answer = asked.result()
+        except OSError:  # the connection broke: has the owner's worker gone?
+            self._raise_if_owner_left([])
+            raise
+        if answer == direct.MISSING:
+            return self._waited(self.submit(fn, *args, owner=owner))
+        from distributed import Future
+
+        future = Future(key, self.client)
+        self.client.futures[key].finish()
+        return future
+
+    def _waited(self, future):
+        self.wait([future])
+        return future
+
     def gather(self, handles):
         self.wait(handles)  # a task pinned to a worker that died would keep a plain gather waiting
         return self.client.gather(list(handles))
@@ -177,11 +214,13 @@ class OnCluster(Executor):
                     _raise_task_error(future)
             pending = [f for f in pending if f.status == "pending"]
 
-    def _raise_if_owner_left(self, handles) -> None:
+    def _raise_if_owner_left(self, handles, request=None) -> None:
         present = self.client.scheduler_info(n_workers=-1)["workers"]
         for owner, address in enumerate(self.workers):
             if address not in present:
                 self.client.cancel(list(handles))
+                if request is not None:
+                    request.cancel()
                 raise _lost(f"partition {owner}'s worker {address} left the cluster (killed, crashed, "
                             "or stopped by its nanny over its memory limit)")
 
@@ -204,27 +243,28 @@ class OnCluster(Executor):
 
     def for_owners(self, workers):
         owners = OnCluster(self.client, [w.address for w in workers])
-        if owners.n_owners > 1:
-            owners._install_peer_messages()
+        owners._install_handlers()
         return owners
 
-    def _install_peer_messages(self) -> None:
-        """Install the owners' message handler on every worker, once per client: the scheduler
-        installs it on workers that join (or restart) later. A worker that died moments ago may
-        still be listed and refuse it; asked again once the scheduler has let it go."""
-        from gpipe import peers
+    def _install_handlers(self) -> None:
+        """Install gpipe's comm handlers (the owners' messages, direct queries) on every worker,
+        once per client: the scheduler installs them on workers that join (or restart) later.
+        A worker that died moments ago may still be listed and refuse them; asked again once
+        the scheduler has let it go."""
+        from gpipe import direct, peers
 
-        if getattr(self.client, "_gpipe_peer_messages", False):
+        if getattr(self.client, "_gpipe_handlers", False):
             return
-        for attempt in range(3):
-            try:
-                self.client.register_plugin(peers.PeerMessages())
-                break
-            except OSError:
-                if attempt == 2:
-                    raise
-                time.sleep(WATCH_S)
-        self.client._gpipe_peer_messages = True
+        for plugin in (peers.PeerMessages(), direct.DirectQueries()):
+            for attempt in range(3):
+                try:
+                    self.client.register_plugin(plugin)
+                    break
+                except OSError:
+                    if attempt == 2:
+                        raise
+                    time.sleep(WATCH_S)
+        self.client._gpipe_handlers = True
 
     @contextlib.contextmanager
     def span(self, name):
@@ -247,7 +287,7 @@ class OnCluster(Executor):
     def run_together(self, fn, per_owner_args):
         from gpipe import peers
 
-        self._install_peer_messages()
+        self._install_handlers()
         key = f"gpipe-traversal-{uuid.uuid4().hex}"
         timeout = parse_timedelta(dask.config.get(peers.TIMEOUT_KEY, peers.DEFAULT_TIMEOUT))
         addresses = self.workers[:len(per_owner_args)]
@@ -269,7 +309,7 @@ class OnCluster(Executor):
 TASK_NAMES = {
     "_survey": "survey", "_unique_ids": "ids", "_merge_unique": "ids", "_split": "shuffle",
     "build_partition": "build", "_packed_presence": "build-presence", "getitem": "shuffle-part",
-    "_located_sources": "sources", "_bfs_one_owner": "bfs", "_sssp_one_owner": "sssp",
+    "global_ids": "sources", "_bfs_one_owner": "bfs", "_sssp_one_owner": "sssp",
     "_bfs_owner": "bfs", "_sssp_owner": "sssp",
 }
 

@@ -7,6 +7,7 @@ import numpy as np
 from gpipe import backend as backends
 from gpipe import build as builder
 from gpipe import execution, result, traverse, validate
+from gpipe import sources as source_ids
 from gpipe.errors import GraphLost, InputError
 
 
@@ -222,22 +223,24 @@ class Graph:
         """Global ids of the input ids in ``source``; InputError naming the first one not in the graph."""
         built, executor = self._built, self._executor
         found = self._query_sources(source)
-        return executor.gather([found])[0] if built.ids is not None and built.layout.n_owners == 1 else found
+        if isinstance(found, source_ids.InputIds):
+            found = executor.gather([executor.submit(source_ids.global_ids, built.backend, built.ids, found)])[0]
+        return found
 
     def _query_sources(self, source):
-        """What a query's traversal takes as its sources: the global ids of ``source``.
-
-        Where ids were renumbered, they are looked up in the sorted ids on a worker. For a
-        one-owner graph that lookup is a handle on the owner's worker, which the traversal task
-        there takes as it is: a query costs no extra round trip, and a source not in the graph
-        fails the query with InputError all the same. Otherwise a host array.
-        """
+        """What a query's traversal takes as its sources (:mod:`gpipe.sources`): global ids, or
+        for a one-owner graph with renumbered ids the input ids, which its traversal looks up
+        where it runs (no extra round trip; a source not in the graph fails the query with
+        InputError all the same)."""
         values = validate.sources(source)
         built, executor = self._built, self._executor
         if built.ids is None:
-            return _missing_raise(values, _present_sources(built.layout, built.present_bits, values))
-        located = executor.submit(_located_sources, built.backend, built.ids, values, owner=0)
-        return located if built.layout.n_owners == 1 else executor.gather([located])[0]
+            return source_ids.checked(values, _present_sources(built.layout, built.present_bits, values))
+        if built.layout.n_owners == 1:
+            return source_ids.InputIds(values)
+        located = executor.submit(source_ids.global_ids, built.backend, built.ids,
+                                  source_ids.InputIds(values))
+        return executor.gather([located])[0]
 
     def __repr__(self) -> str:
         """One line of what the build knows already; it computes nothing and asks no worker.
@@ -273,29 +276,3 @@ def _present_sources(layout, present_bits, values) -> np.ndarray:
         present = (present_bits[p][local >> 3] >> (local & 7)) & 1
         found[at[present == 0]] = -1
     return found
-
-
-def _missing_raise(values, found) -> np.ndarray:
-    """``found``, the global ids of ``values`` (-1 where absent); InputError naming the first
-    value not in the graph."""
-    missing = np.flatnonzero(found < 0)
-    if missing.size:
-        raise InputError(f"source vertex {values[missing[0]]} is not in the graph")
-    return found
-
-
-def _located_sources(backend_name, ids, values) -> np.ndarray:
-    """The global ids of ``values`` in the sorted ``ids``; InputError for one not among them."""
-    return _missing_raise(values, _locate(backend_name, ids, values))
-
-
-def _locate(backend_name, ids, values) -> np.ndarray:
-    """Rank of each value in the sorted ``ids``, -1 where absent."""
-    be = backends.get(backend_name)
-    info = np.iinfo(ids.dtype)
-    inside = np.array([info.min <= v <= info.max for v in values])
-    keys = np.array([v if ok else 0 for v, ok in zip(values, inside)], dtype=ids.dtype)
-    pos = be.to_host(be.xp.searchsorted(ids, be.xp.asarray(keys))).astype(np.int64)
-    pos = np.minimum(pos, len(ids) - 1)
-    hit = be.to_host(ids[be.xp.asarray(pos)]) == keys
-    return np.where(inside & hit, pos, -1)

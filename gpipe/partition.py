@@ -59,7 +59,9 @@ class Partition:
     ``negative_loops``: sorted int64 local ids of the vertices with a self-loop of negative
     weight, a negative cycle that the CSR (which keeps no self-loop) does not show; None when
     the graph has no negative weight. ``rows``: what every result frame of this owner shares
-    (:class:`gpipe.result.Rows`), kept here by the first query.
+    (:class:`gpipe.result.Rows`), kept here by the first query. ``ids``: the graph's sorted
+    distinct input ids when they were renumbered and this is the graph's only owner (None
+    otherwise), so that a query needs nothing but this partition (:mod:`gpipe.direct`).
     ``undirected``: the graph is undirected, whatever the number of owners, so the owner's rows
     are also the in-edges of its vertices (what a bottom-up BFS step of several owners reads).
     """
@@ -77,6 +79,7 @@ class Partition:
     negative_loops: object = None
     rows: object = field(default=None, repr=False, compare=False)
     undirected: bool = False
+    ids: object = field(default=None, repr=False, compare=False)
 
     @property
     def xp(self):
@@ -94,8 +97,10 @@ class Partition:
 
 
 def build_partition(backend_name: str, layout: Layout, owner: int, directed: bool, track_presence: bool,
-                    *buckets):
-    """Assemble owner ``owner``'s :class:`Partition` from the edge buckets sent to it.
+                    ids, *buckets):
+    """Assemble owner ``owner``'s :class:`Partition` from the edge buckets sent to it (and
+    ``ids``, the graph's sorted ids, which it keeps: None but for a one-owner graph whose ids
+    were renumbered).
 
     Each bucket is ``(src, dst, weights, present_ids, halved, negative_loops)`` of global ids:
     edges whose source this owner holds; when ``track_presence``, ids of this owner's vertices
@@ -132,7 +137,8 @@ def build_partition(backend_name: str, layout: Layout, owner: int, directed: boo
         present[extra - offset if offset else extra] = True
     return Partition(backend_name, owner, offset, n_local, layout.n, indptr, indices, csr_weights,
                      present, symmetric=not directed and layout.n_owners == 1,
-                     undirected=not directed, negative_loops=_negative_loops(xp, buckets, offset))
+                     undirected=not directed, negative_loops=_negative_loops(xp, buckets, offset),
+                     ids=ids)
 
 
 def _negative_loops(xp, buckets, offset):

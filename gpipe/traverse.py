@@ -49,6 +49,7 @@ import numpy as np
 
 from gpipe import backend as backends
 from gpipe import progress
+from gpipe import sources as source_ids
 from gpipe.errors import InputError, NegativeCycleError
 from gpipe.kernels import owner_state
 from gpipe.partition import Layout, Partition
@@ -96,9 +97,9 @@ def bfs(executor, built, sources: np.ndarray, depth_limit: int | None,
     costs one small task per owner (the owner task returns ``(frame, stats)``, split where it
     ran).
     """
-    if built.layout.n_owners == 1:
-        return [executor.submit(_bfs_one_owner, built.parts[0], built.ids, sources, depth_limit,
-                                built.vertex_dtype, owner=0)]
+    if built.layout.n_owners == 1:  # the partition keeps the ids it needs (Partition.ids)
+        return [executor.query(_bfs_one_owner, built.parts[0], sources, depth_limit,
+                               built.vertex_dtype, owner=0)]
     with_stats = stats is not None
     handles = _run_owners(executor, built, sources, _bfs_owner, depth_limit, bfs_thresholds(),
                           with_stats)
@@ -114,8 +115,8 @@ def sssp(executor, built, sources: np.ndarray, stats: list | None = None) -> lis
     owner appends nothing.
     """
     if built.layout.n_owners == 1:
-        return [executor.submit(_sssp_one_owner, built.parts[0], built.ids, sources,
-                                built.negative_weights, built.vertex_dtype, owner=0)]
+        return [executor.query(_sssp_one_owner, built.parts[0], sources, built.negative_weights,
+                               built.vertex_dtype, owner=0)]
     with_stats = stats is not None
     handles = _run_owners(executor, built, sources, _sssp_owner, built.negative_weights,
                           with_stats)
@@ -353,19 +354,21 @@ def _initial_state(part: Partition, local_sources, kind):
     return State(dist, parent, local_sources)
 
 
-def _bfs_one_owner(part: Partition, ids, sources, depth_limit, vertex_dtype):
-    """The whole BFS of a one-owner graph, in this task."""
-    dist, parent = bfs_arrays(part, sources, depth_limit)
+def _bfs_one_owner(part: Partition, sources, depth_limit, vertex_dtype):
+    """The whole BFS of a one-owner graph, in this task (``sources``: global ids, or
+    :class:`gpipe.sources.InputIds`, looked up in the ids the partition keeps)."""
+    dist, parent = bfs_arrays(part, source_ids.global_ids(part.backend, part.ids, sources), depth_limit)
     _report_one_owner(BFS, part, dist)
-    return owner_frame(part, ids, dist, parent, BFS, vertex_dtype)
+    return owner_frame(part, part.ids, dist, parent, BFS, vertex_dtype)
 
 
-def _sssp_one_owner(part: Partition, ids, sources, negative_weights, vertex_dtype):
-    """The whole SSSP of a one-owner graph, in this task. Raises NegativeCycleError."""
-    dist, parent = sssp_arrays(part, sources, negative_weights)
+def _sssp_one_owner(part: Partition, sources, negative_weights, vertex_dtype):
+    """The whole SSSP of a one-owner graph, in this task (``sources`` as for
+    :func:`_bfs_one_owner`). Raises NegativeCycleError."""
+    dist, parent = sssp_arrays(part, source_ids.global_ids(part.backend, part.ids, sources), negative_weights)
     _report_one_owner(SSSP, part, dist)
-    _raise_if_negative_loop_reached(part, ids, dist)
-    return owner_frame(part, ids, dist, parent, SSSP, vertex_dtype)
+    _raise_if_negative_loop_reached(part, part.ids, dist)
+    return owner_frame(part, part.ids, dist, parent, SSSP, vertex_dtype)
 
 
 def _raise_if_negative_loop_reached(part: Partition, ids, dist) -> None:

@@ -623,7 +623,7 @@ def test_build_partition_uses_build_csr(monkeypatch):
     layout = Layout(n=n, n_owners=2)
     lo = layout.offset(1)
     mine = src >= lo
-    part = build_partition("gpu", layout, 1, True, False,
+    part = build_partition("gpu", layout, 1, True, False, None,
                            (cupy.asarray(src[mine]), cupy.asarray(dst[mine]), cupy.asarray(w[mine]),
                             None, False, None))
     assert part.indices.dtype == cupy.int32 and part.offset == lo

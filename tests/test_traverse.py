@@ -59,7 +59,7 @@ def owner_bfs(src, dst, n, n_owners, directed, sources, depth_limit=None, direct
     for p in range(n_owners):
         lo, size = layout.offset(p), layout.size(p)
         mine = (src >= lo) & (src < lo + size)
-        parts.append(build_partition(backend, layout, p, directed, False,
+        parts.append(build_partition(backend, layout, p, directed, False, None,
                                      (xp.asarray(src[mine]), xp.asarray(dst[mine]), None, None, False, None)))
     thresholds = traverse.bfs_thresholds(direction)
     mailbox, results, errors = peers.Mailbox(), [None] * n_owners, []

@@ -1,0 +1,54 @@
+"""A query's sources: the input ids a user names, as the graph's global ids.
+
+Where a graph kept its input ids (small non-negative integers), a source's global id is the id
+itself, checked against the owners' presence bits on the client. Where ids were renumbered,
+the global id is the id's rank in the sorted distinct ids, which live on a worker: a one-owner
+graph's traversal looks its sources up itself (:class:`InputIds`), so that a query costs no
+extra round trip; several owners need them on the client first, to hand each its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpipe import backend as backends
+from gpipe.errors import InputError
+
+
+@dataclass(frozen=True)
+class InputIds:
+    """Sources as input ids (``values``, from :func:`gpipe.validate.sources`), to be looked up
+    in the sorted ids where the traversal runs."""
+
+    values: np.ndarray
+
+
+def global_ids(backend_name, ids, sources) -> np.ndarray:
+    """``sources`` as global ids: as they are, or :class:`InputIds` looked up in the sorted
+    ``ids``. Raises InputError naming the first source that is not in the graph."""
+    if not isinstance(sources, InputIds):
+        return sources
+    return checked(sources.values, locate(backend_name, ids, sources.values))
+
+
+def checked(values, found) -> np.ndarray:
+    """``found``, the global ids of ``values`` (-1 where absent); InputError naming the first
+    value not in the graph."""
+    missing = np.flatnonzero(found < 0)
+    if missing.size:
+        raise InputError(f"source vertex {values[missing[0]]} is not in the graph")
+    return found
+
+
+def locate(backend_name, ids, values) -> np.ndarray:
+    """Rank of each value in the sorted ``ids``, -1 where absent."""
+    be = backends.get(backend_name)
+    info = np.iinfo(ids.dtype)
+    inside = np.array([info.min <= v <= info.max for v in values])
+    keys = np.array([v if ok else 0 for v, ok in zip(values, inside)], dtype=ids.dtype)
+    pos = be.to_host(be.xp.searchsorted(ids, be.xp.asarray(keys))).astype(np.int64)
+    pos = np.minimum(pos, len(ids) - 1)
+    hit = be.to_host(ids[be.xp.asarray(pos)]) == keys
+    return np.where(inside & hit, pos, -1)

@@ -394,8 +394,12 @@ def _report_one_owner(kind, part: Partition, dist) -> None:
     reporter = progress.Reporter(uuid.uuid4().hex, kind)
     if not reporter.enabled or dist.size == 0:
         return
-    reached = dist >= 0 if kind == BFS else part.xp.isfinite(dist)
-    reporter.done(int(dist.max()) if kind == BFS else 0, int(reached.sum()))
+    xp = part.xp
+    if kind == BFS:  # both figures in one read from the device
+        levels, reached = (int(x) for x in xp.stack([dist.max(), xp.count_nonzero(dist >= 0)]).tolist())
+    else:
+        levels, reached = 0, int(xp.count_nonzero(xp.isfinite(dist)))
+    reporter.done(levels, reached)
 
 
 def bfs_arrays(part: Partition, sources, depth_limit=None):

@@ -224,7 +224,8 @@ class Graph:
         built, executor = self._built, self._executor
         found = self._query_sources(source)
         if isinstance(found, source_ids.InputIds):
-            found = executor.gather([executor.submit(source_ids.global_ids, built.backend, built.ids, found)])[0]
+            located = executor.submit(source_ids.global_ids, built.backend, built.ids, found)
+            found = executor.gather([located])[0]
         return found
 
     def _query_sources(self, source):

@@ -72,7 +72,8 @@ class Reporter:
             # most one batch of messages per 2 ms, so an event sent now would hold the task's
             # end back by up to that: it goes after it instead.
             # (add_callback is the loop's thread-safe door; call_later must run on the loop.)
-            worker.loop.add_callback(worker.loop.call_later, DONE_DELAY_S, worker.log_event, TOPIC, event)
+            worker.loop.add_callback(worker.loop.call_later, DONE_DELAY_S, worker.log_event, TOPIC,
+                                     event)
         else:
             worker.log_event(TOPIC, event)
 

@@ -357,7 +357,8 @@ def _initial_state(part: Partition, local_sources, kind):
 def _bfs_one_owner(part: Partition, sources, depth_limit, vertex_dtype):
     """The whole BFS of a one-owner graph, in this task (``sources``: global ids, or
     :class:`gpipe.sources.InputIds`, looked up in the ids the partition keeps)."""
-    dist, parent = bfs_arrays(part, source_ids.global_ids(part.backend, part.ids, sources), depth_limit)
+    sources = source_ids.global_ids(part.backend, part.ids, sources)
+    dist, parent = bfs_arrays(part, sources, depth_limit)
     _report_one_owner(BFS, part, dist)
     return owner_frame(part, part.ids, dist, parent, BFS, vertex_dtype)
 
@@ -365,7 +366,8 @@ def _bfs_one_owner(part: Partition, sources, depth_limit, vertex_dtype):
 def _sssp_one_owner(part: Partition, sources, negative_weights, vertex_dtype):
     """The whole SSSP of a one-owner graph, in this task (``sources`` as for
     :func:`_bfs_one_owner`). Raises NegativeCycleError."""
-    dist, parent = sssp_arrays(part, source_ids.global_ids(part.backend, part.ids, sources), negative_weights)
+    sources = source_ids.global_ids(part.backend, part.ids, sources)
+    dist, parent = sssp_arrays(part, sources, negative_weights)
     _report_one_owner(SSSP, part, dist)
     _raise_if_negative_loop_reached(part, part.ids, dist)
     return owner_frame(part, part.ids, dist, parent, SSSP, vertex_dtype)

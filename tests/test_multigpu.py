@@ -128,3 +128,28 @@ def test_sssp_grid_across_owners(multigpu_engine):
     edges = grid_edges(20, weights=True, seed=5)
     for source in (0, 4210):
         run_sssp(multigpu_engine, edges, source, directed=False, npartitions=4)
+
+
+@pytest.mark.parametrize("name", ["sparse-int64-ids", "directed"])
+def test_one_owner_queries_go_straight_to_the_worker(multigpu, monkeypatch, name):
+    """A graph that fits one GPU worker: its queries are direct requests (gpipe/direct.py),
+    cuDF frames kept on that worker, as right as the multi-owner path's."""
+    import dask
+
+    from gpipe import execution
+    from conftest import Engine
+
+    submitted = []
+    real = execution.OnCluster.submit
+
+    def spy(self, fn, *args, **kwargs):
+        submitted.append(getattr(fn, "__name__", fn))
+        return real(self, fn, *args, **kwargs)
+
+    monkeypatch.setattr(execution.OnCluster, "submit", spy)
+    case = BFS_CASES[name]
+    edges = reference.random_edges(seed=len(name), **case["graph"])
+    source = reference.pick_sources(edges, 1, seed=11)
+    with dask.config.set({"gpipe.partitions": 1}):
+        run_bfs(Engine("multigpu", multigpu), edges, source, directed=case["directed"])
+    assert not {"_bfs_one_owner", "_sssp_one_owner"} & set(submitted)

@@ -21,6 +21,10 @@ from dask.utils import parse_timedelta
 
 WORKER_WAIT_S = 30  # how long a client without workers is given to get one
 WATCH_S = 1.0  # while waiting, how often the owners' workers are looked for in the cluster
+# After a direct query's connection broke: how long the scheduler is given to see its worker
+# gone (a killed process is noticed within a second), and how often it is asked.
+GONE_S = 5.0
+GONE_POLL_S = 0.1
 
 
 class Executor:
@@ -170,8 +174,11 @@ class OnCluster(Executor):
             self._raise_if_owner_left([], asked)
         try:
             answer = asked.result()
-        except OSError:  # the connection broke: has the owner's worker gone?
-            self._raise_if_owner_left([])
+        except OSError:  # the connection broke: the owner's worker may be on its way out
+            deadline = time.monotonic() + GONE_S
+            while time.monotonic() < deadline:
+                self._raise_if_owner_left([])
+                time.sleep(GONE_POLL_S)
             raise
         if answer == direct.MISSING:
             return self._waited(self.submit(fn, *args, owner=owner))

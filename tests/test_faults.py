@@ -64,6 +64,28 @@ def test_a_one_owner_graph_whose_worker_is_killed_is_rebuilt(client):
     reference.assert_distances(out, reference.expected_bfs(edges, [source], directed=True))
 
 
+def _slow_query(part, seconds):
+    time.sleep(seconds)
+    return pd.DataFrame({"vertex": [0]})
+
+
+def test_an_owner_killed_during_a_direct_query_is_a_lost_graph(client):
+    """A one-owner query goes straight to the owner's worker (gpipe/direct.py): its worker
+    killed while it runs ends the request in GraphLost within seconds (which a query answers
+    by rebuilding), not in a bare connection error or a hang."""
+    import threading
+
+    edges = reference.random_edges(n=300, m=1200, seed=23)
+    graph = gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=2), directed=True)
+    assert graph.num_partitions == 1
+    executor = graph._executor
+    threading.Timer(1.0, kill_worker, (client, executor.workers[0])).start()
+    start = time.monotonic()
+    with pytest.raises(gpipe.GraphLost, match="left the cluster"):
+        executor.query(_slow_query, graph._built.parts[0], 30, owner=0)
+    assert time.monotonic() - start < DEADLINE_S
+
+
 def test_a_worker_killed_mid_traversal(client):
     """A path of many levels keeps both owners busy for seconds; one of them is killed in the
     middle. The survivor notices within seconds, and the query runs again on a rebuilt graph."""

@@ -23,7 +23,8 @@ def one_owner(dask_client2):
         yield graph, edges, dask_client2
 
 
-def _submitted(monkeypatch):
+def submitted_names(monkeypatch):
+    """The names of the functions gpipe submits as tasks from now on (a list that grows)."""
     names = []
     real = execution.OnCluster.submit
 
@@ -38,7 +39,7 @@ def _submitted(monkeypatch):
 def test_a_one_owner_query_runs_no_task_and_matches_scipy(one_owner, monkeypatch):
     graph, edges, client = one_owner
     source = reference.pick_sources(edges, 1, seed=81)[0]
-    submitted = _submitted(monkeypatch)
+    submitted = submitted_names(monkeypatch)
     before = set(client.run_on_scheduler(_held_results))
     bfs, sssp = graph.bfs(source), graph.sssp(source)
     assert submitted == []
@@ -65,7 +66,7 @@ def _held_results(dask_scheduler):
 def test_direct_queries_can_be_turned_off(one_owner, monkeypatch):
     graph, edges, _ = one_owner
     source = reference.pick_sources(edges, 1, seed=82)[0]
-    submitted = _submitted(monkeypatch)
+    submitted = submitted_names(monkeypatch)
     with dask.config.set({"gpipe.direct-queries": False}):
         frame = graph.bfs(source).compute()
     assert submitted == ["_bfs_one_owner"]
@@ -85,7 +86,7 @@ def _first_row(frame):
 def test_an_argument_held_elsewhere_falls_back_on_a_task(dask_client2, monkeypatch):
     workers = sorted(dask_client2.scheduler_info()["workers"])
     executor = execution.OnCluster(dask_client2, workers)
-    submitted = _submitted(monkeypatch)
+    submitted = submitted_names(monkeypatch)
     with dask_client2.as_current():
         elsewhere = dask_client2.scatter(pd.DataFrame({"a": [7]}), workers=[workers[1]])
         assert dask_client2.gather(executor.query(_first_row, elsewhere, owner=0)) == 7

@@ -136,17 +136,10 @@ def test_one_owner_queries_go_straight_to_the_worker(multigpu, monkeypatch, name
     cuDF frames kept on that worker, as right as the multi-owner path's."""
     import dask
 
-    from gpipe import execution
     from conftest import Engine
+    from test_direct import submitted_names
 
-    submitted = []
-    real = execution.OnCluster.submit
-
-    def spy(self, fn, *args, **kwargs):
-        submitted.append(getattr(fn, "__name__", fn))
-        return real(self, fn, *args, **kwargs)
-
-    monkeypatch.setattr(execution.OnCluster, "submit", spy)
+    submitted = submitted_names(monkeypatch)
     case = BFS_CASES[name]
     edges = reference.random_edges(seed=len(name), **case["graph"])
     source = reference.pick_sources(edges, 1, seed=11)

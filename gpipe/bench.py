@@ -143,7 +143,8 @@ def run(*, scale=None, grid=None, edges=None, src="src", dst="dst", weight=None,
     protocol : {"auto", "tcp", "ucx"}
         Transport between GPU workers (:func:`gpipe.cluster.cuda_protocol`: ``auto`` is UCX
         where distributed-ucxx is installed, as on a cluster that gpipe starts, but TCP for
-        workers sharing one GPU); CPU workers use TCP. ``main`` also takes ``both``: the whole run once over each.
+        workers sharing one GPU); CPU workers use TCP. ``main`` also takes ``both``: the whole
+        run once over each.
     compare_scipy : bool
         Also time ``scipy.sparse.csgraph.breadth_first_order`` / ``dijkstra`` (with
         predecessors) from the same sources on a host copy of the same CSR. Without workers

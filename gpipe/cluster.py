@@ -69,7 +69,7 @@ def start_local_cluster(kind="auto", n_workers=None, dashboard=True, protocol="a
     ------
     gpipe.InputError
         If `kind` is not one of the above, or is ``"cuda"`` where dask-cuda or a GPU is missing;
-    if `protocol` is unknown, or ``"ucx"`` where distributed-ucxx is missing.
+        if `protocol` is unknown, or ``"ucx"`` where distributed-ucxx is missing.
 
     Examples
     --------

@@ -1,5 +1,7 @@
 """gpipe.cluster: the transport CUDA workers use, and what the owners' messages carry over it."""
 
+from pathlib import Path
+
 import pytest
 
 import gpipe
@@ -26,7 +28,7 @@ def test_cuda_protocol_refuses_what_cannot_run(monkeypatch):
 def test_the_shipped_cuda_configuration_lets_gpipe_choose():
     import yaml
 
-    with open("conf/cluster/local-cuda.yaml") as f:
+    with open(Path(__file__).resolve().parents[1] / "conf" / "cluster" / "local-cuda.yaml") as f:
         assert yaml.safe_load(f)["protocol"] == "auto"
 
 

@@ -11,8 +11,9 @@ scheduler that it holds it for this client (as a scatter from a task does); the 
 holds a :class:`distributed.Future` of it, which Dask treats like any task's result.
 
 A query falls back on an ordinary task when one of its arguments is not in the owner's memory
-(the worker answers :data:`MISSING`). Errors raised by the traversal reach the caller as they
-are; a broken connection to the owner is raised as ``OSError`` for the caller to look at.
+(the worker answers :data:`MISSING`). An error raised by the traversal comes back as the
+answer (under :data:`FAILED`), so that the caller raises it as it is; an ``OSError`` from the
+request itself is then always the connection's.
 Traversals run this way do not appear in the dashboard's task stream (their progress events
 do); Dask config ``gpipe.direct-queries: false`` sends them as tasks again.
 """
@@ -30,6 +31,7 @@ from distributed.sizeof import sizeof
 HANDLER = "gpipe_direct_query"
 CONFIG_KEY = "gpipe.direct-queries"
 MISSING = "missing"
+FAILED = "failed"  # the answer's key for the error that the call raised
 
 
 @dataclass(frozen=True)
@@ -47,8 +49,11 @@ async def _serve(worker, fn, args, key, client):
     except KeyError:
         return MISSING
     context = contextvars.copy_context()
-    frame = await asyncio.get_running_loop().run_in_executor(
-        None, context.run, _run_on_worker, worker, fn, values)
+    try:
+        frame = await asyncio.get_running_loop().run_in_executor(
+            None, context.run, _run_on_worker, worker, fn, values)
+    except Exception as error:  # the traversal's own: answered, so that the caller can tell
+        return {FAILED: to_serialize(error)}  # it from a connection that broke (both OSErrors)
     worker.update_data({key: frame}, stimulus_id=f"gpipe-direct-{key}")
     await worker.scheduler.update_data(who_has={key: [worker.address]}, nbytes={key: sizeof(frame)},
                                        client=client)
@@ -81,7 +86,8 @@ class DirectQueries(WorkerPlugin):
 
 def request(client, address, fn, args, key):
     """The coroutine that asks the worker at ``address`` for ``fn(*args)`` under ``key``
-    (futures among ``args`` go as :class:`Held`); it returns ``"OK"`` or :data:`MISSING`."""
+    (futures among ``args`` go as :class:`Held`); it returns ``"OK"``, :data:`MISSING` or
+    ``{FAILED: error}``."""
     held = [Held(a.key) if isinstance(a, Future) else a for a in args]
     return getattr(client.rpc(address), HANDLER)(fn=to_serialize(fn), args=to_serialize(held),
                                                  key=key, client=client.id)

@@ -85,13 +85,17 @@ class Executor:
 
         ``per_owner_args[p]`` are owner ``p``'s arguments and ``channel`` its
         :class:`gpipe.peers.Channel`, through which the owners message each other directly.
+        On a cluster the owners run as direct requests (:mod:`gpipe.direct`): this returns once
+        they all have, or raises the first owner's error. As tasks (``gpipe.direct-queries:
+        false``) it returns at once, and :meth:`wait` raises.
         """
         raise NotImplementedError
 
     def query(self, fn, *args, owner: int = 0):
         """Like :meth:`submit` pinned to ``owner``, for a whole query's work (a one-owner
-        traversal): on a cluster it may go straight to the owner's worker (:mod:`gpipe.direct`),
-        and it has run when this returns."""
+        traversal): on a cluster it goes straight to the owner's worker (:mod:`gpipe.direct`)
+        and has run when this returns, unless the worker lacked an argument (then a task runs
+        it, which the caller waits for as for :meth:`submit`)."""
         return self.submit(fn, *args, owner=owner)
 
     def item(self, handle, index, owner: int | None = None):
@@ -161,17 +165,46 @@ class OnCluster(Executor):
         )
 
     def query(self, fn, *args, owner=0):
+        return self._direct([(fn, args, owner)])[0]
+
+    def _direct(self, calls: list) -> list:
+        """Handles to ``fn(*args)`` on the worker of ``owner``, for each ``(fn, args, owner)``
+        of ``calls``, all started at once (:mod:`gpipe.direct`): finished futures, or a task's
+        where the worker lacked an argument. Raises the first error of a call, GraphLost where
+        an owner's worker left or its connection broke as it did."""
         from gpipe import direct
 
         if not dask.config.get(direct.CONFIG_KEY, True):
-            return self._waited(self.submit(fn, *args, owner=owner))
+            return [self.submit(fn, *args, owner=owner) for fn, args, owner in calls]
         self._install_handlers()
-        key = f"{task_name(fn, args)}-{owner}-{uuid.uuid4().hex}"
-        asked = asyncio.run_coroutine_threadsafe(
-            direct.request(self.client, self.workers[owner], fn, args, key),
-            self.client.loop.asyncio_loop)
-        while not concurrent.futures.wait([asked], timeout=WATCH_S).done:
-            self._raise_if_owner_left([], asked)
+        keys = [f"{task_name(fn, args)}-{owner}-{uuid.uuid4().hex}" for fn, args, owner in calls]
+        loop = self.client.loop.asyncio_loop
+        asked = [asyncio.run_coroutine_threadsafe(
+            direct.request(self.client, self.workers[owner], fn, args, key), loop)
+            for (fn, args, owner), key in zip(calls, keys)]
+        handles, first_error = [None] * len(calls), None
+        pending = set(range(len(calls)))
+        while pending:
+            done, _ = concurrent.futures.wait([asked[i] for i in pending], timeout=WATCH_S,
+                                              return_when=concurrent.futures.FIRST_COMPLETED)
+            if not done:
+                self._raise_if_owner_left([], *asked)
+            for i in [i for i in pending if asked[i].done()]:
+                pending.discard(i)
+                try:
+                    handles[i] = self._answered(asked[i], keys[i], *calls[i])
+                except Exception as error:  # the others end soon (a failing owner aborts them)
+                    first_error = first_error or error
+        if first_error is not None:
+            raise first_error
+        return handles
+
+    def _answered(self, asked, key, fn, args, owner):
+        """The handle of one finished direct call (a task started for it if it was missing)."""
+        from distributed import Future
+
+        from gpipe import direct
+
         try:
             answer = asked.result()
         except OSError:  # the connection broke: the owner's worker may be on its way out
@@ -180,16 +213,12 @@ class OnCluster(Executor):
                 self._raise_if_owner_left([])
                 time.sleep(GONE_POLL_S)
             raise
-        if answer == direct.MISSING:
-            return self._waited(self.submit(fn, *args, owner=owner))
-        from distributed import Future
-
+        if isinstance(answer, dict):  # the call raised this
+            _raise_error(answer[direct.FAILED])
+        if answer == direct.MISSING:  # its peers, if any, are waiting for it: start it now
+            return self.submit(fn, *args, owner=owner)
         future = Future(key, self.client)
         self.client.futures[key].finish()
-        return future
-
-    def _waited(self, future):
-        self.wait([future])
         return future
 
     def gather(self, handles):
@@ -221,12 +250,12 @@ class OnCluster(Executor):
                     _raise_task_error(future)
             pending = [f for f in pending if f.status == "pending"]
 
-    def _raise_if_owner_left(self, handles, request=None) -> None:
+    def _raise_if_owner_left(self, handles, *requests) -> None:
         present = self.client.scheduler_info(n_workers=-1)["workers"]
         for owner, address in enumerate(self.workers):
             if address not in present:
                 self.client.cancel(list(handles))
-                if request is not None:
+                for request in requests:
                     request.cancel()
                 raise _lost(f"partition {owner}'s worker {address} left the cluster (killed, crashed, "
                             "or stopped by its nanny over its memory limit)")
@@ -299,10 +328,8 @@ class OnCluster(Executor):
         timeout = parse_timedelta(dask.config.get(peers.TIMEOUT_KEY, peers.DEFAULT_TIMEOUT))
         addresses = self.workers[:len(per_owner_args)]
         channels = [peers.Channel(key, p, addresses, timeout) for p in range(len(per_owner_args))]
-        return [
-            self.submit(peers.run_owner, fn, channel, *args, owner=channel.owner)
-            for channel, args in zip(channels, per_owner_args)
-        ]
+        return self._direct([((peers.run_owner), (fn, channel, *args), channel.owner)
+                             for channel, args in zip(channels, per_owner_args)])
 
     def persist(self, frame):
         from distributed import wait
@@ -367,17 +394,23 @@ def _lost(what: str):
 
 def _raise_task_error(future):
     """Raise the error of a failed task, in gpipe's terms where it is a lost worker."""
+    _raise_error(future.exception())
+    future.result()
+
+
+def _raise_error(error):
+    """Raise ``error``, a task's or a direct call's, in gpipe's terms where it is a lost worker
+    (GraphLost) or Dask's KilledWorker (OutOfMemory)."""
     from distributed import KilledWorker
 
     from gpipe.errors import OutOfMemory, out_of_memory
     from gpipe.peers import PeerLost
 
-    error = future.exception()
     if isinstance(error, PeerLost):
         raise _lost(str(error)) from error
     if isinstance(error, KilledWorker):
         raise OutOfMemory(out_of_memory(error)) from error
-    future.result()
+    raise error
 
 
 def current(client=None) -> Executor:

@@ -31,6 +31,7 @@ import time
 from collections import OrderedDict
 
 from distributed import WorkerPlugin, get_worker, rejoin, secede
+from distributed.utils import thread_state
 from distributed.protocol import to_serialize
 
 HANDLER = "gpipe_peer_message"
@@ -254,11 +255,14 @@ class Channel:
 
 
 def run_owner(fn, channel: Channel, *args):
-    """``fn(channel, *args)`` as one owner's long task: seceded, and aborting its peers on error.
+    """``fn(channel, *args)`` as one owner's long task: seceded (when it runs as a Dask task,
+    not as a direct request of :mod:`gpipe.direct`), and aborting its peers on error.
 
     Returns None when a peer failed: that peer's task carries the error.
     """
-    secede()
+    in_task = getattr(thread_state, "key", None) is not None
+    if in_task:
+        secede()
     try:
         result = fn(channel, *args)
         channel.flush()
@@ -270,4 +274,5 @@ def run_owner(fn, channel: Channel, *args):
         raise
     finally:
         channel.close()
-        rejoin()
+        if in_task:
+            rejoin()

@@ -126,9 +126,13 @@ def test_a_restarted_client_with_persisted_input_raises_graph_lost(client):
 
 
 def test_tasks_are_named_for_their_step_and_grouped_in_a_span(client):
+    """Queries are tasks when direct queries are off (gpipe/direct.py)."""
+    import dask
+
     edges = reference.random_edges(n=100, m=300, seed=25)
     graph = gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=2), directed=False, partitions=2)
-    graph.bfs(int(edges["src"].iloc[0])).compute()
+    with dask.config.set({"gpipe.direct-queries": False}):
+        graph.bfs(int(edges["src"].iloc[0])).compute()
     prefixes = client.run_on_scheduler(lambda dask_scheduler: sorted(dask_scheduler.task_prefixes))
     assert {"gpipe-build", "gpipe-bfs", "gpipe-survey", "gpipe-shuffle"} <= set(prefixes)
     spans = client.run_on_scheduler(

@@ -98,18 +98,24 @@ def test_owners_exchange_with_every_peer(cluster):
     assert cluster.gather(handles) == [[1, 10], [0, 0]]
 
 
-def test_a_failing_owner_raises_its_own_error_and_stops_the_others(cluster):
-    handles = cluster.run_together(_two_exchanges, [(1, (0, 0))] * 2)
-    with pytest.raises(ArithmeticError, match="owner 1 fails on purpose"):
-        cluster.wait(handles)
-    assert handles[0].result() is None  # aborted in its second exchange
+@pytest.mark.parametrize("direct", [True, False], ids=["direct", "tasks"])
+def test_a_failing_owner_raises_its_own_error_and_stops_the_others(cluster, direct):
+    with dask.config.set({"gpipe.direct-queries": direct}):
+        with pytest.raises(ArithmeticError, match="owner 1 fails on purpose"):
+            handles = cluster.run_together(_two_exchanges, [(1, (0, 0))] * 2)
+            cluster.wait(handles)
+        if not direct:
+            assert handles[0].result() is None  # aborted in its second exchange
 
 
-def test_a_stalled_owner_times_out_its_peers(cluster):
-    with dask.config.set({peers.TIMEOUT_KEY: "200ms"}):
-        handles = cluster.run_together(_two_exchanges, [(None, (0, 1.0))] * 2)
-    with pytest.raises(TimeoutError, match=r"owner\(s\) \[1\]"):
-        cluster.wait(handles)
+@pytest.mark.parametrize("direct", [True, False], ids=["direct", "tasks"])
+def test_a_stalled_owner_times_out_its_peers(cluster, direct):
+    with dask.config.set({peers.TIMEOUT_KEY: "200ms", "gpipe.direct-queries": direct}):
+        start = time.monotonic()
+        with pytest.raises(TimeoutError, match=r"owner\(s\) \[1\]"):
+            handles = cluster.run_together(_two_exchanges, [(None, (0, 1.0))] * 2)
+            cluster.wait(handles)
+        assert time.monotonic() - start < 5
 
 
 def _send_to_nowhere(channel):

@@ -1,21 +1,23 @@
-"""One-owner queries sent straight to the owner's worker, not through the scheduler.
+"""Queries sent straight to the owners' workers, not through the scheduler.
 
 A Dask task costs a round trip through the scheduler: the client submits it, the scheduler
 hands it to the worker, the worker reports its end to the scheduler, which tells the client
 (7.5 ms on our H100 machine for a task that does nothing). A query of a graph that fits one
 worker is one traversal of a few milliseconds, so that round trip was most of it. Here the
-client asks the owner's worker directly, over a comm handler that :class:`DirectQueries`
-installs (the way Dask's P2P shuffle and direct scatter talk to workers). The worker runs the
-traversal on a thread of its own, keeps the result frame as ordinary Dask data and tells the
-scheduler that it holds it for this client (as a scatter from a task does); the client then
-holds a :class:`distributed.Future` of it, which Dask treats like any task's result.
+client asks each owner's worker directly, over a comm handler that :class:`DirectQueries`
+installs (the way Dask's P2P shuffle and direct scatter talk to workers): a one-owner
+traversal, or one owner's share of a multi-owner one (:func:`gpipe.peers.run_owner`, all
+started at once). The worker runs it on a thread of its own, keeps the result frame as
+ordinary Dask data and tells the scheduler that it holds it for this client (as a scatter from
+a task does); the client then holds a :class:`distributed.Future` of it, which Dask treats
+like any task's result.
 
-A query falls back on an ordinary task when one of its arguments is not in the owner's memory
+A call falls back on an ordinary task when one of its arguments is not in the owner's memory
 (the worker answers :data:`MISSING`). An error raised by the traversal comes back as the
 answer (under :data:`FAILED`), so that the caller raises it as it is; an ``OSError`` from the
-request itself is then always the connection's.
-Traversals run this way do not appear in the dashboard's task stream (their progress events
-do); Dask config ``gpipe.direct-queries: false`` sends them as tasks again.
+request itself is then always the connection's. Traversals run this way do not appear in the
+dashboard's task stream (their progress events do); Dask config ``gpipe.direct-queries:
+false`` sends them as tasks again.
 """
 
 from __future__ import annotations

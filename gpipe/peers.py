@@ -1,6 +1,7 @@
-"""Owner-to-owner messages for traversals that run as one long task per owner.
+"""Owner-to-owner messages for traversals that run as one long call per owner.
 
-A traversal over P owners runs as P tasks started together, each pinned to its owner's worker.
+A traversal over P owners runs as P calls started together, each on its owner's worker: direct
+requests (:mod:`gpipe.direct`) or, with those off, pinned tasks.
 Between levels every owner sends every other owner one message over Dask's worker-to-worker
 comms (the path Dask's P2P shuffle takes): the candidates pruned for that owner and its own
 count of active vertices. The receiving worker's comm handler files the message in that
@@ -11,9 +12,10 @@ round, not a scheduler round trip. Sending does not wait for the peers' replies:
 event loop delivers while the owner goes on to wait for its own messages, and a failed delivery
 is raised there.
 
-Owner tasks secede from their worker's thread pool while they run. They wait on each other, and
-the worker must stay free to start the owner tasks of other traversals: two traversals at once
-on one-thread workers would otherwise each hold a worker that the other one waits for.
+Owner tasks secede from their worker's thread pool while they run (direct requests run on
+threads of their own). They wait on each other, and the worker must stay free to start the
+owners of other traversals: two traversals at once on one-thread workers would otherwise each
+hold a worker that the other one waits for.
 
 A failing owner tells the others (:meth:`Channel.abort`); they stop without a result and the
 failing task's error is the one the caller sees. While an owner waits, it asks the scheduler

@@ -59,6 +59,7 @@ class Built:
     # Per owner, its vertices' presence in the edge list as host bits (np.packbits, little bit
     # order), so that sources are checked here; None when ids are renumbered (all present).
     present_bits: list | None
+    rows: list  # per owner, its result rows: the vertices of its range that occur in the edge list
     vertex_dtype: object  # NumPy dtype, or the input's pandas extension dtype
     n_edges_input: int
     negative_weights: bool
@@ -126,6 +127,8 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None) -> Bu
         ids=ids,
         executor=executor,
         present_bits=present_bits,
+        rows=([layout.size(p) for p in range(layout.n_owners)] if present_bits is None
+              else [int(np.unpackbits(bits).sum()) for bits in present_bits]),
         vertex_dtype=vertex_dtype,
         n_edges_input=rows,
         negative_weights=negative_weights,

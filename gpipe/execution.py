@@ -328,7 +328,7 @@ class OnCluster(Executor):
         timeout = parse_timedelta(dask.config.get(peers.TIMEOUT_KEY, peers.DEFAULT_TIMEOUT))
         addresses = self.workers[:len(per_owner_args)]
         channels = [peers.Channel(key, p, addresses, timeout) for p in range(len(per_owner_args))]
-        return self._direct([((peers.run_owner), (fn, channel, *args), channel.owner)
+        return self._direct([(peers.run_owner, (fn, channel, *args), channel.owner)
                              for channel, args in zip(channels, per_owner_args)])
 
     def persist(self, frame):

@@ -22,7 +22,6 @@ class Graph:
         self._built = built
         self._executor = built.executor
         self._rebuild = rebuild  # () -> Built, from the same input; None: cannot be rebuilt
-        self._rows, self._rows_of = None, None  # result rows per owner, and the build they are of
         self.directed = directed
         self.weight = weight
 
@@ -87,7 +86,7 @@ class Graph:
     @property
     def num_vertices(self) -> int:
         """Number of distinct vertex ids in the edge list (either end)."""
-        return sum(self._rows_per_owner())
+        return sum(self._built.rows)
 
     @property
     def num_partitions(self) -> int:
@@ -204,20 +203,7 @@ class Graph:
     def _frame(self, frames, kind):
         built = self._built
         return self._executor.to_frame(frames, result.meta(built.backend, kind, built.vertex_dtype),
-                                       self._rows_per_owner())
-
-    def _rows_per_owner(self) -> list:
-        """Each owner's result rows: its vertices that occur in the edge list (host bits, no
-        round trip), worked out once per build."""
-        built = self._built
-        if self._rows_of is not built:
-            layout = built.layout
-            if built.present_bits is None:
-                self._rows = [layout.size(p) for p in range(layout.n_owners)]
-            else:
-                self._rows = [int(np.unpackbits(bits).sum()) for bits in built.present_bits]
-            self._rows_of = built
-        return self._rows
+                                       built.rows)
 
     def _global_sources(self, source) -> np.ndarray:
         """Global ids of the input ids in ``source``; InputError naming the first one not in the graph."""

@@ -33,15 +33,15 @@ import time
 from collections import OrderedDict
 
 from distributed import WorkerPlugin, get_worker, rejoin, secede
-from distributed.utils import thread_state
 from distributed.protocol import to_serialize
+from distributed.utils import thread_state
 
 HANDLER = "gpipe_peer_message"
 ABORT = "abort"
 TIMEOUT_KEY = "gpipe.peer-timeout"
 DEFAULT_TIMEOUT = "15 minutes"
 ABORT_WAIT_S = 10  # how long a failing owner waits for its abort messages to be filed
-DEVICE_SCHEMES = ("ucx", "ucxx")  # transports that move device arrays device to device (CUDA IPC, NVLink)
+DEVICE_SCHEMES = ("ucx", "ucxx")  # transports that move device arrays without the host
 CLOSED_KEPT = 4096  # boxes of finished traversals remembered, so that late messages to them are dropped
 WATCH_S = 1.0  # how often a waiting owner asks the scheduler whether its peers' workers remain
 

@@ -398,7 +398,8 @@ def _report_one_owner(kind, part: Partition, dist) -> None:
         return
     xp = part.xp
     if kind == BFS:  # both figures in one read from the device
-        levels, reached = (int(x) for x in xp.stack([dist.max(), xp.count_nonzero(dist >= 0)]).tolist())
+        figures = xp.stack([dist.max(), xp.count_nonzero(dist >= 0)]).tolist()
+        levels, reached = int(figures[0]), int(figures[1])
     else:
         levels, reached = 0, int(xp.count_nonzero(xp.isfinite(dist)))
     reporter.done(levels, reached)

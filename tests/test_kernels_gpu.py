@@ -413,12 +413,33 @@ def test_source_dir_prefers_packaged_sources_then_checkout(tmp_path, monkeypatch
     assert gpu.source_dir() == package / "_cuda"
 
 
-def test_modules_compile_once_per_device():
+def test_modules_load_once_per_device():
     from gpipe.kernels import cuda
 
     device = cupy.cuda.runtime.getDevice()
-    first = cuda._module("bfs.cu", ("bfs_expand_edges",), device)
-    assert cuda._module("bfs.cu", ("bfs_expand_edges",), device) is first
+    first = cuda._module("bfs.cu", device)
+    assert cuda._module("bfs.cu", device) is first
+
+
+def test_shipped_binaries_serve_this_device_and_match_the_jit(monkeypatch):
+    """This device loads a shipped binary of every source, and a kernel loaded from it gives
+    what the same source compiled at first use gives."""
+    from gpipe.kernels import cuda, cuda_sources
+
+    major, minor = cuda._compute_capability(cupy.cuda.runtime.getDevice())
+    for source in cuda_sources.MODULES:
+        assert cuda_sources.shipped_binary(source, major, minor, cuda._manifest()) is not None, source
+
+    src, dst, w = random_edges(4, n=500, m=3000, directed=True)
+    indptr, indices, weights = device_csr(src, dst, w, 500, np.int32)
+    shipped = gpu.bfs(indptr, indices, cupy.asarray([0]))
+    cuda._module.cache_clear()
+    monkeypatch.setattr(cuda_sources, "shipped_binary", lambda *args: None)
+    try:
+        jit = gpu.bfs(indptr, indices, cupy.asarray([0]))
+    finally:
+        cuda._module.cache_clear()
+    np.testing.assert_array_equal(shipped[0].get(), jit[0].get())
 
 
 # ---------------------------------------------------------------------------------------------

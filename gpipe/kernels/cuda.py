@@ -1,87 +1,83 @@
-"""Finding, compiling and launching the CUDA C++ in ``kernels/*.cu`` (one small loader).
+"""Loading and launching the CUDA C++ in ``kernels/*.cu`` (one small loader).
 
-The ``.cu`` files are real CUDA sources, found by :func:`source_dir`, compiled once per device
-by NVRTC through :class:`cupy.RawModule` with ``-std=c++17``, and instantiated for both index
-types of ``indices`` (``int`` and ``long long``) through ``name_expressions``: dtype choices are
-template parameters, never pasted into the source. Only GPU code paths import this module.
+Each source is compiled ahead of time (:mod:`gpipe.kernels.cuda_build`) for the architectures
+gpipe ships: a cubin per major architecture and one PTX, beside a manifest of the kernels'
+lowered names. :func:`function` loads the cubin built for this device's major architecture and
+the highest minor it runs (or the PTX, which the driver compiles once for a newer GPU), so a
+first call compiles nothing. Only where no shipped binary serves this device, or the binaries
+are stale against their sources (a source checkout with an edited ``.cu``), is the source
+compiled at first use by NVRTC through :class:`cupy.RawModule`, as it was before binaries were
+shipped. Every kernel is a template on the index type of ``indices`` (``int`` and ``long
+long``): dtype choices are template parameters, never pasted into the source. Only GPU code
+paths import this module.
 """
 
 from __future__ import annotations
 
 import functools
-import re
-from pathlib import Path
+import logging
 
 import cupy
 
-import gpipe
+from gpipe.kernels import cuda_sources
+from gpipe.kernels.cuda_sources import COMPILE_OPTIONS, source_dir, source_text  # noqa: F401
 
-COMPILE_OPTIONS = ("-std=c++17",)
 BLOCK = 256  # threads per block; a multiple of 32 (the kernels' warp-wide ballots need it)
 BLOCKS_PER_SM = 16  # grid-stride cap: a few waves of resident blocks, then each thread loops
 
 # C++ index type of each dtype `indices` may have (ARCHITECTURE.md: int32, int64 if n >= 2**31).
-INDEX_TYPES = {cupy.dtype(cupy.int32): "int", cupy.dtype(cupy.int64): "long long"}
+INDEX_TYPES = {cupy.dtype(name): ctype for name, ctype in cuda_sources.INDEX_TYPES.items()}
+
+logger = logging.getLogger("gpipe.kernels")
 
 
-def source_dir(source: str = "bfs.cu") -> Path:
-    """The folder that holds the CUDA source ``source``.
+def function(source: str, name: str, indices: cupy.ndarray) -> cupy.cuda.function.Function:
+    """The kernel ``name<index type of indices>`` of ``source``, loaded for the current device.
 
-    Returns
-    -------
-    pathlib.Path
-        ``<package>/_cuda`` in an installed wheel (the build force-includes ``kernels`` there),
-        else ``<repo root>/kernels`` in a source checkout or an editable install.
-
-    Raises
-    ------
-    FileNotFoundError
-        Neither folder holds the source: the installation is incomplete.
+    Launch it as ``kernel(grid, block, args)``; a cooperative kernel of
+    :data:`gpipe.kernels.cuda_sources.MODULES` with ``enable_cooperative_groups=True``.
     """
-    package = Path(gpipe.__file__).resolve().parent
-    candidates = (package / "_cuda", package.parent / "kernels")
-    for folder in candidates:
-        if (folder / source).is_file():
-            return folder
-    raise FileNotFoundError(
-        f"gpipe's CUDA source {source} is in none of: "
-        + ", ".join(str(c) for c in candidates)
-        + "; reinstall gpipe, or run from a source checkout"
-    )
-
-
-_LOCAL_INCLUDE = re.compile(r'^#include "([^"]+)"$', re.MULTILINE)
-
-
-def source_text(source: str) -> str:
-    """The text of ``source`` with its local ``#include "x.cuh"`` lines replaced by the headers.
-
-    Inlined rather than passed as an include path, so that CuPy's compile cache, which keys on
-    the source text, sees a change of a header too.
-    """
-    folder = source_dir(source)
-    return _LOCAL_INCLUDE.sub(lambda m: (folder / m.group(1)).read_text(), (folder / source).read_text())
+    device_id = cupy.cuda.runtime.getDevice()
+    return _module(source, device_id)(f"{name}<{INDEX_TYPES[indices.dtype]}>")
 
 
 @functools.lru_cache(maxsize=None)
-def _module(source: str, entry_points: tuple, device_id: int) -> cupy.RawModule:
-    # device_id is only the cache key: a module is compiled and loaded for the current device.
-    del device_id
-    names = [f"{kernel}<{ctype}>" for kernel in entry_points for ctype in INDEX_TYPES.values()]
-    code = source_text(source)
-    module = cupy.RawModule(code=code, options=COMPILE_OPTIONS, name_expressions=names)
-    module.compile()
-    return module
+def _module(source: str, device_id: int):
+    """A lookup ``C++ name -> Function`` of ``source`` on device ``device_id``."""
+    major, minor = _compute_capability(device_id)
+    shipped = cuda_sources.shipped_binary(source, major, minor, _manifest())
+    if shipped is not None:
+        path, names = shipped
+        module = cupy.cuda.function.Module()
+        module.load_file(str(path))
+        return lambda name: module.get_function(names[name])
+    logger.info("compiling %s for sm_%d%d at first use: no shipped binary serves it", source, major, minor)
+    jit = cupy.RawModule(code=source_text(source), options=COMPILE_OPTIONS,
+                         name_expressions=cuda_sources.instantiations(source),
+                         enable_cooperative_groups=cuda_sources.MODULES[source].cooperative)
+    jit.compile()
+    return lambda name: jit.get_function(name).kernel
 
 
-def function(source: str, entry_points: tuple, name: str, indices: cupy.ndarray):
-    """The entry point ``name<index type of indices>`` of ``source``, compiled for this device.
+def _compute_capability(device_id: int) -> tuple[int, int]:
+    capability = int(cupy.cuda.Device(device_id).compute_capability)
+    return capability // 10, capability % 10
 
-    ``entry_points`` lists every templated kernel of ``source``, so that one compilation
-    instantiates them all.
-    """
+
+@functools.lru_cache(maxsize=None)
+def _manifest():
+    return cuda_sources.read_manifest()
+
+
+def warmup() -> list[str]:
+    """Load every kernel of every source on the current device (compiling those no shipped
+    binary serves); returns the sources loaded. ``gpipe warmup`` calls it where a GPU is usable."""
     device_id = cupy.cuda.runtime.getDevice()
-    return _module(source, entry_points, device_id).get_function(f"{name}<{INDEX_TYPES[indices.dtype]}>")
+    for source in cuda_sources.MODULES:
+        lookup = _module(source, device_id)
+        for name in cuda_sources.instantiations(source):
+            lookup(name)
+    return list(cuda_sources.MODULES)
 
 
 @functools.lru_cache(maxsize=None)

@@ -20,7 +20,7 @@ module; :mod:`gpipe.kernels.cuda` finds, compiles and caches the sources.
   (``kernels/sssp_owners.cu``, :mod:`gpipe.kernels.gpu_sssp_owners`).
 """
 
-from gpipe.kernels.cuda import source_dir
+from gpipe.kernels.cuda import source_dir, warmup
 from gpipe.kernels.gpu_bfs import bfs, bfs_expand
 from gpipe.kernels.gpu_bfs_owners import (BITMAP_BITS, BITMAP_DTYPE, FRONTIER, FRONTIER_EDGES, NEXT,
                                           NEXT_EDGES, QUEUES, bfs_owner_bottom_up, bfs_owner_claim,
@@ -35,4 +35,4 @@ __all__ = ["BITMAP_BITS", "BITMAP_DTYPE", "FRONTIER", "FRONTIER_EDGES", "NEXT", 
            "bfs_owner_bottom_up", "bfs_owner_claim", "bfs_owner_top_down", "bitmap_to_frontier",
            "build_csr", "frontier_to_bitmap", "source_dir", "sssp", "sssp_owner_advance",
            "sssp_owner_counts", "sssp_owner_merge", "sssp_owner_pack", "sssp_owner_relax",
-           "sssp_owners_delta", "sssp_relax"]
+           "sssp_owners_delta", "sssp_relax", "warmup"]

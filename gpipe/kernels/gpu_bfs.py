@@ -10,7 +10,6 @@ import cupy
 from gpipe.kernels import cuda
 
 _SOURCE = "bfs.cu"
-_ENTRY_POINTS = ("bfs_expand_edges",)
 
 
 def bfs_expand(indptr, indices, offset, frontier, dist, parent, level, remote):
@@ -66,7 +65,7 @@ def bfs_expand(indptr, indices, offset, frontier, dist, parent, level, remote):
         remote_targets = remote_parents = cuda.empty()
     next_frontier = cupy.empty(min(n_edges, n_local), dtype=cupy.int64)
     counters = cupy.zeros(2, dtype=cupy.uint64)
-    cuda.function(_SOURCE, _ENTRY_POINTS, "bfs_expand_edges", indices)(
+    cuda.function(_SOURCE, "bfs_expand_edges", indices)(
         cuda.grid(n_edges),
         (cuda.BLOCK,),
         (
@@ -96,23 +95,13 @@ GAMMA = 8.0
 
 
 @functools.lru_cache(maxsize=None)
-def _persistent_module(device_id: int) -> cupy.RawModule:
-    del device_id  # the cache key: the module is compiled and loaded for the current device
-    names = [f"{_PERSISTENT_KERNEL}<{ctype}>" for ctype in cuda.INDEX_TYPES.values()]
-    code = (cuda.source_dir(_PERSISTENT_SOURCE) / _PERSISTENT_SOURCE).read_text()
-    module = cupy.RawModule(code=code, options=cuda.COMPILE_OPTIONS, name_expressions=names,
-                            enable_cooperative_groups=True)
-    module.compile()
-    return module
-
-
-@functools.lru_cache(maxsize=None)
-def _persistent_launch(ctype: str, device_id: int):
-    kernel = _persistent_module(device_id).get_function(f"{_PERSISTENT_KERNEL}<{ctype}>")
+def _persistent_launch(dtype, device_id: int):
+    del device_id  # the cache key: the kernel is loaded for the current device
+    kernel = cuda.function(_PERSISTENT_SOURCE, _PERSISTENT_KERNEL, cupy.empty(0, dtype=dtype))
     sms = cupy.cuda.Device(device_id).attributes["MultiProcessorCount"]
     try:
         per_sm = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
-            kernel.kernel.ptr, _PERSISTENT_BLOCK, 0)
+            kernel.ptr, _PERSISTENT_BLOCK, 0)
     except Exception:  # no occupancy API in this CuPy: the launch bounds promise two per SM
         per_sm = 2
     return kernel, max(1, int(per_sm)) * sms
@@ -234,7 +223,7 @@ def bfs(indptr, indices, sources, depth_limit=-1, *, symmetric=False, alpha=ALPH
         trace_arg, trace_rows = cupy.uint64(0), 0  # a null pointer (8 bytes, by value)
 
     device_id = cupy.cuda.runtime.getDevice()
-    kernel, blocks = _persistent_launch(cuda.INDEX_TYPES[indices.dtype], device_id)
+    kernel, blocks = _persistent_launch(indices.dtype, device_id)
     kernel(
         (blocks,), (_PERSISTENT_BLOCK,),
         (
@@ -244,6 +233,7 @@ def bfs(indptr, indices, sources, depth_limit=-1, *, symmetric=False, alpha=ALPH
             cupy.int64(stride), bitmaps, tile_offsets, counters, cupy.int32(e_bits),
             trace_arg, cupy.int32(trace_rows),
         ),
+        enable_cooperative_groups=True,
     )
     return dist, parent
 

@@ -23,8 +23,6 @@ import numpy
 from gpipe.kernels import cuda
 
 _SOURCE = "bfs_owners.cu"
-_ENTRY_POINTS = ("bfs_owner_edge_end", "bfs_owner_top_down", "bfs_owner_claim",
-                 "bfs_owner_bottom_up", "frontier_to_bitmap", "bitmap_to_frontier")
 _SCAN_BLOCK = 1024  # kScanBlock in bfs_owners.cu
 _SCAN_PER_THREAD = 8  # kScanPerThread
 _SCAN_ITEMS = 8 * _SCAN_BLOCK * _SCAN_PER_THREAD  # up to 8 tiles in bfs_owner_edge_end; beyond, CuPy's scan
@@ -47,7 +45,7 @@ def _kernel(name: str, typed):
 @functools.lru_cache(maxsize=None)
 def _function(name, dtype, device_id):
     del device_id  # the cache key (cuda.function compiles for the current device)
-    return cuda.function(_SOURCE, _ENTRY_POINTS, name, cupy.empty(0, dtype=dtype))
+    return cuda.function(_SOURCE, name, cupy.empty(0, dtype=dtype))
 
 
 def bfs_owner_top_down(indptr, indices, offset, frontier, dist, parent, level, chunk, sent,

@@ -7,7 +7,6 @@ import cupy
 from gpipe.kernels import cuda
 
 _SOURCE = "csr.cu"
-_ENTRY_POINTS = ("csr_count", "csr_scatter")
 _ID_DTYPES = (cupy.dtype(cupy.int32), cupy.dtype(cupy.int64))
 
 
@@ -85,7 +84,7 @@ def build_csr(src_local, dst, weights, n_local, index_dtype, *, symmetric=False,
     flags = (cupy.int64(m), cupy.int32(bool(symmetric)), cupy.int32(bool(skip_loops)))
     grid = cuda.grid(m)
     if m:
-        cuda.function(_SOURCE, _ENTRY_POINTS, "csr_count", indices_kind)(
+        cuda.function(_SOURCE, "csr_count", indices_kind)(
             grid, (cuda.BLOCK,), common + flags + (indptr[1:],),
         )
     indptr[1:] = cupy.cumsum(indptr[1:])
@@ -94,7 +93,7 @@ def build_csr(src_local, dst, weights, n_local, index_dtype, *, symmetric=False,
     w_out = cupy.empty(nnz, dtype=cupy.float64) if weighted else None
     if nnz:
         cursor = indptr[:-1].copy()
-        cuda.function(_SOURCE, _ENTRY_POINTS, "csr_scatter", indices_kind)(
+        cuda.function(_SOURCE, "csr_scatter", indices_kind)(
             grid, (cuda.BLOCK,),
             common + (w_in, cupy.int32(weighted)) + flags
             + (cursor, indices, w_out if weighted else cupy.empty(0, cupy.float64)),

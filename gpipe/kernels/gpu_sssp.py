@@ -11,7 +11,6 @@ import cupy
 from gpipe.kernels import cuda
 
 _SOURCE = "sssp.cu"
-_ENTRY_POINTS = ("sssp_relax_edges", "sssp_settle_parents")
 
 
 def sssp_relax(indptr, indices, weights, offset, frontier, frontier_dist, dist, parent, remote):
@@ -79,11 +78,11 @@ def sssp_relax(indptr, indices, weights, offset, frontier, frontier_dist, dist, 
         indptr, indices, weights, cupy.int64(offset), cupy.int64(n_local), frontier,
         frontier_dist, edge_end, cupy.int64(k), dist, flags,
     )
-    cuda.function(_SOURCE, _ENTRY_POINTS, "sssp_relax_edges", indices)(
+    cuda.function(_SOURCE, "sssp_relax_edges", indices)(
         grid, (cuda.BLOCK,),
         edges + (remote_targets, remote_dists, remote_parents, counters, cupy.int32(bool(remote))),
     )
-    cuda.function(_SOURCE, _ENTRY_POINTS, "sssp_settle_parents", indices)(
+    cuda.function(_SOURCE, "sssp_settle_parents", indices)(
         grid, (cuda.BLOCK,), edges + (parent, improved, counters),
     )
     n_improved, n_remote = (int(c) for c in counters.get())
@@ -98,9 +97,6 @@ def sssp_relax(indptr, indices, weights, offset, frontier, frontier_dist, dist, 
 # --- whole single-owner SSSP: near-far in one cooperative kernel (kernels/sssp_nearfar.cu) ----
 
 _NEAR_FAR_SOURCE = "sssp_nearfar.cu"
-_NEAR_FAR_ENTRY_POINTS = (
-    "sssp_near_far", "sssp_check_parents", "sssp_repair_scan", "sssp_repair_rows", "sssp_settle_tree",
-)
 _BLOCKS_PER_SM = (4, 2, 1)  # cooperative grid: resident blocks per SM to try, most first
 # Read the per-pass slot arrays through L1 after each grid barrier (see the .cu)? Measured equal
 # within noise on the H100 (kron22 21.9 vs 22.1 ms, kron25 160 vs 164 ms), so the L2-only
@@ -217,7 +213,7 @@ def sssp_with_stats(indptr, indices, weights, sources, *, delta=None, symmetric=
     ring = cupy.array([0, 0, 0x7FF0000000000000] * 3, dtype=cupy.uint64)
     barrier = cupy.zeros(2, dtype=cupy.uint32)
     stats = cupy.zeros(7, dtype=cupy.int64)
-    near_far = cuda.function(_NEAR_FAR_SOURCE, _NEAR_FAR_ENTRY_POINTS, "sssp_near_far", indices)
+    near_far = cuda.function(_NEAR_FAR_SOURCE, "sssp_near_far", indices)
     # The RawKernel's own call fixes enable_cooperative_groups at module creation; its
     # cupy.cuda.function.Function (``.kernel``) takes it per launch.
     near_far = getattr(near_far, "kernel", near_far)
@@ -243,7 +239,7 @@ def sssp_with_stats(indptr, indices, weights, sources, *, delta=None, symmetric=
     if n > 0:
         # Re-check the recorded parents; list the failures (in the now free first queue).
         repair, repairs = queues[:n], stats[6:7].view(cupy.uint64)
-        kernel = functools.partial(cuda.function, _NEAR_FAR_SOURCE, _NEAR_FAR_ENTRY_POINTS)
+        kernel = functools.partial(cuda.function, _NEAR_FAR_SOURCE)
         kernel("sssp_check_parents", indices)(
             cuda.grid(n), (cuda.BLOCK,),
             (indptr, indices, weights, cupy.int64(n), dist, stamp, parent_edge, parent, repair, repairs),

@@ -20,10 +20,6 @@ from gpipe.kernels.owner_state import (FAR, FAR_MIN, INF_BITS, MID, MID_MIN, NEA
                                        Counts, SsspOwnerState, counts_from)
 
 _SOURCE = "sssp_owners.cu"
-_ENTRY_POINTS = (
-    "sssp_owner_frontier", "sssp_owner_relax_edges", "sssp_owner_settle_edges",
-    "sssp_owner_merge_lower", "sssp_owner_merge_settle", "sssp_owner_split", "sssp_owner_pack",
-)
 # First exchange window: the near-far band of the one-owner kernel (gpu_sssp._DELTA_EDGES).
 # A repeated relaxation costs a GPU next to nothing next to a message (~1.1-1.5 ms between
 # two workers), so these kernels count no repeats and the window only grows.
@@ -38,7 +34,7 @@ def _untyped_index():
 
 
 def _kernel(name, indices=None):
-    return cuda.function(_SOURCE, _ENTRY_POINTS, name, _untyped_index() if indices is None else indices)
+    return cuda.function(_SOURCE, name, _untyped_index() if indices is None else indices)
 
 
 def _host_counts(state: SsspOwnerState) -> np.ndarray:

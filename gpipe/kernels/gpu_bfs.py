@@ -99,7 +99,7 @@ GAMMA = 8.0
 def _persistent_module(device_id: int) -> cupy.RawModule:
     del device_id  # the cache key: the module is compiled and loaded for the current device
     names = [f"{_PERSISTENT_KERNEL}<{ctype}>" for ctype in cuda.INDEX_TYPES.values()]
-    code = (cuda.source_dir(_PERSISTENT_SOURCE) / _PERSISTENT_SOURCE).read_text()
+    code = cuda.source_text(_PERSISTENT_SOURCE)
     module = cupy.RawModule(code=code, options=cuda.COMPILE_OPTIONS, name_expressions=names,
                             enable_cooperative_groups=True)
     module.compile()

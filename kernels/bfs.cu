@@ -41,7 +41,7 @@
 //   counters       uint64[2], zero on entry: [0] = next_frontier length, [1] = remote length.
 //
 // Written for NVRTC (cupy.RawModule, -std=c++17): no standard headers; frontier.cuh holds the
-// queue append and edge search shared with the other level kernel.
+// queue append and the edge search shared with the other traversal kernels.
 
 #include "frontier.cuh"
 

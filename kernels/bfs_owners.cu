@@ -49,9 +49,10 @@
 //   Out-degree sums of the claimed vertices (the direction heuristic's m_f) are summed per warp
 //   by shuffles and added with one atomic per warp.
 //   Bottom-up: one warp per 32-vertex word of next_front, a lane per vertex; a lane scans the
-//   first kSeqScan neighbours alone and longer rows still unresolved are scanned by the whole
+//   first kSeqScan = 16 neighbours alone and longer rows still unresolved are scanned by the whole
 //   warp, 32 neighbours at a time, the lowest hit winning, so the parent is the first frontier
-//   neighbour in row order either way (as in bfs_persistent.cu). A ballot makes the word.
+//   neighbour in row order either way (frontier.cuh's bottom_up_parent, shared with
+//   bfs_persistent.cu). A ballot makes the word.
 //   References: S. Beamer, K. Asanovic, D. Patterson, "Direction-Optimizing Breadth-First
 //   Search", SC 2012; A. Buluc, K. Madduri, "Parallel Breadth-First Search on Distributed
 //   Memory Systems", SC 2011 (1-D partitioning); D. Merrill, M. Garland, A. Grimshaw,
@@ -82,7 +83,8 @@
 //
 // Every kernel is a grid-stride loop whose trip count is uniform across each warp (blockDim is
 // a multiple of 32), so the warp-wide ballots, shuffles and matches see all 32 lanes.
-// Written for NVRTC (cupy.RawModule, -std=c++17): no standard headers.
+// Written for NVRTC (cupy.RawModule, -std=c++17): no standard headers; frontier.cuh (and the
+// warp.cuh it includes) holds the helpers shared with the other traversal kernels.
 
 #include "frontier.cuh"
 
@@ -93,19 +95,10 @@ constexpr int kFrontierEdges = 1;
 constexpr int kNext = 2;
 constexpr int kNextEdges = 3;
 constexpr int kQueues = 4;
-constexpr long long kSeqScan = 16;  // bottom-up: neighbours a lane scans alone
 constexpr int kScanBlock = 1024;     // bfs_owner_edge_end: threads of its one block
 constexpr int kScanPerThread = 8;    // consecutive frontier slots per thread and tile
 constexpr int kScanWarps = kScanBlock / 32;
 static_assert(kScanWarps == 32, "bfs_owner_edge_end scans the warps' sums with one warp");
-
-__device__ __forceinline__ long long warp_sum(long long x) {
-#pragma unroll
-    for (int d = 16; d > 0; d >>= 1) {
-        x += __shfl_xor_sync(kFullWarp, x, d);
-    }
-    return x;
-}
 
 // Add the warp's sum of `x` to *counter with one atomic. All 32 lanes must call it together.
 __device__ __forceinline__ void warp_add(unsigned long long* counter, long long x) {
@@ -133,20 +126,6 @@ __device__ __forceinline__ unsigned long long warp_append_slot_keyed(unsigned lo
         slot = base + static_cast<unsigned long long>(__popc(group & ((1u << lane) - 1u)));
     }
     return slot;
-}
-
-__device__ __forceinline__ long long warp_inclusive_sum(long long x) {
-    const int lane = threadIdx.x & 31;
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-        const long long y = __shfl_up_sync(kFullWarp, x, d);
-        if (lane >= d) x += y;
-    }
-    return x;
-}
-
-__device__ __forceinline__ bool in_bitmap(const unsigned* bitmap, long long v) {
-    return (bitmap[v >> 5] >> (v & 31)) & 1u;
 }
 
 }  // namespace
@@ -324,47 +303,9 @@ __global__ void bfs_owner_bottom_up(const long long* __restrict__ indptr,
     long long found_count = 0, found_edges = 0;
     for (long long word = warp_id; word < n_words; word += n_warps) {  // warp-uniform
         const long long v = word * 32 + lane;
-        bool found = false;
         long long found_parent = 0, begin = 0, end = 0;
-        if (v < n_local && dist[v] == -1) {
-            begin = indptr[v];
-            end = indptr[v + 1];
-            const long long stop = end < begin + kSeqScan ? end : begin + kSeqScan;
-            for (long long j = begin; j < stop; ++j) {
-                const long long u = static_cast<long long>(indices[j]);
-                if (in_bitmap(front, u)) {
-                    found = true;
-                    found_parent = u;
-                    break;
-                }
-            }
-        }
-        // Long rows not yet resolved: the whole warp scans them, one vertex at a time.
-        unsigned pending = __ballot_sync(kFullWarp, !found && end - begin > kSeqScan);
-        while (pending != 0u) {
-            const int owner = __ffs(pending) - 1;
-            pending &= pending - 1u;
-            const long long from = __shfl_sync(kFullWarp, begin, owner) + kSeqScan;
-            const long long to = __shfl_sync(kFullWarp, end, owner);
-            for (long long first = from; first < to; first += 32) {
-                const long long j = first + lane;
-                long long u = 0;
-                bool hit = false;
-                if (j < to) {
-                    u = static_cast<long long>(indices[j]);
-                    hit = in_bitmap(front, u);
-                }
-                const unsigned hits = __ballot_sync(kFullWarp, hit);
-                if (hits != 0u) {
-                    const long long winner = __shfl_sync(kFullWarp, u, __ffs(hits) - 1);
-                    if (lane == owner) {
-                        found = true;
-                        found_parent = winner;
-                    }
-                    break;
-                }
-            }
-        }
+        const bool found = bottom_up_parent(indptr, indices, front, v, v < n_local && dist[v] == -1,
+                                            &found_parent, &begin, &end);
         if (found) {
             dist[v] = level + 1;
             parent[v] = found_parent;

@@ -27,7 +27,7 @@
 //      Top-down: every frontier edge u->v claims an unvisited v with atomicCAS on dist.
 //      Bottom-up: every unvisited v scans its neighbours until it meets one in the frontier
 //      bitmap (kept in bits: 4 MB at 2^25 vertices, so it lives in L2) and stops at the first;
-//      that neighbour is its parent. A lane scans the first kSeqScan neighbours alone; longer
+//      that neighbour is its parent. A lane scans the first kSeqScan = 16 neighbours alone; longer
 //      lists left unresolved are then scanned by the whole warp, 32 at a time (ballot for the
 //      first hit), so one high-degree vertex does not hold its warp for thousands of loads.
 //      A bottom-up step writes no queue: the next frontier is the bitmap next_front, its size
@@ -89,9 +89,12 @@
 //
 // Launch: cooperatively (cudaLaunchCooperativeKernel), kBlock threads per block, no more blocks
 // than fit on the device at once (the occupancy API). Written for NVRTC (cupy.RawModule with
-// enable_cooperative_groups, -std=c++17).
+// enable_cooperative_groups, -std=c++17); frontier.cuh (with warp.cuh) holds the bottom-up
+// parent search, the bitmap test and the warp scan shared with the other traversal kernels.
 
 #include <cooperative_groups.h>
+
+#include "frontier.cuh"
 
 namespace cg = cooperative_groups;
 
@@ -100,8 +103,6 @@ namespace {
 constexpr int kBlock = 512;             // threads per block
 constexpr int kTile = kBlock;           // frontier vertices per tile: one per thread
 constexpr int kWarps = kBlock / 32;
-constexpr long long kSeqScan = 16;      // bottom-up: neighbours a lane scans alone
-constexpr unsigned kFullWarp = 0xffffffffu;
 constexpr int kTraceColumns = 5;
 constexpr int kBlockCountShift = 40;    // block_append packs (count << 40) + degree sum
 constexpr unsigned long long kBlockEdgeMask = (1ull << kBlockCountShift) - 1ull;
@@ -112,16 +113,6 @@ __device__ __forceinline__ long long global_timer() {
     long long t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     return t;
-}
-
-__device__ __forceinline__ long long warp_inclusive_sum(long long x) {
-    const int lane = lane_id();
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-        const long long y = __shfl_up_sync(kFullWarp, x, d);
-        if (lane >= d) x += y;
-    }
-    return x;
 }
 
 // Exclusive prefix sum over the block; *total gets the block's sum. All threads must call it.
@@ -203,10 +194,6 @@ __device__ __forceinline__ void block_append(const QueueEnd<Index>& next, bool a
                       &offset) && append) {
         queue_put(next, slot, offset, v);
     }
-}
-
-__device__ __forceinline__ bool in_bitmap(const unsigned* bitmap, long long u) {
-    return (bitmap[u >> 5] >> (u & 31)) & 1u;
 }
 
 }  // namespace
@@ -366,47 +353,10 @@ bfs_persistent(const long long* __restrict__ indptr,
             long long found_count = 0, found_edges = 0;
             for (long long word = warp_id; word < n_words; word += n_warps_total) {
                 const long long v = word * 32 + lane;
-                bool found = false;
                 long long found_parent = 0, begin = 0, end = 0;
-                if (v < n && dist[v] == -1) {
-                    begin = indptr[v];
-                    end = indptr[v + 1];
-                    const long long stop = min(end, begin + kSeqScan);
-                    for (long long j = begin; j < stop; ++j) {
-                        const long long u = indices[j];
-                        if (in_bitmap(front, u)) {
-                            found = true;
-                            found_parent = u;
-                            break;
-                        }
-                    }
-                }
-                // Long lists not yet resolved: the whole warp scans them, one vertex at a time.
-                unsigned pending = __ballot_sync(kFullWarp, !found && end - begin > kSeqScan);
-                while (pending != 0) {
-                    const int owner = __ffs(pending) - 1;
-                    pending &= pending - 1;
-                    const long long from = __shfl_sync(kFullWarp, begin, owner) + kSeqScan;
-                    const long long to = __shfl_sync(kFullWarp, end, owner);
-                    for (long long first = from; first < to; first += 32) {
-                        const long long j = first + lane;
-                        long long u = 0;
-                        bool hit = false;
-                        if (j < to) {
-                            u = indices[j];
-                            hit = in_bitmap(front, u);
-                        }
-                        const unsigned hits = __ballot_sync(kFullWarp, hit);
-                        if (hits != 0) {
-                            const long long winner = __shfl_sync(kFullWarp, u, __ffs(hits) - 1);
-                            if (lane == owner) {
-                                found = true;
-                                found_parent = winner;
-                            }
-                            break;
-                        }
-                    }
-                }
+                const bool found = bottom_up_parent(indptr, indices, front, v,
+                                                    v < n && dist[v] == -1, &found_parent,
+                                                    &begin, &end);
                 if (found) {
                     dist[v] = level + 1;
                     parent_lo[v * parent_stride] = static_cast<Index>(found_parent);

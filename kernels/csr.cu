@@ -39,6 +39,15 @@ __device__ __forceinline__ long long load_id(const void* ids, int wide, long lon
                 : static_cast<long long>(static_cast<const int*>(ids)[e]);
 }
 
+// Edge e's endpoints in *s and *d; true unless skip_loops leaves it out (a loop, s == d).
+__device__ __forceinline__ bool stored_edge(const void* src, int src_wide, const void* dst,
+                                            int dst_wide, int skip_loops, long long e, long long* s,
+                                            long long* d) {
+    *s = load_id(src, src_wide, e);
+    *d = load_id(dst, dst_wide, e);
+    return !(skip_loops && *s == *d);
+}
+
 }  // namespace
 
 // Pass 1: out-degree histogram (both endpoints when symmetric).
@@ -49,9 +58,8 @@ __global__ void csr_count(const void* __restrict__ src, int src_wide, const void
     const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
     for (long long e = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; e < m;
          e += stride) {
-        const long long s = load_id(src, src_wide, e);
-        const long long d = load_id(dst, dst_wide, e);
-        if (skip_loops && s == d) {
+        long long s, d;
+        if (!stored_edge(src, src_wide, dst, dst_wide, skip_loops, e, &s, &d)) {
             continue;
         }
         atomicAdd(counts + s, 1ull);
@@ -71,9 +79,8 @@ __global__ void csr_scatter(const void* __restrict__ src, int src_wide, const vo
     const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
     for (long long e = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; e < m;
          e += stride) {
-        const long long s = load_id(src, src_wide, e);
-        const long long d = load_id(dst, dst_wide, e);
-        if (skip_loops && s == d) {
+        long long s, d;
+        if (!stored_edge(src, src_wide, dst, dst_wide, skip_loops, e, &s, &d)) {
             continue;
         }
         const double w = weighted ? w_in[e] : 0.0;

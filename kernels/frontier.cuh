@@ -1,13 +1,16 @@
-// Frontier helpers shared by the level kernels (bfs.cu, sssp.cu): the load-balanced edge
-// search of "prefix sum + binary search" and the warp-aggregated queue append.
+// Frontier helpers shared by the traversal kernels (bfs.cu, bfs_owners.cu, bfs_persistent.cu,
+// sssp.cu, sssp_owners.cu, sssp_nearfar.cu): the load-balanced edge search of "prefix sum +
+// binary search", the warp-aggregated queue append, and the frontier-bitmap test and parent
+// search of a bottom-up BFS step.
 //
-// Written for NVRTC (cupy.RawModule, -std=c++17): no standard headers. Included once per
-// translation unit; everything lives in an anonymous namespace.
+// Written for NVRTC (cupy.RawModule, -std=c++17): no standard headers. gpipe/kernels/cuda.py
+// inlines it (and warp.cuh, which it includes) once per translation unit; everything lives in
+// an anonymous namespace.
 #pragma once
 
-namespace {
+#include "warp.cuh"
 
-constexpr unsigned kFullWarp = 0xffffffffu;
+namespace {
 
 // Slot of this lane in a queue whose length is *counter, when `append` is true (else unused).
 // One atomic per warp instead of one per lane. Must be reached by all 32 lanes of the warp
@@ -39,6 +42,73 @@ __device__ __forceinline__ long long frontier_slot(const long long* __restrict__
         }
     }
     return lo;
+}
+
+// Whether vertex v's bit is set in `bitmap` (bit v & 31 of word v >> 5).
+__device__ __forceinline__ bool in_bitmap(const unsigned* bitmap, long long v) {
+    return (bitmap[v >> 5] >> (v & 31)) & 1u;
+}
+
+// A lane's vertex v in a bottom-up step, when `search`: the first neighbour of v in row order
+// (CSR row indices[*begin : *end], *begin = indptr[v], *end = indptr[v + 1]) whose bit is set
+// in `front`; true and *parent = that neighbour when there is one. Without `search`, *begin =
+// *end = 0 and false. The lane scans the first kSeqScan neighbours alone; longer rows still
+// unresolved are then scanned by the whole warp, 32 neighbours at a time, the lowest hit
+// winning, so one high-degree vertex does not hold its warp for thousands of loads. All 32
+// lanes of the warp must call it together.
+template <typename Index>
+__device__ __forceinline__ bool bottom_up_parent(const long long* __restrict__ indptr,
+                                                 const Index* __restrict__ indices,
+                                                 const unsigned* front, long long v, bool search,
+                                                 long long* parent, long long* begin,
+                                                 long long* end) {
+    constexpr long long kSeqScan = 16;  // neighbours a lane scans alone
+    const int lane = threadIdx.x & 31;
+    bool found = false;
+    long long found_parent = 0, row_begin = 0, row_end = 0;
+    if (search) {
+        row_begin = indptr[v];
+        row_end = indptr[v + 1];
+        const long long stop = row_end < row_begin + kSeqScan ? row_end : row_begin + kSeqScan;
+        for (long long j = row_begin; j < stop; ++j) {
+            const long long u = static_cast<long long>(indices[j]);
+            if (in_bitmap(front, u)) {
+                found = true;
+                found_parent = u;
+                break;
+            }
+        }
+    }
+    // Long rows not yet resolved: the whole warp scans them, one vertex at a time.
+    unsigned pending = __ballot_sync(kFullWarp, !found && row_end - row_begin > kSeqScan);
+    while (pending != 0u) {
+        const int owner = __ffs(pending) - 1;
+        pending &= pending - 1u;
+        const long long from = __shfl_sync(kFullWarp, row_begin, owner) + kSeqScan;
+        const long long to = __shfl_sync(kFullWarp, row_end, owner);
+        for (long long first = from; first < to; first += 32) {
+            const long long j = first + lane;
+            long long u = 0;
+            bool hit = false;
+            if (j < to) {
+                u = static_cast<long long>(indices[j]);
+                hit = in_bitmap(front, u);
+            }
+            const unsigned hits = __ballot_sync(kFullWarp, hit);
+            if (hits != 0u) {
+                const long long winner = __shfl_sync(kFullWarp, u, __ffs(hits) - 1);
+                if (lane == owner) {
+                    found = true;
+                    found_parent = winner;
+                }
+                break;
+            }
+        }
+    }
+    *parent = found_parent;
+    *begin = row_begin;
+    *end = row_end;
+    return found;
 }
 
 }  // namespace

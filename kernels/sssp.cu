@@ -48,28 +48,11 @@
 //   counters       uint64[2], zero on entry: [0] = improved length, [1] = remote length.
 //
 // Written for NVRTC (cupy.RawModule, -std=c++17): no standard headers; frontier.cuh holds the
-// queue append and edge search shared with the other level kernel.
+// queue append and edge search shared with the other traversal kernels, atomics.cuh the
+// double-precision atomic min.
 
+#include "atomics.cuh"
 #include "frontier.cuh"
-
-namespace {
-
-// dist = min(dist, value), compared as doubles; true when this call lowered it.
-__device__ __forceinline__ bool atomic_min_double(double* address, double value) {
-    unsigned long long* bits = reinterpret_cast<unsigned long long*>(address);
-    unsigned long long seen = static_cast<unsigned long long>(__double_as_longlong(*address));
-    while (value < __longlong_as_double(static_cast<long long>(seen))) {
-        const unsigned long long expected = seen;
-        seen = atomicCAS(bits, expected,
-                         static_cast<unsigned long long>(__double_as_longlong(value)));
-        if (seen == expected) {
-            return true;
-        }
-    }
-    return false;
-}
-
-}  // namespace
 
 // Pass 1: relax every frontier edge; flag the local targets whose distance this call lowered;
 // append remote candidates.

@@ -85,11 +85,13 @@
 //   stats      int64[6] zero: passes, relax passes, splits, edges relaxed, near appends,
 //              far appends.
 //
-// Written for NVRTC (cupy.RawModule, -std=c++17): no standard headers.
+// Written for NVRTC (cupy.RawModule, -std=c++17): no standard headers; frontier.cuh holds the
+// warp-aggregated queue append shared with the other traversal kernels.
+
+#include "frontier.cuh"
 
 namespace {
 
-constexpr unsigned kFullWarp = 0xffffffffu;
 constexpr unsigned long long kInfBits = 0x7ff0000000000000ull;
 constexpr int kItems = 4;     // edges per thread per chunk in the relax phase
 constexpr int kStage = 1024;  // queue slots staged in shared memory per chunk (a power of 2)
@@ -106,21 +108,6 @@ __device__ __forceinline__ int shared_rank(const int* ends, int x) {
     return pos;
 }
 constexpr int kRelax = 1, kSplit = 2, kDone = 0;
-
-// Slot of this lane in a queue whose length is *counter, when `append` is true (else unused).
-// Must be reached by all 32 lanes of the warp together.
-__device__ __forceinline__ unsigned long long warp_append_slot(unsigned long long* counter,
-                                                               bool append) {
-    const unsigned ballot = __ballot_sync(kFullWarp, append);
-    const int lane = threadIdx.x & 31;
-    const int leader = ballot ? __ffs(ballot) - 1 : 0;
-    unsigned long long base = 0;
-    if (ballot != 0 && lane == leader) {
-        base = atomicAdd(counter, static_cast<unsigned long long>(__popc(ballot)));
-    }
-    base = __shfl_sync(kFullWarp, base, leader);
-    return base + static_cast<unsigned long long>(__popc(ballot & ((1u << lane) - 1u)));
-}
 
 // First i in [lo, hi] with ends[i] > e (ends non-decreasing, ends[hi] > e). Plain loads: the
 // searched arrays are read-only for the whole phase that searches them (written before a grid

@@ -62,9 +62,11 @@
 //   counters uint64[kSent + n_owners] (layout: gpipe/kernels/owner_state.py); the *_MIN slots
 //   hold float64 bit patterns, +inf when empty.
 //
-// Written for NVRTC (cupy.RawModule, -std=c++17): no standard headers. Every kernel is a
-// template on Index so that gpipe/kernels/cuda.py instantiates the file as it does the others.
+// Written for NVRTC (cupy.RawModule, -std=c++17): no standard headers; atomics.cuh holds the
+// double-precision atomic min (shared with sssp.cu), frontier.cuh and warp.cuh the edge search,
+// queue append and warp reductions. Every kernel is a template on Index so that gpipe/kernels/cuda.py instantiates the file as it does the others.
 
+#include "atomics.cuh"
 #include "frontier.cuh"
 
 namespace {
@@ -80,30 +82,6 @@ constexpr int kSent = 10;
 
 __device__ __forceinline__ double positive_infinity() {
     return __longlong_as_double(0x7ff0000000000000LL);
-}
-
-// *address = min(*address, value), compared as doubles; true when this call lowered it.
-__device__ __forceinline__ bool atomic_min_double(double* address, double value) {
-    unsigned long long* bits = reinterpret_cast<unsigned long long*>(address);
-    unsigned long long seen = static_cast<unsigned long long>(__double_as_longlong(*address));
-    while (value < __longlong_as_double(static_cast<long long>(seen))) {
-        const unsigned long long expected = seen;
-        seen = atomicCAS(bits, expected,
-                         static_cast<unsigned long long>(__double_as_longlong(value)));
-        if (seen == expected) {
-            return true;
-        }
-    }
-    return false;
-}
-
-// The least `value` over the warp, in every lane. All 32 lanes must call.
-__device__ __forceinline__ double warp_min(double value) {
-    for (int step = 16; step > 0; step >>= 1) {
-        const double other = __shfl_xor_sync(kFullWarp, value, step);
-        value = other < value ? other : value;
-    }
-    return value;
 }
 
 // Fold every lane's `value` (+inf: nothing) into the double in counters[slot], one atomic per

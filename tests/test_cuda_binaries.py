@@ -79,3 +79,11 @@ def test_the_build_writes_its_manifest_last(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError):
         cuda_build.build(tmp_path, log=lambda line: None)
     assert not (tmp_path / cuda_sources.MANIFEST).exists()
+
+
+def test_headers_are_inlined_once_and_nested(tmp_path, monkeypatch):
+    (tmp_path / "a.cu").write_text('#include "b.cuh"\n#include "c.cuh"\nA\n')
+    (tmp_path / "b.cuh").write_text('#include "c.cuh"\nB\n')
+    (tmp_path / "c.cuh").write_text("C\n")
+    monkeypatch.setattr(cuda_sources, "source_dir", lambda source="bfs.cu": tmp_path)
+    assert cuda_sources.source_text("a.cu") == "C\n\nB\n\nA\n"

@@ -89,12 +89,23 @@ _LOCAL_INCLUDE = re.compile(r'^#include "([^"]+)"$', re.MULTILINE)
 def source_text(source: str) -> str:
     """The text of ``source`` with its local ``#include "x.cuh"`` lines replaced by the headers.
 
-    Inlined rather than passed as an include path, so that what is compiled, hashed for the
-    shipped binaries' manifest and keyed in CuPy's compile cache is one text that changes
-    whenever a header does.
+    Headers that include headers are inlined in turn, depth first; each header goes in once,
+    where it is first included (later ``#include`` lines of it become empty), as ``#pragma once``
+    would have it. Inlined rather than passed as an include path, so that what is compiled,
+    hashed for the shipped binaries' manifest and keyed in CuPy's compile cache is one text
+    that changes whenever a header does.
     """
     folder = source_dir(source)
-    return _LOCAL_INCLUDE.sub(lambda m: (folder / m.group(1)).read_text(), (folder / source).read_text())
+    inlined = set()
+
+    def include(match: re.Match) -> str:
+        header = match.group(1)
+        if header in inlined:
+            return ""
+        inlined.add(header)
+        return _LOCAL_INCLUDE.sub(include, (folder / header).read_text())
+
+    return _LOCAL_INCLUDE.sub(include, (folder / source).read_text())
 
 
 def fingerprint(source: str) -> str:

@@ -1,0 +1,42 @@
+// Warp-wide primitives shared by the kernels: the full-warp mask, an inclusive scan and two
+// reductions over the 32 lanes, by register shuffles.
+//
+// Written for NVRTC (cupy.RawModule, -std=c++17): no standard headers. gpipe/kernels/cuda.py
+// inlines it once per translation unit; everything lives in an anonymous namespace. Every
+// function here must be reached by all 32 lanes of the warp together.
+#pragma once
+
+namespace {
+
+constexpr unsigned kFullWarp = 0xffffffffu;
+
+// Inclusive prefix sum of `x` over the lanes of the warp: lane l gets the sum of lanes 0..l.
+__device__ __forceinline__ long long warp_inclusive_sum(long long x) {
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        const long long y = __shfl_up_sync(kFullWarp, x, d);
+        if (lane >= d) x += y;
+    }
+    return x;
+}
+
+// The sum of `x` over the warp, in every lane.
+__device__ __forceinline__ long long warp_sum(long long x) {
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) {
+        x += __shfl_xor_sync(kFullWarp, x, d);
+    }
+    return x;
+}
+
+// The least `value` over the warp, in every lane.
+__device__ __forceinline__ double warp_min(double value) {
+    for (int step = 16; step > 0; step >>= 1) {
+        const double other = __shfl_xor_sync(kFullWarp, value, step);
+        value = other < value ? other : value;
+    }
+    return value;
+}
+
+}  // namespace

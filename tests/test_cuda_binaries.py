@@ -86,4 +86,5 @@ def test_headers_are_inlined_once_and_nested(tmp_path, monkeypatch):
     (tmp_path / "b.cuh").write_text('#include "c.cuh"\nB\n')
     (tmp_path / "c.cuh").write_text("C\n")
     monkeypatch.setattr(cuda_sources, "source_dir", lambda source="bfs.cu": tmp_path)
-    assert cuda_sources.source_text("a.cu") == "C\n\nB\n\nA\n"
+    # c.cuh once, inside b.cuh where it is first included; its second #include an empty line
+    assert cuda_sources.source_text("a.cu") == "C\n\nB\n\n\nA\n"

@@ -983,3 +983,34 @@ def test_owner_kernels_compile_for_both_index_types():
     for name in gpu_sssp_owners._ENTRY_POINTS:
         for ctype in cuda.INDEX_TYPES.values():
             assert module.get_function(f"{name}<{ctype}>") is not None
+
+
+_FIRST_CONTACT = """
+import logging, sys
+import pandas as pd, cudf, gpipe
+logging.basicConfig(level=logging.INFO, format="%(name)s %(message)s")
+edges = cudf.DataFrame({"src": [0, 1, 2, 3, 0], "dst": [1, 2, 3, 4, 4], "w": [1.0, 2.0, 1.0, 1.0, 9.0]})
+graph = gpipe.Graph.from_edges(edges, directed=False, weight="w")
+print(len(graph.bfs(0)), len(graph.sssp(0)), sorted(graph.sssp(0)["distance"].to_pandas()))
+"""
+
+
+def test_a_fresh_machine_compiles_none_of_our_kernels(tmp_path):
+    """A first build and query with an empty CuPy cache load the shipped binaries: nothing of
+    kernels/*.cu reaches NVRTC (CuPy saves the source of everything it compiles, here)."""
+    import os
+    import subprocess
+    import sys
+
+    from gpipe.kernels import cuda_sources
+
+    cache = tmp_path / "cupy-cache"
+    env = {**os.environ, "CUPY_CACHE_DIR": str(cache), "CUPY_CACHE_SAVE_CUDA_SOURCE": "1"}
+    done = subprocess.run([sys.executable, "-c", _FIRST_CONTACT], env=env, capture_output=True,
+                          text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[:2] == ["5", "5"]
+    assert "at first use" not in done.stderr, done.stderr
+    compiled = "".join(p.read_text(errors="replace") for p in cache.rglob("*.cu")) if cache.exists() else ""
+    ours = [k for m in cuda_sources.MODULES.values() for k in m.entry_points if k in compiled]
+    assert not ours, f"compiled at first use: {ours}"

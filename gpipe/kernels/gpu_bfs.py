@@ -96,7 +96,7 @@ GAMMA = 8.0
 
 @functools.lru_cache(maxsize=None)
 def _persistent_launch(dtype, device_id: int):
-    del device_id  # the cache key: the kernel is loaded for the current device
+    # device_id is also the cache key: the kernel is loaded for the current device
     kernel = cuda.function(_PERSISTENT_SOURCE, _PERSISTENT_KERNEL, cupy.empty(0, dtype=dtype))
     sms = cupy.cuda.Device(device_id).attributes["MultiProcessorCount"]
     try:

@@ -975,14 +975,13 @@ def test_owner_far_pile_waits_for_its_window():
     check_owner_far_pile(gpu, cupy, Owner)
 
 
-def test_owner_kernels_compile_for_both_index_types():
-    from gpipe.kernels import cuda, gpu_sssp_owners
+def test_every_kernel_loads_for_both_index_types():
+    from gpipe.kernels import cuda, cuda_sources
 
-    device = cupy.cuda.runtime.getDevice()
-    module = cuda._module("sssp_owners.cu", gpu_sssp_owners._ENTRY_POINTS, device)
-    for name in gpu_sssp_owners._ENTRY_POINTS:
-        for ctype in cuda.INDEX_TYPES.values():
-            assert module.get_function(f"{name}<{ctype}>") is not None
+    for source, module in cuda_sources.MODULES.items():
+        for name in module.entry_points:
+            for dtype in cuda.INDEX_TYPES:
+                assert cuda.function(source, name, cupy.empty(0, dtype=dtype)) is not None
 
 
 _FIRST_CONTACT = """

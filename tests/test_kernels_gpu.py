@@ -990,7 +990,7 @@ import pandas as pd, cudf, gpipe
 logging.basicConfig(level=logging.INFO, format="%(name)s %(message)s")
 edges = cudf.DataFrame({"src": [0, 1, 2, 3, 0], "dst": [1, 2, 3, 4, 4], "w": [1.0, 2.0, 1.0, 1.0, 9.0]})
 graph = gpipe.Graph.from_edges(edges, directed=False, weight="w")
-print(len(graph.bfs(0)), len(graph.sssp(0)), sorted(graph.sssp(0)["distance"].to_pandas()))
+print(len(graph.bfs(0)), len(graph.sssp(0)), sorted(graph.sssp(0)["distance"].compute().to_pandas()))
 """
 
 

@@ -19,6 +19,7 @@ import warnings
 import dask
 from dask.utils import parse_timedelta
 
+from gpipe import in_memory
 from gpipe.tasks import run_task, task_name
 
 WORKER_WAIT_S = 30  # how long a client without workers is given to get one
@@ -47,7 +48,12 @@ class Executor:
         raise NotImplementedError
 
     def partitions(self, frame) -> list:
-        """Handles to the partitions of the Dask DataFrame ``frame``, computed where they land."""
+        """Handles to the partitions of the Dask DataFrame ``frame``, computed where they land.
+
+        Frames that this process holds (:mod:`gpipe.in_memory`: a plain frame, ``dd.from_pandas``)
+        are taken as they are, in row order, not as Dask's partitions: in-process as one frame,
+        on a cluster scattered once, a run of rows per worker.
+        """
         raise NotImplementedError
 
     def persist(self, frame):
@@ -81,6 +87,9 @@ class Executor:
 
     def wait_for_workers(self, count: int) -> None:
         """Give the cluster up to WORKER_WAIT_S seconds to have ``count`` workers (no error)."""
+
+    def check_open(self) -> None:
+        """Raise ClientClosed when the Dask client this executor runs on has been closed."""
 
     def run_together(self, fn, per_owner_args: list) -> list:
         """Start ``fn(channel, *args)`` on every owner at once; one handle per owner.
@@ -118,6 +127,9 @@ class InProcess(Executor):
         return None
 
     def partitions(self, frame):
+        held = in_memory.held_frames(frame)
+        if held is not None:
+            return held
         return list(dask.compute(*frame.to_delayed()))
 
     def memory(self, backend_name):
@@ -263,6 +275,9 @@ class OnCluster(Executor):
                             "or stopped by its nanny over its memory limit)")
 
     def partitions(self, frame):
+        held = in_memory.held_frames(frame)
+        if held is not None:  # sent to the workers once, a run of rows each, under random keys
+            return self.client.scatter(in_memory.row_slices(held, len(self.workers)), hash=False)
         return self.client.compute(frame.to_delayed(optimize_graph=True))
 
     def to_frame(self, handles, meta, lengths=None):
@@ -315,6 +330,13 @@ class OnCluster(Executor):
             warnings.filterwarnings("ignore", message="Dask annotations", category=UserWarning)
             with span(name):
                 yield
+
+    def check_open(self):
+        if self.client.status in ("closing", "closed"):
+            from gpipe.errors import ClientClosed
+
+            raise ClientClosed("this graph was built on a Dask client that is closed; build it again "
+                               "with gpipe.Graph.from_edges under the active client")
 
     def wait_for_workers(self, count):
         try:

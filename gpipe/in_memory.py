@@ -28,14 +28,15 @@ from __future__ import annotations
 def collection(frame):
     """``frame``, a pandas or cuDF DataFrame, as a one-partition Dask DataFrame of known length.
 
-    Object columns of strings become pyarrow strings where Dask's config says so, as
-    ``dd.from_pandas`` would make them.
+    pandas object columns of strings become pyarrow strings where Dask's config says so, as
+    ``dd.from_pandas`` would make them (cuDF's strings are Arrow's already).
     """
     from dask.dataframe.utils import pyarrow_strings_enabled
 
+    from gpipe import backend
     from gpipe.computed import computed_frame
 
-    if pyarrow_strings_enabled():
+    if backend.name_of_frame(frame) == backend.CPU and pyarrow_strings_enabled():
         from dask.dataframe._pyarrow import to_pyarrow_string
 
         frame = to_pyarrow_string(frame)

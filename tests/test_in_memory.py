@@ -1,9 +1,11 @@
 """gpipe.in_memory: edge frames this process holds go into the build as they are.
 
 A plain pandas (cuDF) frame, ``dd.from_pandas`` of one (either ``sort=``) and a Parquet file
-of the same rows must build the same graph: the same result, parents included, since a
-graph follows the order of its edges. The in-process build must not hash the frame's rows.
-Each test runs on pandas and, marked ``gpu``, on cuDF.
+of the same rows must build the same graph: the frames handed to the build are the rows Dask
+would compute, in the same order (a graph follows the order of its edges), and the results
+have the same distances and valid trees (the parallel kernels may pick other parents among
+equals). The in-process build must not hash the frame's rows. Each test runs on pandas and,
+marked ``gpu``, on cuDF.
 """
 
 from __future__ import annotations
@@ -62,8 +64,15 @@ def parquet(pdf, backend, tmp_path):
 
 
 def assert_same(got, expected):
+    """Same vertices and distances, and parents that form a valid BFS / SSSP tree."""
+    from gpipe.verify import check_bfs_tree, check_sssp_tree
+
+    pdf = edges()
+    source = int(reference.widest_source(pdf, directed=False))
     for a, b in zip(got, expected):
-        pd.testing.assert_frame_equal(a, b)
+        pd.testing.assert_frame_equal(a[["vertex", "distance"]], b[["vertex", "distance"]])
+    check_bfs_tree(pdf, got[0], [source], directed=False)
+    check_sssp_tree(pdf, got[1], [source], directed=False)
 
 
 def test_every_in_memory_form_builds_what_parquet_builds(backend, tmp_path):
@@ -76,9 +85,9 @@ def test_every_in_memory_form_builds_what_parquet_builds(backend, tmp_path):
             assert_same(results(dd.from_pandas(frame, npartitions=npartitions, sort=sort)), expected)
 
 
-def test_from_pandas_keeps_dasks_row_order(backend, tmp_path):
+def test_an_unsorted_index_gives_the_same_results(backend, tmp_path):
     """With an unsorted index, ``sort=True`` orders the rows by it, as Dask does; ``sort=False``
-    keeps them as they are."""
+    keeps them as they are; a plain frame is taken as it is."""
     pdf = edges(index=lambda n: np.random.default_rng(3).permutation(n))
     frame = as_backend(pdf, backend)
     unsorted, by_index = results(parquet(pdf, backend, tmp_path)), results(parquet(pdf.sort_index(), backend, tmp_path))
@@ -147,13 +156,8 @@ def test_row_slices_cover_every_row_in_order():
 
 def test_on_a_cluster_the_frame_is_scattered_in_runs_of_rows(dask_client2, tmp_path):
     """With a client, an in-memory frame reaches the workers as one run of rows each (no task
-    graph holds it) and builds the graph Parquet builds, over two owners. Their exchange
-    orders the edges by owner without keeping their order, so the parents may be others:
-    the distances are the same and the parents form a valid tree."""
-    from gpipe.verify import check_bfs_tree, check_sssp_tree
-
+    graph holds it) and builds the graph Parquet builds, over two owners."""
     pdf = edges()
-    source = int(reference.widest_source(pdf, directed=False))
     scattered = []
     scatter = dask_client2.scatter
 
@@ -166,9 +170,17 @@ def test_on_a_cluster_the_frame_is_scattered_in_runs_of_rows(dask_client2, tmp_p
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(dask_client2, "scatter", counting)
             for form in (pdf, dd.from_pandas(pdf, npartitions=3, sort=True)):
-                bfs, sssp = results(form)
-                for got, want in ((bfs, expected[0]), (sssp, expected[1])):
-                    pd.testing.assert_frame_equal(got[["vertex", "distance"]], want[["vertex", "distance"]])
-                check_bfs_tree(pdf, bfs, [source], directed=False)
-                check_sssp_tree(pdf, sssp, [source], directed=False)
+                assert_same(results(form), expected)
     assert scattered == [[750, 750], [750, 750]]
+
+
+@pytest.mark.multigpu
+def test_on_a_cuda_cluster_a_cudf_frame_is_scattered(multigpu, tmp_path):
+    import cudf
+
+    pdf = edges()
+    frame = cudf.from_pandas(pdf)
+    with dask.config.set({"gpipe.partitions": 2}):
+        expected = results(parquet(pdf, "gpu", tmp_path))
+        assert_same(results(frame), expected)
+        assert_same(results(dd.from_pandas(frame, npartitions=3)), expected)

@@ -256,7 +256,12 @@ class OnCluster(Executor):
             except TimeoutError:
                 self._raise_if_owner_left(handles)
             except FuturesCancelledError as error:
-                raise _lost(f"a task of the graph was cancelled ({error})") from error
+                # Data that no task can make again (an input scattered to a worker) is lost
+                # with its worker: the scheduler cancels what needed it.
+                self._raise_if_owner_left(handles)
+                raise _lost(f"a task of the graph was cancelled ({error}), usually because a worker "
+                            "holding its input left the cluster (killed, crashed, or stopped by its "
+                            "nanny over its memory limit)") from error
             for future in pending:
                 if future.status == "error":
                     self.client.cancel([f for f in handles if f.status == "pending"])

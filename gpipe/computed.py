@@ -41,6 +41,18 @@ def computed_frame(frames: list, meta, lengths: list | None = None):
     return _with_lengths(expr, lengths)
 
 
+def frames_of(expr) -> list | None:
+    """The in-memory frames that ``expr``, an expression of :func:`computed_frame`'s, hands
+    over, in order; None for any other expression."""
+    try:
+        computed = _computed_class()
+    except ImportError:
+        return None
+    if not isinstance(expr, computed):
+        return None
+    return [expr.frames[i] for i in expr._partitions]
+
+
 def worker_frame(futures: list, meta, lengths: list):
     """A Dask DataFrame whose partitions are the frames behind ``futures`` (on the workers), in
     order; ``lengths[i]``, the rows of partition ``i``, is trusted as given.
@@ -106,8 +118,11 @@ def _computed_class():
     from dask._task_spec import DataNode
     from dask.dataframe.dask_expr._expr import Lengths, Literal, PartitionsFiltered
     from dask.dataframe.dask_expr._reductions import Len
+    from dask._expr import Expr
     from dask.dataframe.dask_expr.io import BlockwiseIO
+    from dask.dataframe.dask_expr.io.io import FromMap
     from dask.tokenize import _tokenize_deterministic
+    from toolz import identity
 
     class Computed(PartitionsFiltered, BlockwiseIO):
         """Partitions that are frames in this process's memory, with their lengths known."""
@@ -135,5 +150,15 @@ def _computed_class():
             if isinstance(parent, Lengths):
                 return Literal(tuple(self.lengths[i] for i in self._partitions))
             return super()._simplify_up(parent, dependents)
+
+        def __reduce__(self):
+            # A client started after the frames were made sends this expression to its
+            # scheduler, which must not need gpipe to unpickle it: there it is Dask's own
+            # FromMap of the same name (its keys are the ones this client asks for), handing
+            # each frame over as it is.
+            token = self.deterministic_token
+            label = self._name[:-len(token) - 1]
+            return Expr._reconstruct, (FromMap, identity, [list(self.frames)], (), {}, self._meta,
+                                       False, None, label, self.operand("_partitions"), token, {})
 
     return Computed

@@ -30,6 +30,8 @@ from distributed import Future, WorkerPlugin
 from distributed.protocol import to_serialize
 from distributed.sizeof import sizeof
 
+from gpipe.tasks import run_task
+
 HANDLER = "gpipe_direct_query"
 CONFIG_KEY = "gpipe.direct-queries"
 MISSING = "missing"
@@ -63,11 +65,9 @@ async def _serve(worker, fn, args, key, client):
 
 
 def _run_on_worker(worker, fn, values):
-    """``fn(*values)`` as gpipe runs a task (:func:`gpipe.execution.run_task`), with
+    """``fn(*values)`` as gpipe runs a task (:func:`gpipe.tasks.run_task`), with
     ``distributed.get_worker()`` finding this worker, as it would in a task (progress events)."""
     from distributed.worker import _worker_cvar
-
-    from gpipe.execution import run_task
 
     _worker_cvar.set(worker)  # this thread's own copy of the context
     return run_task(fn, *values)

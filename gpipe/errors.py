@@ -32,6 +32,13 @@ class GraphLost(GpipeError):
     """
 
 
+class ClientClosed(GraphLost):
+    """The Dask client a graph was built on is closed, and its partitions with it.
+
+    Build the graph again with :meth:`gpipe.Graph.from_edges` under the client active now.
+    """
+
+
 class OutOfMemory(MemoryError, GpipeError):
     """A worker ran out of memory (host or device) building or traversing a graph.
 

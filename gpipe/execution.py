@@ -19,6 +19,9 @@ import warnings
 import dask
 from dask.utils import parse_timedelta
 
+from gpipe import in_memory
+from gpipe.tasks import run_task, task_name
+
 WORKER_WAIT_S = 30  # how long a client without workers is given to get one
 WATCH_S = 1.0  # while waiting, how often the owners' workers are looked for in the cluster
 # After a direct query's connection broke: how long the scheduler is given to see its worker
@@ -45,17 +48,23 @@ class Executor:
         raise NotImplementedError
 
     def partitions(self, frame) -> list:
-        """Handles to the partitions of the Dask DataFrame ``frame``, computed where they land."""
+        """Handles to the partitions of the Dask DataFrame ``frame``, computed where they land.
+
+        Frames that this process holds (:mod:`gpipe.in_memory`: a plain frame, ``dd.from_pandas``)
+        are taken as they are, in row order, not as Dask's partitions: in-process as one frame,
+        on a cluster scattered once, a run of rows per worker.
+        """
         raise NotImplementedError
 
     def persist(self, frame):
-        """``frame`` with every partition computed once and held where it was computed.
+        """``frame`` with every partition computed once and held where it was computed, as
+        Dask partitions it.
 
         In-process this is not ``frame.persist()``: without a client, Dask names persisted
         partitions by hashing every row (for cuDF, after copying the hashes to the host),
         about 1 s per 268 M edges.
         """
-        return self.to_frame(self.partitions(frame), frame._meta)
+        return self.to_frame(list(dask.compute(*frame.to_delayed())), frame._meta)
 
     def to_frame(self, handles: list, meta, lengths: list | None = None):
         """A Dask DataFrame whose partitions are the frames behind ``handles``.
@@ -79,6 +88,9 @@ class Executor:
 
     def wait_for_workers(self, count: int) -> None:
         """Give the cluster up to WORKER_WAIT_S seconds to have ``count`` workers (no error)."""
+
+    def check_open(self) -> None:
+        """Raise ClientClosed when the Dask client this executor runs on has been closed."""
 
     def run_together(self, fn, per_owner_args: list) -> list:
         """Start ``fn(channel, *args)`` on every owner at once; one handle per owner.
@@ -116,6 +128,9 @@ class InProcess(Executor):
         return None
 
     def partitions(self, frame):
+        held = in_memory.held_frames(frame)
+        if held is not None:
+            return held
         return list(dask.compute(*frame.to_delayed()))
 
     def memory(self, backend_name):
@@ -241,7 +256,12 @@ class OnCluster(Executor):
             except TimeoutError:
                 self._raise_if_owner_left(handles)
             except FuturesCancelledError as error:
-                raise _lost(f"a task of the graph was cancelled ({error})") from error
+                # Data that no task can make again (an input scattered to a worker) is lost
+                # with its worker: the scheduler cancels what needed it.
+                self._raise_if_owner_left(handles)
+                raise _lost(f"a task of the graph was cancelled ({error}), usually because a worker "
+                            "holding its input left the cluster (killed, crashed, or stopped by its "
+                            "nanny over its memory limit)") from error
             for future in pending:
                 if future.status == "error":
                     self.client.cancel([f for f in handles if f.status == "pending"])
@@ -261,6 +281,9 @@ class OnCluster(Executor):
                             "or stopped by its nanny over its memory limit)")
 
     def partitions(self, frame):
+        held = in_memory.held_frames(frame)
+        if held is not None:  # sent to the workers once, a run of rows each, under random keys
+            return self.client.scatter(in_memory.row_slices(held, len(self.workers)), hash=False)
         return self.client.compute(frame.to_delayed(optimize_graph=True))
 
     def to_frame(self, handles, meta, lengths=None):
@@ -314,6 +337,13 @@ class OnCluster(Executor):
             with span(name):
                 yield
 
+    def check_open(self):
+        if self.client.status in ("closing", "closed"):
+            from gpipe.errors import ClientClosed
+
+            raise ClientClosed("this graph was built on a Dask client that is closed; build it again "
+                               "with gpipe.Graph.from_edges under the active client")
+
     def wait_for_workers(self, count):
         try:
             self.client.wait_for_workers(count, timeout=WORKER_WAIT_S)
@@ -337,52 +367,6 @@ class OnCluster(Executor):
         frame = self.client.persist(frame)
         wait(frame)
         return frame
-
-
-# The names that tasks show in the dashboard: gpipe-<step>-<owner>-<unique>.
-TASK_NAMES = {
-    "_survey": "survey", "_unique_ids": "ids", "_merge_unique": "ids", "_split": "shuffle",
-    "build_partition": "build", "_packed_presence": "build-presence", "getitem": "shuffle-part",
-    "global_ids": "sources", "_bfs_one_owner": "bfs", "_sssp_one_owner": "sssp",
-    "_bfs_owner": "bfs", "_sssp_owner": "sssp",
-}
-
-
-# Tasks that run alone on their host while they run: the traversal of a one-owner graph (and
-# the bench's timing of it). Their CPU kernels take every core (gpipe.threads).
-ALONE_ON_HOST = {"_bfs_one_owner", "_sssp_one_owner", "_time_one_owner"}
-
-
-def task_name(fn, args=()) -> str:
-    """``gpipe-<step>`` for ``fn`` (a long owner task is named for the traversal it runs)."""
-    from gpipe import peers
-
-    if fn is peers.run_owner and args:
-        fn = args[0]
-    name = getattr(fn, "__name__", type(fn).__name__)
-    return "gpipe-" + TASK_NAMES.get(name, name.strip("_").replace("_", "-"))
-
-
-def run_task(fn, *args):
-    """``fn(*args)``, with running out of memory (host, CuPy or RMM) raised as OutOfMemory that
-    names the partition it was working on."""
-    from gpipe.errors import OutOfMemory
-    from gpipe.partition import Partition
-    from gpipe.threads import kernel_threads
-
-    try:
-        with kernel_threads(whole_pool=getattr(fn, "__name__", None) in ALONE_ON_HOST):
-            return fn(*args)
-    except OutOfMemory:
-        raise
-    except MemoryError as error:
-        part = next((a for a in args if isinstance(a, Partition)), None)
-        where = ""
-        if part is not None:
-            where = (f" on partition {part.owner} ({part.n_local:,} vertices, {part.n_edges:,} "
-                     f"stored edges, {part.nbytes / 2**30:.2f} GiB)")
-        device = "device" if "cupy" in type(error).__module__ or "rmm" in type(error).__module__ else "host"
-        raise OutOfMemory(f"{task_name(fn, args)}{where} ran out of {device} memory: {error}") from error
 
 
 def _lost(what: str):

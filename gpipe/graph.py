@@ -164,7 +164,11 @@ class Graph:
 
         A graph whose partitions were lost with a worker (before or during the query) is
         rebuilt from its input and the query run once more; GraphLost when that fails too.
+        ClientClosed, at once, when the client the graph was built on is closed. A graph
+        built without a client runs its queries in this process, where its partitions are,
+        whatever client is active now.
         """
+        self._executor.check_open()
         for attempt in range(2):
             if attempt or self._lost():
                 self._rebuild_from_input()
@@ -208,6 +212,7 @@ class Graph:
     def _global_sources(self, source) -> np.ndarray:
         """Global ids of the input ids in ``source``; InputError naming the first one not in the graph."""
         built, executor = self._built, self._executor
+        executor.check_open()
         found = self._query_sources(source)
         if isinstance(found, source_ids.InputIds):
             located = executor.submit(source_ids.global_ids, built.backend, built.ids, found)

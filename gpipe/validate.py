@@ -11,6 +11,7 @@ import numbers
 
 import numpy as np
 
+from gpipe import in_memory
 from gpipe.errors import InputError
 
 
@@ -24,7 +25,7 @@ def edge_frame(edges, src: str, dst: str, weight: str | None):
 
     if not isinstance(edges, dd.DataFrame):
         if hasattr(edges, "columns") and hasattr(edges, "dtypes"):
-            edges = dd.from_pandas(edges, npartitions=1)
+            edges = in_memory.collection(edges)
         else:
             raise InputError(f"edges must be a Dask DataFrame, not {type(edges).__name__}")
     columns = [src, dst] + ([weight] if weight is not None else [])

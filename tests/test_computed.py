@@ -62,3 +62,22 @@ def test_each_collection_has_its_own_name(parts):
     b = computed_frame([p.assign(vertex=0) for p in parts], parts[0].iloc[:0])
     assert a._name != b._name
     assert dd.concat([a, b])["vertex"].compute().tolist() == [1, 2, 3, 7, 8, 0, 0, 0, 0, 0]
+
+
+def test_a_client_started_later_computes_it(parts):
+    """The expression is sent to a scheduler as Dask's own FromMap of the same name, which
+    needs no gpipe to unpickle, holding the frames themselves."""
+    import pickle
+
+    from dask.dataframe.dask_expr.io.io import FromMap
+    from distributed import Client, LocalCluster
+
+    frame = computed_frame(parts, parts[0].iloc[:0])
+    for expr in (frame.expr, frame.partitions[1].optimize().expr):  # the latter filtered
+        sent = pickle.loads(pickle.dumps(expr))
+        assert type(sent) is FromMap and sent._name == expr._name
+        assert sent.npartitions == expr.npartitions
+    with LocalCluster(n_workers=1, processes=False, dashboard_address=None) as cluster, Client(cluster):
+        pd.testing.assert_frame_equal(frame.compute(), pd.concat(parts))
+        pd.testing.assert_frame_equal(frame.partitions[1].compute(), parts[1])
+        assert frame[frame["vertex"] > 2]["vertex"].sum().compute() == 18

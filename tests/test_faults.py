@@ -141,7 +141,7 @@ def test_tasks_are_named_for_their_step_and_grouped_in_a_span(client):
 
 
 def test_running_out_of_memory_in_a_task_names_the_partition(client):
-    from gpipe import execution
+    from gpipe import tasks
 
     edges = reference.random_edges(n=100, m=300, seed=26)
     graph = gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=2), directed=False)
@@ -151,7 +151,7 @@ def test_running_out_of_memory_in_a_task_names_the_partition(client):
 
     with pytest.raises(gpipe.OutOfMemory, match=r"gpipe-bfs on partition 0 \(\d+ vertices, \d+ stored edges"):
         graph._executor.gather([graph._executor.submit(_bfs_one_owner, graph._built.parts[0], owner=0)])
-    assert execution.task_name(_bfs_one_owner) == "gpipe-bfs"
+    assert tasks.task_name(_bfs_one_owner) == "gpipe-bfs"
 
 
 @pytest.fixture

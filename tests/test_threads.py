@@ -5,7 +5,7 @@ import os
 import numba
 import pytest
 
-from gpipe import execution
+from gpipe import tasks
 from gpipe.threads import SHARE_ENV, kernel_threads
 
 
@@ -39,8 +39,8 @@ def _bfs_one_owner():  # named as the one-owner traversal task, which runs alone
 
 def test_run_task_gives_one_owner_traversals_the_pool(monkeypatch):
     monkeypatch.setenv(SHARE_ENV, "1")
-    assert execution.run_task(_numba_threads) == 1
-    assert execution.run_task(_bfs_one_owner) == numba.config.NUMBA_NUM_THREADS
+    assert tasks.run_task(_numba_threads) == 1
+    assert tasks.run_task(_bfs_one_owner) == numba.config.NUMBA_NUM_THREADS
 
 
 def _share():

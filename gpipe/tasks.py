@@ -1,0 +1,54 @@
+"""One unit of gpipe's work, however it is sent: its name, and its running out of memory.
+
+Both ways of running work on a worker (a Dask task, :mod:`gpipe.execution`, and a direct
+request, :mod:`gpipe.direct`) run it through :func:`run_task`, and name it with
+:func:`task_name`, so that the dashboard shows gpipe's steps and a worker out of memory says
+which partition it was working on. This module imports neither of them.
+"""
+
+from __future__ import annotations
+
+# The names that tasks show in the dashboard: gpipe-<step>-<owner>-<unique>.
+TASK_NAMES = {
+    "_survey": "survey", "_unique_ids": "ids", "_merge_unique": "ids", "_split": "shuffle",
+    "build_partition": "build", "_packed_presence": "build-presence", "getitem": "shuffle-part",
+    "global_ids": "sources", "_bfs_one_owner": "bfs", "_sssp_one_owner": "sssp",
+    "_bfs_owner": "bfs", "_sssp_owner": "sssp",
+}
+
+
+# Tasks that run alone on their host while they run: the traversal of a one-owner graph (and
+# the bench's timing of it). Their CPU kernels take every core (gpipe.threads).
+ALONE_ON_HOST = {"_bfs_one_owner", "_sssp_one_owner", "_time_one_owner"}
+
+
+def task_name(fn, args=()) -> str:
+    """``gpipe-<step>`` for ``fn`` (a long owner task is named for the traversal it runs)."""
+    from gpipe import peers
+
+    if fn is peers.run_owner and args:
+        fn = args[0]
+    name = getattr(fn, "__name__", type(fn).__name__)
+    return "gpipe-" + TASK_NAMES.get(name, name.strip("_").replace("_", "-"))
+
+
+def run_task(fn, *args):
+    """``fn(*args)``, with running out of memory (host, CuPy or RMM) raised as OutOfMemory that
+    names the partition it was working on."""
+    from gpipe.errors import OutOfMemory
+    from gpipe.partition import Partition
+    from gpipe.threads import kernel_threads
+
+    try:
+        with kernel_threads(whole_pool=getattr(fn, "__name__", None) in ALONE_ON_HOST):
+            return fn(*args)
+    except OutOfMemory:
+        raise
+    except MemoryError as error:
+        part = next((a for a in args if isinstance(a, Partition)), None)
+        where = ""
+        if part is not None:
+            where = (f" on partition {part.owner} ({part.n_local:,} vertices, {part.n_edges:,} "
+                     f"stored edges, {part.nbytes / 2**30:.2f} GiB)")
+        device = "device" if "cupy" in type(error).__module__ or "rmm" in type(error).__module__ else "host"
+        raise OutOfMemory(f"{task_name(fn, args)}{where} ran out of {device} memory: {error}") from error

@@ -219,8 +219,8 @@ class Graph:
         for a one-owner graph with renumbered ids the input ids, which its traversal looks up
         where it runs (no extra round trip; a source not in the graph fails the query with
         InputError all the same)."""
-        values = validate.sources(source)
         built, executor = self._built, self._executor
+        values = validate.sources(source, strings=built.string_ids)
         if built.ids is None:
             return source_ids.checked(values, _present_sources(built.layout, built.present_bits, values))
         if built.layout.n_owners == 1:

@@ -30,10 +30,13 @@ def read_edges(path, *, src="src", dst="dst", weight=None, backend="auto"):
     Parameters
     ----------
     path : str or os.PathLike
-        Parquet file, directory (its ``*.parquet`` files, recursively) or glob pattern, local
-        or any fsspec URL.
+        Parquet file, directory (its ``*.parquet`` files, recursively, but none under a name
+        that starts with ``_`` or ``.``: Spark's ``_temporary/``, checksums) or glob pattern,
+        local or any fsspec URL. Files written by Dask, pandas, pyarrow or Spark, with or
+        without index columns and pandas metadata: index columns are not read, and
+        dictionary-encoded columns are read as their values.
     src, dst : str
-        Columns of integer vertex ids.
+        Columns of vertex ids: integers, or strings in both.
     weight : str or None
         Column of edge weights to read as well. None (default): a column named ``weight`` is
         kept when the files have one, so ``gpipe.sssp(gpipe.read_edges(path), s)`` works.

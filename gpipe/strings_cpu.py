@@ -10,6 +10,8 @@ comparison costs more than a hash probe, and the lookup runs once per edge end.
 
 from __future__ import annotations
 
+import bisect
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -59,8 +61,13 @@ def rank(ids, strings) -> np.ndarray:
 
 
 def find(ids, values) -> np.ndarray:
-    """Position of each Python string of ``values`` in ``ids`` (host int64), -1 where absent."""
-    return rank(ids, pa.array(list(values), type=STRING)).astype(np.int64)
+    """Position of each Python string of ``values`` (a query's few sources) in ``ids`` (host
+    int64), -1 where absent: a binary search each, since hashing every id would cost a query
+    more than its traversal. Arrow sorts strings by their UTF-8 bytes, which is the order of
+    Python's ``<`` on code points."""
+    positions = [bisect.bisect_left(ids, value, key=pa.StringScalar.as_py) for value in values]
+    return np.array([p if p < len(ids) and ids[p].as_py() == value else -1
+                     for p, value in zip(positions, values)], dtype=np.int64)
 
 
 def _positions(found) -> np.ndarray:

@@ -222,7 +222,8 @@ def run(*, scale=None, grid=None, edges=None, src="src", dst="dst", weight=None,
     else:
         protocol = "tcp"
     weighted = SSSP in algos or weights or (edges is not None and weight is not None)
-    spec = _GraphSpec(scale, grid, edges, src, dst, weight if edges is not None else "weight", weighted, seed, ids)
+    spec = _GraphSpec(scale, grid, edges, src, dst, weight if edges is not None else "weight", weighted, seed,
+                      ids)
     if edges is not None and SSSP in algos and weight is None and not weights:
         raise InputError("sssp needs weights: name the column with --weight, or add random ones with --weights")
     options = dict(scale=scale, grid=grid, edges=edges, src=src, dst=dst, weight=weight, weights=weights,
@@ -310,7 +311,8 @@ class _GraphSpec:
         if self.grid is None:
             return None
         centre = generators.grid_centre(self.grid)
-        return {"dense": centre, "sparse": centre * SPARSE_STRIDE + SPARSE_BASE, "string": str(centre)}[self.ids]
+        ids = {"dense": centre, "sparse": centre * SPARSE_STRIDE + SPARSE_BASE, "string": str(centre)}
+        return ids[self.ids]
 
 
 class _Bench:

@@ -172,7 +172,8 @@ def test_string_and_integer_columns_together_are_an_input_error_naming_both(engi
 
 
 def test_an_object_column_of_numbers_is_an_input_error_naming_it(cpu_engine):
-    edges = pd.DataFrame({"src": pd.Series(["a", 7], dtype=object), "dst": pd.Series(["b", "c"], dtype=object)})
+    edges = pd.DataFrame({"src": pd.Series(["a", 7], dtype=object),
+                          "dst": pd.Series(["b", "c"], dtype=object)})
     with dask.config.set({"dataframe.convert-string": False}):
         frame = cpu_engine.frame(edges, 1)
     with pytest.raises(gpipe.InputError, match=r"'src' holds a value that is not a string \(7\)"):
@@ -194,7 +195,8 @@ def test_null_string_ids_are_an_input_error(engine):
                                      pytest.param("gpu", id="gpu", marks=pytest.mark.gpu)])
 def test_strings_contract(backend):
     be = backends.get(backend)
-    frame = be.frames.DataFrame({"a": ["pear", "fig", "apple", "fig"], "b": ["kiwi", "apple", "pear", "date"]})
+    frame = be.frames.DataFrame({"a": ["pear", "fig", "apple", "fig"],
+                                 "b": ["kiwi", "apple", "pear", "date"]})
     strings = be.strings
     ids = strings.distinct(strings.concat([strings.column(frame, "a"), strings.column(frame, "b")]))
     assert strings.holds(ids) and not strings.holds(be.xp.arange(3))

@@ -253,4 +253,9 @@ def _read_cudf(file, columns):
 
     with _naming_errors(file):
         # Index columns named by pandas metadata are not read: partitions get a RangeIndex.
-        return cudf.read_parquet(file, columns=columns, use_pandas_metadata=False)
+        frame = cudf.read_parquet(file, columns=columns, use_pandas_metadata=False)
+    for name in columns:  # a column stored as an Arrow dictionary, should cuDF keep it one
+        dtype = frame[name].dtype
+        if isinstance(dtype, cudf.CategoricalDtype):
+            frame[name] = frame[name].astype(dtype.categories.dtype)
+    return frame

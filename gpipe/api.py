@@ -12,8 +12,9 @@ def bfs(edges, source, *, directed=True, depth_limit=None, src="src", dst="dst",
     ----------
     edges : dask.dataframe.DataFrame
         One row per edge, pandas- or cuDF-backed; ids in columns ``src`` and ``dst`` may be of
-        any integer dtype and any values (negative, sparse); they are renumbered internally.
-    source : int or list of int
+        any integer dtype and any values (negative, sparse), or strings in both; they are
+        renumbered internally.
+    source : int or str, or a list of them
         Start vertex id(s); with several, distances are to the nearest source.
     directed : bool, default True
         True follows ``src -> dst``; False follows edges both ways.
@@ -68,8 +69,9 @@ def sssp(edges, source, *, directed=True, src="src", dst="dst", weight="weight",
     Parameters
     ----------
     edges : dask.dataframe.DataFrame
-        One row per edge with integer ids in ``src``/``dst`` and finite numbers in ``weight``.
-    source : int or list of int
+        One row per edge with integer (or string) ids in ``src``/``dst`` and finite numbers in
+        ``weight``.
+    source : int or str, or a list of them
         Start vertex id(s); with several, distances are to the nearest source.
     directed : bool, default True
         True follows ``src -> dst``; False follows edges both ways.

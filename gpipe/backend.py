@@ -1,8 +1,9 @@
 """The one place that chooses between CPU (NumPy, pandas, Numba) and GPU (CuPy, cuDF, CUDA).
 
 Every other module asks for a :class:`Backend` by name or by frame and uses its ``xp`` (array
-module), ``frames`` (frame library) and ``kernels`` (traversal kernels); none of them branches
-on the array type itself.
+module), ``frames`` (frame library), ``kernels`` (traversal kernels) and ``strings`` (string
+vertex ids: :mod:`gpipe.strings_cpu` on Arrow arrays, :mod:`gpipe.strings_gpu` on cuDF
+columns); none of them branches on the array type itself.
 """
 
 from __future__ import annotations
@@ -21,16 +22,22 @@ GPU = "gpu"
 
 @dataclass(frozen=True)
 class Backend:
-    """Array module, frame library and kernels of one device kind."""
+    """Array module, frame library, kernels and string ids of one device kind."""
 
     name: str
     xp: ModuleType
     frames: ModuleType
     kernel_module: str
+    strings_module: str
 
     @property
     def kernels(self) -> ModuleType:
         return importlib.import_module(self.kernel_module)
+
+    @property
+    def strings(self) -> ModuleType:
+        """String vertex ids: the same functions on both backends (:mod:`gpipe.strings_cpu`)."""
+        return importlib.import_module(self.strings_module)
 
     def column(self, frame, name):
         """The column ``name`` of ``frame`` as an array of ``xp``, without a host copy on GPU."""
@@ -77,6 +84,8 @@ class Backend:
         ``parent_missing`` over (it may keep or overwrite them). In pandas, ``distance`` is
         ``Int64`` (nullable) or float64 with NaN and ``parent`` the nullable twin of the
         vertex dtype (``Int64``, ``UInt32``...); in cuDF, both are their plain dtype with nulls.
+        String ids: ``vertex`` and ``parent`` are columns of ``strings.to_column``, ``parent``
+        with its nulls already, and ``parent_missing`` is None.
         """
         if self.name == GPU:
             return _cudf_result(self.xp, vertex, distance, parent, parent_missing)
@@ -84,11 +93,18 @@ class Backend:
             distance[distance == np.inf] = np.nan  # in place: the unreached become NaN
         else:
             distance = pd.arrays.IntegerArray(distance, distance < 0)
-        parent = pd.arrays.IntegerArray(parent, parent_missing)
+        if parent_missing is not None:
+            parent = pd.arrays.IntegerArray(parent, parent_missing)
         return pd.DataFrame({"vertex": vertex, "distance": distance, "parent": parent}, copy=False)
 
     def empty_result(self, vertex_dtype, distance_dtype):
         """The zero-row frame with the dtypes :meth:`result_frame` produces (Dask's ``meta``)."""
+        if is_string_dtype(vertex_dtype):
+            empty = self.strings.empty(vertex_dtype)
+            if self.name == GPU:
+                return self.frames.DataFrame({"vertex": empty, "distance": self.frames.Series(
+                    np.empty(0, dtype=distance_dtype)), "parent": empty.copy()})
+            return CPU_BACKEND.result_frame(empty, np.empty(0, dtype=distance_dtype), empty.copy(), None)
         vertex = np.empty(0, dtype=vertex_dtype)
         distance = np.empty(0, dtype=distance_dtype)
         if self.name == GPU:
@@ -111,6 +127,11 @@ def _cudf_result(cp, vertex, distance, parent, parent_missing):
     if vertex.size == 0:
         return gpu_backend().empty_result(vertex.dtype, distance.dtype)
     reached = cp.isfinite(distance) if distance.dtype.kind == "f" else distance >= 0
+    if parent_missing is None:  # string ids: vertex and parent are cuDF string columns
+        distance = cudf.DataFrame.from_pylibcudf(
+            plc.Table([_with_nulls(plc, plc.Column.from_array(distance), reached)]),
+            {"columns": ["distance"]})["distance"]
+        return cudf.DataFrame({"vertex": vertex.copy(), "distance": distance, "parent": parent})
     has_parent = cp.logical_not(parent_missing, out=parent_missing)
     columns = [
         plc.Column.from_array(vertex.copy()),  # the shared column stays the partition's own
@@ -126,7 +147,13 @@ def _with_nulls(plc, column, valid):
     return column.with_mask(mask, null_count)
 
 
-CPU_BACKEND = Backend(CPU, np, pd, "gpipe.kernels.cpu")
+def is_string_dtype(dtype) -> bool:
+    """Whether a column of ``dtype`` holds string vertex ids: pandas object, ``string``,
+    ``str`` and Arrow strings, cuDF strings."""
+    return pd.api.types.is_string_dtype(dtype)
+
+
+CPU_BACKEND = Backend(CPU, np, pd, "gpipe.kernels.cpu", "gpipe.strings_cpu")
 
 
 @functools.lru_cache(maxsize=None)
@@ -134,7 +161,7 @@ def gpu_backend() -> Backend:
     import cudf
     import cupy
 
-    return Backend(GPU, cupy, cudf, "gpipe.kernels.gpu")
+    return Backend(GPU, cupy, cudf, "gpipe.kernels.gpu", "gpipe.strings_gpu")
 
 
 def get(name: str) -> Backend:

@@ -19,6 +19,11 @@ What is timed (all clocks are ``time.perf_counter`` in the process that runs the
   after one warm-up query. Also ``len(graph.bfs(s))``, the query without moving its rows. On a
   cluster each query starts ``CLIENT_BATCH_S`` after the last (Dask's client batches its
   messages to the scheduler 10 ms apart), and ``len()`` is also timed back to back.
+* **Ids** (``ids``): a generated graph's ids are ``dense`` (``0..n-1``, kept as they are),
+  ``sparse`` (``id * SPARSE_STRIDE + SPARSE_BASE``: renumbered through the sorted distinct ids)
+  or ``string`` (each id's decimal text: renumbered the same way, with string lookups), so the
+  cost of renumbering, and of strings, is reported beside the same graph's integer ids. The ids
+  are changed before the build's clock starts.
 * **End to end** (``end_to_end=True``): the edges are written to Parquet first (not timed),
   then ``read_edges`` + persist, build, traverse and ``.compute()`` of the result frame are
   timed as phases of one run; the first run in the process is "cold", the second "warm".
@@ -99,7 +104,7 @@ BUILD_TARGETS = {("kron23", "gpu"): (0.4, 2.5)}
 
 
 def run(*, scale=None, grid=None, edges=None, src="src", dst="dst", weight=None, weights=False,
-        seed=0, algo="bfs", sources=4, repeat=1, backend="auto", workers=0, partitions=None,
+        ids="dense", seed=0, algo="bfs", sources=4, repeat=1, backend="auto", workers=0, partitions=None,
         shared_gpu=False, protocol="auto", compare_scipy=False, end_to_end=False, build_repeat=1,
         scipy_check=True, tmpdir=None, command=None) -> dict:
     """Build one graph, time BFS and/or SSSP from several sources, validate, and report.
@@ -120,6 +125,10 @@ def run(*, scale=None, grid=None, edges=None, src="src", dst="dst", weight=None,
     weights : bool
         Add integer weights 1..255 (generated graphs always get them when SSSP runs; for
         `edges` without a `weight` column they are drawn per partition).
+    ids : {"dense", "sparse", "string"}
+        A generated graph's vertex ids: as generated (``0..n-1``), spread out (sparse int64,
+        renumbered by the build), or as strings (each id's decimal text). Parquet edges keep
+        their own.
     seed : int
         Seed of the generator and of the choice of sources.
     algo : {"bfs", "sssp", "both"}
@@ -185,6 +194,10 @@ def run(*, scale=None, grid=None, edges=None, src="src", dst="dst", weight=None,
     """
     if sum(x is not None for x in (scale, grid, edges)) != 1:
         raise InputError("give exactly one graph: --scale S, --grid SIDE or --edges PATH")
+    if ids not in ID_KINDS:
+        raise InputError(f"ids must be one of {', '.join(ID_KINDS)}, not {ids!r}")
+    if edges is not None and ids != "dense":
+        raise InputError("--ids is for generated graphs (--scale, --grid): Parquet edges keep their own ids")
     algos = {"bfs": [BFS], "sssp": [SSSP], "both": [BFS, SSSP]}.get(algo)
     if algos is None:
         raise InputError(f"algo must be 'bfs', 'sssp' or 'both', not {algo!r}")
@@ -209,11 +222,12 @@ def run(*, scale=None, grid=None, edges=None, src="src", dst="dst", weight=None,
     else:
         protocol = "tcp"
     weighted = SSSP in algos or weights or (edges is not None and weight is not None)
-    spec = _GraphSpec(scale, grid, edges, src, dst, weight if edges is not None else "weight", weighted, seed)
+    spec = _GraphSpec(scale, grid, edges, src, dst, weight if edges is not None else "weight", weighted, seed,
+                      ids)
     if edges is not None and SSSP in algos and weight is None and not weights:
         raise InputError("sssp needs weights: name the column with --weight, or add random ones with --weights")
     options = dict(scale=scale, grid=grid, edges=edges, src=src, dst=dst, weight=weight, weights=weights,
-                   seed=seed, algo=algo, sources=sources, repeat=repeat, backend=backend_name,
+                   ids=ids, seed=seed, algo=algo, sources=sources, repeat=repeat, backend=backend_name,
                    workers=workers, partitions=partitions, shared_gpu=shared_gpu, protocol=protocol,
                    compare_scipy=compare_scipy, end_to_end=end_to_end,
                    build_repeat=build_repeat, scipy_check=scipy_check)
@@ -240,7 +254,7 @@ def main(args) -> int:
     for protocol in protocols:
         report = run(
             scale=args.scale, grid=args.grid, edges=args.edges, src=args.src, dst=args.dst,
-            weight=args.weight, weights=args.weights, seed=args.seed, algo=args.algo,
+            weight=args.weight, weights=args.weights, ids=args.ids, seed=args.seed, algo=args.algo,
             sources=args.sources, repeat=args.repeat, backend=args.backend, workers=args.workers,
             partitions=args.partitions, shared_gpu=args.shared_gpu, protocol=protocol,
             compare_scipy=args.compare_scipy, end_to_end=args.end_to_end,
@@ -276,8 +290,8 @@ def format_protocols(reports) -> str:
 class _GraphSpec:
     """Which graph: a generated Kronecker or grid graph, or a Parquet edge list."""
 
-    def __init__(self, scale, grid, path, src, dst, weight, weighted, seed):
-        self.scale, self.grid, self.path = scale, grid, path
+    def __init__(self, scale, grid, path, src, dst, weight, weighted, seed, ids="dense"):
+        self.scale, self.grid, self.path, self.ids = scale, grid, path, ids
         self.src, self.dst = src, dst
         self.weight = (weight or "weight") if weighted else None  # the column the graph is built with
         self.input_weight = weight  # the column as read (None: draw weights when weighted)
@@ -288,11 +302,17 @@ class _GraphSpec:
             self.name = f"grid{grid}"
         else:
             self.name = os.path.basename(os.path.normpath(path))
+        if ids != "dense":
+            self.name += f"-{ids}-ids"
 
     @property
     def first_source(self):
         """The input id every run starts from, if the graph has one (the grid's centre)."""
-        return generators.grid_centre(self.grid) if self.grid is not None else None
+        if self.grid is None:
+            return None
+        centre = generators.grid_centre(self.grid)
+        ids = {"dense": centre, "sparse": centre * SPARSE_STRIDE + SPARSE_BASE, "string": str(centre)}
+        return ids[self.ids]
 
 
 class _Bench:
@@ -368,7 +388,7 @@ class _Bench:
                 result = self._owners(graph, kind, chosen, host_csr is not None)
             first_dist = result.pop("first_dist")
             for row, input_id in zip(result["sources"], input_ids):
-                row["source"] = int(input_id)
+                row["source"] = _input_id(input_id)
                 row["source_global"] = int(row.pop("global"))
             _summarize(result, info["bytes"])
             on_cluster = self.client is not None
@@ -424,14 +444,15 @@ class _Bench:
         args = ("kron" if spec.scale is not None else "grid", spec.scale if spec.scale is not None else spec.grid,
                 spec.weighted, spec.seed, xp)
         lean = spec.scale is not None and spec.scale >= LEAN_SCALE
-        meta = _empty_edges(self.backend, spec.weighted, "int32" if lean else "int64")
+        meta = _with_ids(_empty_edges(self.backend, spec.weighted, "int32" if lean else "int64"), spec.ids)
         n_parts = -(-_generated_rows(*args[:2]) // PART_ROWS)
         if self.client is not None:  # generated on a worker: the edges never pass through here
             whole = dask.delayed(_generate_parts, pure=False)(*args)
-            parts = [dask.delayed(operator.getitem)(whole, i) for i in range(n_parts)]
+            parts = [dask.delayed(_with_ids)(dask.delayed(operator.getitem)(whole, i), spec.ids)
+                     for i in range(n_parts)]
             return execution.current(self.client).persist(
                 dd.from_delayed(parts, meta=meta, verify_meta=False))
-        frames = _generate_parts(*args)
+        frames = [_with_ids(f, spec.ids) for f in _generate_parts(*args)]
         # Named delayeds: Dask does not hash the (large) frames to name them.
         parts = [dask.delayed(f, name=f"gpipe-bench-edges-{uuid.uuid4().hex}") for f in frames]
         return dd.from_delayed(parts, meta=frames[0].iloc[:0], verify_meta=False)
@@ -498,7 +519,7 @@ class _Bench:
                     phases["build_s"] = _lap(t0)
                     if out["source"] is None:  # not timed: the first source of the main run
                         first = _pick_sources(graph, 1, self.seed, spec.first_source)
-                        out["source"] = int(_input_ids(graph, first)[0])
+                        out["source"] = _input_id(_input_ids(graph, first)[0])
                     t0 = time.perf_counter()
                     handles = _frame_handles(graph, kind, out["source"])
                     phases["traverse_s"] = _lap(t0)
@@ -539,6 +560,22 @@ LEAN_SCALE = 26
 
 # cuDF columns hold fewer than 2**31 rows: larger edge lists become several partitions.
 PART_ROWS = 2**30
+
+ID_KINDS = ("dense", "sparse", "string")
+# Sparse ids: far apart and far from 0, so that the build renumbers them (build.IDENTITY_SLACK).
+SPARSE_STRIDE = 1_000_003
+SPARSE_BASE = 10**12
+
+
+def _with_ids(frame, ids):
+    """The generated ``frame`` with its ids as ``ids`` says (:data:`ID_KINDS`); the same graph."""
+    if ids == "dense":
+        return frame
+    columns = {}
+    for name in ("src", "dst"):
+        values = frame[name].astype("int64")
+        columns[name] = values * SPARSE_STRIDE + SPARSE_BASE if ids == "sparse" else values.astype(str)
+    return frame.assign(**columns)
 
 
 def _generated_rows(kind, size) -> int:
@@ -654,7 +691,14 @@ def _host_part(part):
 
 
 def _host_ids(backend_name, ids):
-    return backends.get(backend_name).to_host(ids)
+    """The sorted ids on the host: integers, or Python strings in an object array."""
+    be = backends.get(backend_name)
+    return be.strings.to_host(ids) if be.strings.holds(ids) else be.to_host(ids)
+
+
+def _input_id(value):
+    """One input id as a plain Python int or str (what a user passes as a source)."""
+    return value if isinstance(value, str) else int(value)
 
 
 # --- the device: synchronization and CuPy's memory pool (the only GPU-specific code here) ---
@@ -813,7 +857,7 @@ def _time_public(graph, kind, input_ids, repeat, finish=None, pause=False) -> li
     the previous one ended (not timed), as a query a user types does; without, back to back."""
     query = graph.bfs if kind == BFS else graph.sssp
     finish = finish or (lambda frame: frame.compute())
-    finish(query(int(input_ids[0])))  # warm-up: the first query keeps each owner's result rows
+    finish(query(_input_id(input_ids[0])))  # warm-up: the first query keeps each owner's result rows
     medians = []
     for source in input_ids:
         times = []
@@ -821,7 +865,7 @@ def _time_public(graph, kind, input_ids, repeat, finish=None, pause=False) -> li
             if pause:
                 time.sleep(CLIENT_BATCH_S)
             t0 = time.perf_counter()
-            finish(query(int(source)))
+            finish(query(_input_id(source)))
             times.append(time.perf_counter() - t0)
         medians.append(statistics.median(times))
     return medians
@@ -874,13 +918,21 @@ def _check_frame(graph, kind, frame, global_sources):
     frame = _to_pandas(frame)
     built = graph._built
     n = built.layout.n
-    vertex = frame["vertex"].to_numpy(dtype=np.int64)
     parent_ids = frame["parent"]
     has_parent = parent_ids.notna().to_numpy()
-    parent_input = parent_ids.to_numpy(dtype=np.int64, na_value=-1)
-    if built.ids is None:
+    if built.string_ids:
+        import pandas as pd
+
+        ids = pd.Index(_input_ids(graph, np.arange(n)))
+        position = ids.get_indexer(frame["vertex"].astype(object))
+        parent_global = ids.get_indexer(parent_ids.astype(object).where(has_parent, ids[0]))
+    elif built.ids is None:
+        vertex = frame["vertex"].to_numpy(dtype=np.int64)
+        parent_input = parent_ids.to_numpy(dtype=np.int64, na_value=-1)
         position, parent_global = vertex, parent_input
     else:
+        vertex = frame["vertex"].to_numpy(dtype=np.int64)
+        parent_input = parent_ids.to_numpy(dtype=np.int64, na_value=-1)
         ids = _input_ids(graph, np.arange(n))
         position = np.searchsorted(ids, vertex)
         parent_global = np.searchsorted(ids, parent_input)
@@ -1035,10 +1087,10 @@ def _load_average():
 def _command_line(options) -> str:
     """The ``gpipe bench`` command that runs with ``options`` (defaults left out)."""
     flags = {"scale": "--scale", "grid": "--grid", "edges": "--edges", "src": "--src", "dst": "--dst",
-             "weight": "--weight", "seed": "--seed", "algo": "--algo", "sources": "--sources",
+             "weight": "--weight", "ids": "--ids", "seed": "--seed", "algo": "--algo", "sources": "--sources",
              "repeat": "--repeat", "backend": "--backend", "workers": "--workers",
              "partitions": "--partitions", "protocol": "--protocol", "build_repeat": "--build-repeat"}
-    defaults = {"src": "src", "dst": "dst", "weight": None, "seed": 0, "repeat": 1, "workers": 0,
+    defaults = {"src": "src", "dst": "dst", "weight": None, "ids": "dense", "seed": 0, "repeat": 1, "workers": 0,
                 "protocol": "auto", "build_repeat": 1}
     words = ["gpipe", "bench"]
     for key, flag in flags.items():

@@ -5,7 +5,8 @@
    dtype when the two id columns differ (uint64 and int64: the one that holds every id).
 2. *Number* the vertices ``0..n-1``. Ids that are already small non-negative integers are kept
    as they are (no sort; ids that never occur are masked out later). Other ids are replaced by
-   their rank in the sorted array of distinct ids, merged from per-partition uniques.
+   their rank in the sorted array of distinct ids, merged from per-partition uniques. String
+   ids always are, the same way, through the backend's ``strings`` (Arrow or cuDF strings).
 3. *Shuffle*: each input partition cuts its edges (both directions when undirected, self-loops
    dropped) into one bucket per owner of the source vertex. Vertices with a self-loop of
    negative weight, a negative cycle of one edge, go to their owner as a list of their own.
@@ -31,12 +32,14 @@ IDENTITY_EXTRA = 1024
 
 @dataclass(frozen=True)
 class Columns:
-    """The edge columns to read, and the dtype both id columns are read as (None: as they are)."""
+    """The edge columns to read, and the dtype both id columns are read as (None: as they are);
+    ``strings``: the ids are strings."""
 
     src: str
     dst: str
     weight: str | None
     id_dtype: object = None
+    strings: bool = False
 
 
 @dataclass
@@ -63,6 +66,7 @@ class Built:
     vertex_dtype: object  # NumPy dtype, or the input's pandas extension dtype
     n_edges_input: int
     negative_weights: bool
+    string_ids: bool = False  # ids are strings (always renumbered: ``ids`` holds them sorted)
 
 
 def build(executor, edges, *, directed, src, dst, weight, partitions=None) -> Built:
@@ -75,7 +79,8 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None) -> Bu
     requested = sizing.requested_partitions(partitions)
     edges = validate.edge_frame(edges, src, dst, weight)
     backend_name = backends.name_of_frame(edges)
-    columns = Columns(src, dst, weight)
+    strings = backends.is_string_dtype(edges.dtypes[src])  # then dst's too (validate.edge_frame)
+    columns = Columns(src, dst, weight, strings=strings)
 
     inputs = executor.partitions(edges)
     surveys = executor.gather([executor.submit(_survey, backend_name, p, columns) for p in inputs])
@@ -83,12 +88,15 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None) -> Bu
     if not surveys:
         raise InputError("the edge list is empty: it has no rows")
     rows = sum(s.rows for s in surveys)
-    low, high = min(s.low for s in surveys), max(s.high for s in surveys)
-    vertex_dtype = _vertex_dtype(columns, edges.dtypes[src], edges.dtypes[dst], low, high)
-    columns = replace(columns, id_dtype=validate.numpy_dtype(vertex_dtype))
-
-    identity = low >= 0 and high + 1 <= IDENTITY_SLACK * rows + IDENTITY_EXTRA
-    n_bound = high + 1 if identity else min(2 * rows, high - low + 1)
+    if strings:
+        vertex_dtype = _string_dtype(edges.dtypes[src], edges.dtypes[dst])
+        identity, n_bound = False, 2 * rows
+    else:
+        low, high = min(s.low for s in surveys), max(s.high for s in surveys)
+        vertex_dtype = _vertex_dtype(columns, edges.dtypes[src], edges.dtypes[dst], low, high)
+        columns = replace(columns, id_dtype=validate.numpy_dtype(vertex_dtype))
+        identity = low >= 0 and high + 1 <= IDENTITY_SLACK * rows + IDENTITY_EXTRA
+        n_bound = high + 1 if identity else min(2 * rows, high - low + 1)
     size = sizing.GraphSize(rows=rows, n=n_bound, directed=directed, weighted=weight is not None)
     executor = executor.for_owners(sizing.choose_owners(size, executor.memory(backend_name), requested))
 
@@ -132,6 +140,7 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None) -> Bu
         vertex_dtype=vertex_dtype,
         n_edges_input=rows,
         negative_weights=negative_weights,
+        string_ids=strings,
     )
 
 
@@ -167,16 +176,31 @@ def _vertex_dtype(columns: Columns, src_dtype, dst_dtype, low: int, high: int):
     )
 
 
+def _string_dtype(src_dtype, dst_dtype):
+    """The dtype of result ids when they are strings: the input's when both columns share it,
+    else pandas' default string dtype."""
+    if src_dtype == dst_dtype:
+        return src_dtype
+    import pandas as pd
+
+    return pd.Series([], dtype=str).dtype
+
+
 def _arrays(backend_name, frame, columns: Columns):
     """The id and weight arrays of one input partition, with its data checks; both id arrays
-    of ``columns.id_dtype`` when it is set."""
+    of ``columns.id_dtype`` when it is set, the backend's string arrays when the ids are
+    strings."""
     be = backends.get(backend_name)
     src_name, dst_name, weight_name = columns.src, columns.dst, columns.weight
     for name in (src_name, dst_name):
         if _has_nulls(frame[name]):
             raise InputError(f"vertex id column {name!r} holds null values")
-    src = be.column(frame, src_name)
-    dst = be.column(frame, dst_name)
+    if columns.strings:
+        src = be.strings.column(frame, src_name)
+        dst = be.strings.column(frame, dst_name)
+    else:
+        src = be.column(frame, src_name)
+        dst = be.column(frame, dst_name)
     if columns.id_dtype is not None:
         src = src.astype(columns.id_dtype, copy=False)
         dst = dst.astype(columns.id_dtype, copy=False)
@@ -200,11 +224,13 @@ def _has_nulls(series) -> bool:
 
 def _survey(backend_name, frame, columns) -> Survey:
     xp, src, dst, weights = _arrays(backend_name, frame, columns)
-    if src.size == 0:
+    if len(src) == 0:
         return Survey(0, 0, 0, False)
+    negative = weights is not None and bool((weights < 0).any())
+    if columns.strings:  # no id range: string ids are always renumbered
+        return Survey(len(src), 0, 0, negative)
     low = min(int(src.min()), int(dst.min()))
     high = max(int(src.max()), int(dst.max()))
-    negative = weights is not None and bool((weights < 0).any())
     return Survey(int(src.size), low, high, negative)
 
 
@@ -213,18 +239,21 @@ def _distinct_ids(executor, backend_name, inputs, columns):
     level = [executor.submit(_unique_ids, backend_name, p, columns) for p in inputs]
     while len(level) > 1:
         pairs = [level[i:i + 2] for i in range(0, len(level), 2)]
-        level = [executor.submit(_merge_unique, backend_name, *pair) for pair in pairs]
+        level = [executor.submit(_merge_unique, backend_name, columns.strings, *pair) for pair in pairs]
     return level[0]
 
 
 def _unique_ids(backend_name, frame, columns):
-    xp, src, dst, _ = _arrays(backend_name, frame, columns)
-    return xp.unique(xp.concatenate([src, dst]))
+    _, src, dst, _ = _arrays(backend_name, frame, columns)
+    return _merge_unique(backend_name, columns.strings, src, dst)
 
 
-def _merge_unique(backend_name, *arrays):
-    xp = backends.get(backend_name).xp
-    return xp.unique(xp.concatenate(arrays))
+def _merge_unique(backend_name, strings, *arrays):
+    """The sorted distinct ids of ``arrays`` (integer arrays, or the backend's strings)."""
+    be = backends.get(backend_name)
+    if strings:
+        return be.strings.distinct(be.strings.concat(arrays))
+    return be.xp.unique(be.xp.concatenate(arrays))
 
 
 def _split(backend_name, frame, ids, columns, layout: Layout, directed: bool, track_presence: bool,
@@ -241,7 +270,10 @@ def _split(backend_name, frame, ids, columns, layout: Layout, directed: bool, tr
     self-loops are dropped and undirected edges doubled here.
     """
     xp, src, dst, weights = _arrays(backend_name, frame, columns)
-    if ids is not None:
+    if columns.strings:
+        strings = backends.get(backend_name).strings
+        src, dst = strings.rank(ids, src), strings.rank(ids, dst)
+    elif ids is not None:
         src = xp.searchsorted(ids, src)
         dst = xp.searchsorted(ids, dst)
     if not directed and layout.n_owners == 1:

@@ -8,6 +8,7 @@
     gpipe demo [--scale 16] [--out DIR] [--cpu] [--workers N] [--no-wait]
     gpipe run CONFIG
     gpipe bench (--scale S | --grid SIDE | --edges PATH) [--algo bfs|sssp|both] [--sources N]
+                [--ids dense|sparse|string]
                 [--backend auto|cpu|gpu] [--workers K] [--compare-scipy] [--end-to-end] [--json PATH] ...
 
 ``bfs`` and ``sssp`` are the pipeline of ``pipelines/traverse_parquet.py`` with its settings
@@ -180,6 +181,9 @@ def _add_bench_parser(commands):
     bench.add_argument("--dst", default="dst", metavar="COL", help="--edges target column (default: dst)")
     bench.add_argument("--weight", metavar="COL", help="--edges weight column (default: none)")
     bench.add_argument("--weights", action="store_true", help="add integer weights 1..255 (SSSP adds them anyway)")
+    bench.add_argument("--ids", default="dense", choices=("dense", "sparse", "string"),
+                       help="generated graphs' ids: as generated (0..n-1), sparse integers or strings, "
+                            "the last two renumbered by the build (default: dense)")
     bench.add_argument("--seed", type=int, default=0, help="seed of the graph and of the sources (default: 0)")
     bench.add_argument("--algo", default="bfs", choices=("bfs", "sssp", "both"), help="default: bfs")
     bench.add_argument("--sources", type=int, default=8, metavar="N",

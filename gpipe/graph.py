@@ -37,8 +37,10 @@ class Graph:
         directed : bool
             True follows ``src -> dst`` only; False follows both directions.
         src, dst : str
-            Columns of integer vertex ids, any integer dtype and any values. When their
-            dtypes differ, result ids take the integer dtype that holds every id.
+            Columns of vertex ids: integers of any dtype and any values (when their dtypes
+            differ, result ids take the integer dtype that holds every id), or strings in
+            both (pandas object, ``string``, ``str`` or Arrow strings, cuDF strings), given
+            back in the input's string dtype.
         weight : str or None
             Column of finite edge weights; needed for :meth:`sssp`.
         partitions : int or None
@@ -57,7 +59,8 @@ class Graph:
         Raises
         ------
         InputError
-            A missing column, non-integer ids, null ids, NaN or infinite weights, no edges,
+            A missing column, ids that are neither integers nor strings, one string column
+            with one integer column, null ids, NaN or infinite weights, no edges,
             or ids that no one integer dtype holds (uint64 ids above ``2**63 - 1`` in one
             column, negative ids in the other); ``partitions`` not a positive integer or more
             than the workers.
@@ -103,8 +106,9 @@ class Graph:
 
         Parameters
         ----------
-        source : int or list of int
-            Vertex id(s) of the input; with several, each vertex's distance is to the nearest.
+        source : int or str, or a list of them
+            Vertex id(s) of the input (strings when the graph's ids are strings); with several,
+            each vertex's distance is to the nearest.
         depth_limit : int or None
             Only vertices at most this many hops away are reached.
 
@@ -119,7 +123,8 @@ class Graph:
         Raises
         ------
         InputError
-            A source that is not in the graph, or a negative ``depth_limit``.
+            A source that is not in the graph or not of the ids' kind (an integer for string
+            ids, a string for integer ids), or a negative ``depth_limit``.
         """
         depth_limit = validate.depth_limit(depth_limit)
         frames = self._query("gpipe-bfs", source, lambda built, sources: traverse.bfs(
@@ -136,8 +141,9 @@ class Graph:
 
         Parameters
         ----------
-        source : int or list of int
-            Vertex id(s) of the input; with several, each distance is to the nearest.
+        source : int or str, or a list of them
+            Vertex id(s) of the input (strings when the graph's ids are strings); with several,
+            each distance is to the nearest.
 
         Returns
         -------
@@ -224,8 +230,8 @@ class Graph:
         for a one-owner graph with renumbered ids the input ids, which its traversal looks up
         where it runs (no extra round trip; a source not in the graph fails the query with
         InputError all the same)."""
-        values = validate.sources(source)
         built, executor = self._built, self._executor
+        values = validate.sources(source, strings=built.string_ids)
         if built.ids is None:
             return source_ids.checked(values, _present_sources(built.layout, built.present_bits, values))
         if built.layout.n_owners == 1:

@@ -30,10 +30,13 @@ def read_edges(path, *, src="src", dst="dst", weight=None, backend="auto"):
     Parameters
     ----------
     path : str or os.PathLike
-        Parquet file, directory (its ``*.parquet`` files, recursively) or glob pattern, local
-        or any fsspec URL.
+        Parquet file, directory (its ``*.parquet`` files, recursively, but none under a name
+        that starts with ``_`` or ``.``: Spark's ``_temporary/``, checksums) or glob pattern,
+        local or any fsspec URL. Files written by Dask, pandas, pyarrow or Spark, with or
+        without index columns and pandas metadata: index columns are not read, and
+        dictionary-encoded columns are read as their values.
     src, dst : str
-        Columns of integer vertex ids.
+        Columns of vertex ids: integers, or strings in both.
     weight : str or None
         Column of edge weights to read as well. None (default): a column named ``weight`` is
         kept when the files have one, so ``gpipe.sssp(gpipe.read_edges(path), s)`` works.
@@ -102,7 +105,8 @@ def _local_files(path) -> list:
     Raises InputError when there are none.
     """
     if os.path.isdir(path):
-        files = sorted(glob.glob(os.path.join(glob.escape(path), "**", "*.parquet"), recursive=True))
+        found = glob.glob(os.path.join(glob.escape(path), "**", "*.parquet"), recursive=True)
+        files = sorted(file for file in found if not _set_aside(path, file))
         if not files:
             raise InputError(f"no Parquet files (*.parquet) in directory {path!r}")
         return files
@@ -112,6 +116,13 @@ def _local_files(path) -> list:
     if not files:
         raise InputError(f"no Parquet files at {path!r}")
     return files
+
+
+def _set_aside(folder, file) -> bool:
+    """Whether ``file`` lies under a name that Hadoop, Spark and Dask keep out of a dataset:
+    one starting with ``_`` or ``.`` (``_temporary/`` of an unfinished job, ``_metadata``,
+    checksums), below ``folder``."""
+    return any(part[:1] in ("_", ".") for part in os.path.relpath(file, folder).split(os.sep))
 
 
 def _footer(file):
@@ -169,7 +180,7 @@ def _read_files_into_pandas(footers, columns):
 
     pieces = [piece for file, footer in footers.items() for piece in _pieces(file, footer)]
     first = next(iter(footers.values()))
-    meta = first.schema.to_arrow_schema().empty_table().select(columns).to_pandas()
+    meta = _to_pandas(first.schema.to_arrow_schema().empty_table().select(columns))
     return dd.from_map(_read_pandas, pieces, columns=columns, meta=meta, enforce_metadata=False,
                        label="gpipe-read-edges")
 
@@ -197,7 +208,23 @@ def _read_pandas(piece, columns=None):
     with _naming_errors(file):
         parquet = pq.ParquetFile(file)
         table = parquet.read(columns) if row_groups is None else parquet.read_row_groups(row_groups, columns)
-    return table.to_pandas()
+    return _to_pandas(table)
+
+
+def _to_pandas(table):
+    """pandas from an Arrow table of edge columns, dictionary-encoded columns as their values
+    (a categorical id column would be no id column; cuDF reads them as their values too)."""
+    return _without_dictionaries(table).to_pandas()
+
+
+def _without_dictionaries(table):
+    import pyarrow as pa
+
+    for i, field in enumerate(table.schema):
+        if pa.types.is_dictionary(field.type):
+            table = table.set_column(i, field.with_type(field.type.value_type),
+                                     table.column(i).cast(field.type.value_type))
+    return table
 
 
 def _read_files_into_cudf(files, columns, footer):
@@ -205,13 +232,30 @@ def _read_files_into_cudf(files, columns, footer):
     import cudf
     import dask.dataframe as dd
 
-    schema = footer.schema.to_arrow_schema()
-    meta = cudf.DataFrame.from_arrow(schema.empty_table().select(columns))
+    meta = cudf.DataFrame.from_arrow(_plain_columns(footer, columns).empty_table())
     return dd.from_map(_read_cudf, files, columns=columns, meta=meta, enforce_metadata=False)
+
+
+def _plain_columns(footer, columns):
+    """The Arrow schema of ``columns`` as cuDF reads them: those fields alone, dictionary
+    fields as their values, and no pandas metadata (which may name index columns, such as
+    Dask's ``__null_dask_index__``, that were not selected)."""
+    import pyarrow as pa
+
+    schema = footer.schema.to_arrow_schema()
+    fields = [schema.field(name) for name in columns]
+    return pa.schema([f.with_type(f.type.value_type) if pa.types.is_dictionary(f.type) else f
+                      for f in fields])
 
 
 def _read_cudf(file, columns):
     import cudf
 
     with _naming_errors(file):
-        return cudf.read_parquet(file, columns=columns)
+        # Index columns named by pandas metadata are not read: partitions get a RangeIndex.
+        frame = cudf.read_parquet(file, columns=columns, use_pandas_metadata=False)
+    for name in columns:  # a column stored as an Arrow dictionary, should cuDF keep it one
+        dtype = frame[name].dtype
+        if isinstance(dtype, cudf.CategoricalDtype):
+            frame[name] = frame[name].astype(dtype.categories.dtype)
+    return frame

@@ -1,5 +1,9 @@
 """One owner's traversal state turned into rows of ``vertex``, ``distance``, ``parent``.
 
+String ids come back as strings: ``vertex`` and ``parent`` are gathered from the graph's sorted
+ids by the backend's ``strings`` (Arrow's ``take`` with the missing parents as null indices, or
+cuDF's), in the input's string dtype.
+
 The road from a kernel's arrays to the result frame is on every query's clock, so it makes no
 pass it can avoid. What does not change between queries, the local ids that get a row and
 their ``vertex`` column, is worked out at the first query and kept on the partition
@@ -45,6 +49,10 @@ def shared_rows(part, ids, vertex_dtype) -> Rows:
         be = backends.get(part.backend)
         xp = be.xp
         start, stop = part.offset, part.offset + part.n_local
+        if ids is not None and be.strings.holds(ids):  # renumbered: every id is present
+            vertex = be.strings.take(ids, xp.arange(start, stop, dtype="int64"))
+            part.rows = Rows(None, be.strings.to_column(vertex, vertex_dtype))
+            return part.rows
         if part.present is None:
             local = None
             vertex = xp.arange(start, stop, dtype="int64") if ids is None else ids[start:stop]
@@ -70,10 +78,15 @@ def owner_frame(part, ids, dist, parent, kind: str, vertex_dtype):
         dist, parent = dist.take(shared.local), parent.take(shared.local)
     distance = dist.astype(DISTANCE_DTYPE[kind], copy=False)  # BFS: the one cast, to Int64's width
     parent_missing = parent < 0
-    if ids is not None:
-        parent = ids.take(parent)  # a missing parent (-1) picks the last id; the mask hides it
-    parent = parent.astype(numpy_dtype(vertex_dtype), copy=False)
-    frame = _with_id_dtype(be.result_frame(shared.vertex, distance, parent, parent_missing), vertex_dtype)
+    if ids is not None and be.strings.holds(ids):
+        parent = be.strings.to_column(be.strings.take(ids, parent, parent_missing), vertex_dtype)
+        frame = be.result_frame(shared.vertex, distance, parent, None)
+    else:
+        if ids is not None:
+            parent = ids.take(parent)  # a missing parent (-1) picks the last id; the mask hides it
+        parent = parent.astype(numpy_dtype(vertex_dtype), copy=False)
+        frame = _with_id_dtype(be.result_frame(shared.vertex, distance, parent, parent_missing),
+                               vertex_dtype)
     # A traversal's task ends when its result is final on the device, so that the task's end
     # (what a query waits for, and what the dashboard shows) is the end of its work.
     be.synchronize()
@@ -94,5 +107,8 @@ def meta(backend_name: str, kind: str, vertex_dtype):
     Made once per backend, kind and dtype (a cuDF one costs device calls), and shared by every
     result: Dask never writes to a meta.
     """
-    empty = backends.get(backend_name).empty_result(numpy_dtype(vertex_dtype), DISTANCE_DTYPE[kind])
+    be = backends.get(backend_name)
+    if backends.is_string_dtype(vertex_dtype):
+        return be.empty_result(vertex_dtype, DISTANCE_DTYPE[kind])
+    empty = be.empty_result(numpy_dtype(vertex_dtype), DISTANCE_DTYPE[kind])
     return _with_id_dtype(empty, vertex_dtype)

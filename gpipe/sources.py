@@ -4,7 +4,9 @@ Where a graph kept its input ids (small non-negative integers), a source's globa
 itself, checked against the owners' presence bits on the client. Where ids were renumbered,
 the global id is the id's rank in the sorted distinct ids, which live on a worker: a one-owner
 graph's traversal looks its sources up itself (:class:`InputIds`), so that a query costs no
-extra round trip; several owners need them on the client first, to hand each its own.
+extra round trip; several owners need them on the client first, to hand each its own. String
+ids are always renumbered, and looked up the same way (a hash lookup in the backend's
+``strings``).
 """
 
 from __future__ import annotations
@@ -38,13 +40,15 @@ def checked(values, found) -> np.ndarray:
     value not in the graph."""
     missing = np.flatnonzero(found < 0)
     if missing.size:
-        raise InputError(f"source vertex {values[missing[0]]} is not in the graph")
+        raise InputError(f"source vertex {values[missing[0]]!r} is not in the graph")
     return found
 
 
 def locate(backend_name, ids, values) -> np.ndarray:
     """Rank of each value in the sorted ``ids``, -1 where absent."""
     be = backends.get(backend_name)
+    if be.strings.holds(ids):
+        return be.strings.find(ids, values)
     info = np.iinfo(ids.dtype)
     inside = np.array([info.min <= v <= info.max for v in values])
     keys = np.array([v if ok else 0 for v, ok in zip(values, inside)], dtype=ids.dtype)
@@ -52,3 +56,9 @@ def locate(backend_name, ids, values) -> np.ndarray:
     pos = np.minimum(pos, len(ids) - 1)
     hit = be.to_host(ids[be.xp.asarray(pos)]) == keys
     return np.where(inside & hit, pos, -1)
+
+
+def input_id(backend_name, ids, position):
+    """The input id (a Python int or str) of global id ``position`` in the sorted ``ids``."""
+    strings = backends.get(backend_name).strings
+    return strings.at(ids, position) if strings.holds(ids) else ids[position].item()

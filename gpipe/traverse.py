@@ -385,7 +385,7 @@ def _raise_if_negative_loop_reached(part: Partition, ids, dist) -> None:
         return
     vertex = part.offset + reached[0].item()
     if ids is not None:
-        vertex = ids[vertex].item()
+        vertex = source_ids.input_id(part.backend, ids, vertex)
     raise NegativeCycleError(
         f"a negative-weight cycle is reachable from the source: the self-loop on vertex {vertex}")
 

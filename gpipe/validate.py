@@ -12,6 +12,7 @@ import numbers
 import numpy as np
 
 from gpipe import in_memory
+from gpipe.backend import is_string_dtype
 from gpipe.errors import InputError
 
 
@@ -19,7 +20,8 @@ def edge_frame(edges, src: str, dst: str, weight: str | None):
     """Return ``edges`` as a Dask DataFrame of the needed columns, or raise InputError.
 
     A pandas or cuDF DataFrame is accepted too and wrapped in a one-partition Dask DataFrame.
-    Ids must be integer columns; the weight, if named, a numeric (non-boolean) column.
+    Ids must be integer columns, or string columns (both the one or both the other); the
+    weight, if named, a numeric (non-boolean) column.
     """
     import dask.dataframe as dd
 
@@ -39,8 +41,12 @@ def edge_frame(edges, src: str, dst: str, weight: str | None):
         raise InputError(f"src, dst and weight must be different columns, got {columns}")
     for name in (src, dst):
         dtype = edges.dtypes[name]
-        if not _is_integer(dtype):
-            raise InputError(f"vertex ids must be integers, but column {name!r} has dtype {dtype}")
+        if not (_is_integer(dtype) or is_string_dtype(dtype)):
+            raise InputError(f"vertex ids must be integers or strings, but column {name!r} has dtype {dtype}")
+    if is_string_dtype(edges.dtypes[src]) != is_string_dtype(edges.dtypes[dst]):
+        raise InputError(
+            f"vertex id columns {src!r} ({edges.dtypes[src]}) and {dst!r} ({edges.dtypes[dst]}) must "
+            "both hold strings or both integers")
     if weight is not None:
         dtype = edges.dtypes[weight]
         if not _is_numeric(dtype):
@@ -71,15 +77,25 @@ def _is_bool(dtype) -> bool:
     return str(dtype).lower() in ("bool", "boolean")
 
 
-def sources(source) -> np.ndarray:
-    """One vertex id or a list of them, as a non-empty int64/uint64 NumPy array."""
-    values = [source] if np.ndim(source) == 0 else list(np.asarray(source).ravel())
+def sources(source, strings: bool = False) -> np.ndarray:
+    """One vertex id or a list of them, as a non-empty object array of Python ints, or of
+    Python strings when the graph's ids are ``strings``."""
+    if isinstance(source, (str, bytes)) or np.ndim(source) == 0:
+        values = [source]
+    elif isinstance(source, (list, tuple)):
+        values = list(source)  # as given: NumPy would make [1, "a"] two strings
+    else:
+        values = list(np.asarray(source).ravel())
     if not values:
         raise InputError("source is empty: give at least one vertex id")
     for value in values:
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        if strings and not isinstance(value, str):
+            raise InputError(f"source {value!r} is not a string, but the graph's vertex ids are strings")
+        if not strings and isinstance(value, str):
+            raise InputError(f"source {value!r} is a string, but the graph's vertex ids are integers")
+        if not strings and (isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral)):
             raise InputError(f"source {value!r} is not an integer vertex id")
-    return np.array([int(v) for v in values], dtype=object)
+    return np.array([str(v) if strings else int(v) for v in values], dtype=object)
 
 
 def depth_limit(limit) -> int | None:

@@ -123,11 +123,39 @@ def test_bench_parquet_edges_with_sparse_ids(tmp_path):
         assert all(row["source"] % 1000 == 995 for row in result["sources"])  # input ids reported
 
 
+@pytest.mark.parametrize("ids", ["sparse", "string"])
+def test_bench_generated_ids_sparse_or_strings(ids):
+    report = bench.run(grid=5, algo="both", sources=2, ids=ids, end_to_end=True)
+    assert report["graph"]["name"] == f"grid5-{ids}-ids"
+    centre = generators.grid_centre(5)
+    for result in report["results"]:
+        assert result["validated"]
+        first = result["sources"][0]
+        sparse = centre * bench.SPARSE_STRIDE + bench.SPARSE_BASE
+        assert first["source"] == (str(centre) if ids == "string" else sparse)
+        assert first["reached"] == 5**3
+        if result["algo"] == "bfs":
+            assert first["max_distance"] == 6  # centre (2, 2, 2) to a corner
+    assert report["end_to_end"]["validated"]
+
+
+@pytest.mark.parametrize("backend", [pytest.param("cpu", id="cpu"),
+                                     pytest.param("gpu", id="gpu", marks=pytest.mark.gpu)])
+def test_bench_string_ids_on_two_workers(backend):
+    """Several owners: the frame check maps the result's strings back to global ids."""
+    report = bench.run(scale=7, algo="both", sources=2, ids="string", workers=2, partitions=2,
+                       backend=backend)
+    assert all(r["validated"] and r["owners"] == 2 for r in report["results"])
+    assert all(isinstance(row["source"], str) for row in report["results"][0]["sources"])
+
+
 def test_bench_rejects_bad_options():
     with pytest.raises(gpipe.InputError):
         bench.run(scale=6, grid=4)
     with pytest.raises(gpipe.InputError):
         bench.run(scale=6, algo="dfs")
+    with pytest.raises(gpipe.InputError, match="--ids"):
+        bench.run(edges="edges.parquet", ids="string")
 
 
 def test_bench_fails_on_a_wrong_traversal(monkeypatch):

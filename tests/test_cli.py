@@ -343,6 +343,60 @@ def test_shipped_pipeline_configs_are_valid_and_follow_the_demo():
         assert cluster["kind"] == "local-cpu"
 
 
+@pytest.fixture(scope="module")
+def string_graph(graph, tmp_path_factory):
+    """The same graph with every id written as the string ``v<id>``."""
+    edges, _ = graph
+    folder = tmp_path_factory.mktemp("strings") / "edges"
+    folder.mkdir()
+    named = edges.assign(src="v" + edges["src"].astype(str), dst="v" + edges["dst"].astype(str))
+    named.to_parquet(folder / "part.0.parquet", index=False)
+    return edges, folder
+
+
+def integer_result(out):
+    """A written result of ``v<id>`` strings, with its ids as integers again."""
+    result = pd.read_parquet(out)
+    assert pd.api.types.is_string_dtype(result["vertex"]) and pd.api.types.is_string_dtype(result["parent"])
+    return result.assign(vertex=result["vertex"].str[1:].astype("int64"),
+                         parent=result["parent"].str[1:].astype("Int64"))
+
+
+@pytest.mark.parametrize("algorithm", ["bfs", "sssp"])
+def test_string_ids_and_sources_from_the_command_line(string_graph, tmp_path, algorithm):
+    edges, folder = string_graph
+    sources = sources_of(edges, 2)
+    out = tmp_path / algorithm
+    argv = [algorithm, str(folder), "--out", str(out), "--undirected"]
+    for source in sources:
+        argv += ["--source", f"v{source}"]
+    assert main(argv) == 0
+    result = integer_result(out)
+    expected = (expected_bfs if algorithm == "bfs" else expected_sssp)(edges, sources, directed=False)
+    pd.testing.assert_series_equal(result_distances(result), expected.sort_index(), check_exact=False, rtol=1e-12)
+    check = check_bfs_tree if algorithm == "bfs" else check_sssp_tree
+    check(edges, result, sources, directed=False)
+
+
+def test_a_string_source_not_in_the_graph_is_one_line_and_exit_2(string_graph, tmp_path, capsys):
+    _, folder = string_graph
+    assert main(["bfs", str(folder), "--source", "nowhere", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "'nowhere' is not in the graph" in err and "Traceback" not in err
+
+
+def test_run_pipeline_with_string_sources(string_graph, tmp_path):
+    edges, folder = string_graph
+    sources = sources_of(edges, 2)
+    config = pipeline_config(tmp_path, folder, [f"v{s}" for s in sources])
+    assert main(["run", str(config)]) == 0
+    result = integer_result(tmp_path / "out")
+    pd.testing.assert_series_equal(result_distances(result),
+                                   expected_sssp(edges, sources, directed=True).sort_index(),
+                                   check_exact=False, rtol=1e-12)
+    check_sssp_tree(edges, result, sources, directed=True)
+
+
 def test_run_as_a_job_on_a_local_cluster(graph, tmp_path):
     """``python -m gpipe run`` in a fresh process, with a one-worker cluster from the config."""
     edges, folder = graph

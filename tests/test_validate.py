@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 import gpipe
+from gpipe import validate
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -229,3 +230,26 @@ def test_negative_cycle_error_is_not_an_input_error(cpu_engine):
     with pytest.raises(gpipe.NegativeCycleError) as info:
         gpipe.sssp(frame, 0).compute()
     assert not isinstance(info.value, gpipe.InputError)
+
+
+@pytest.mark.parametrize("source, strings, expected", [
+    ("a", True, ["a"]),
+    (["a", "b"], True, ["a", "b"]),
+    (np.array(["a", "b"]), True, ["a", "b"]),
+    (7, False, [7]),
+    ([np.int64(7), 8], False, [7, 8]),
+])
+def test_sources_of_either_kind(source, strings, expected):
+    values = validate.sources(source, strings=strings)
+    assert values.tolist() == expected and all(type(v) is type(expected[0]) for v in values)
+
+
+@pytest.mark.parametrize("source, strings, words", [
+    (["a", 1], True, "1 is not a string"),
+    ([1, "a"], False, "'a' is a string"),  # kept apart: NumPy would make both strings
+    ("7", False, "'7' is a string"),
+    ([], True, "empty"),
+])
+def test_sources_of_the_wrong_kind(source, strings, words):
+    with pytest.raises(gpipe.InputError, match=words):
+        validate.sources(source, strings=strings)

@@ -77,6 +77,7 @@ import numba
 import numpy as np
 
 from gpipe.kernels import atomics
+from gpipe.kernels.cpu_jit import BOOL, BOOLS, FLOAT64, FLOAT64S, INT32S, INT64, INT64S, each_index, kernel
 from gpipe.kernels.cpu_csr import build_csr  # noqa: F401 (the contract)
 from gpipe.kernels.cpu_bfs_owners import (  # noqa: F401 (the contract: BFS over several owners)
     BITMAP_BITS, BITMAP_DTYPE, FRONTIER, FRONTIER_EDGES, NEXT, NEXT_EDGES, QUEUES,
@@ -106,7 +107,7 @@ _EMPTY_DISTS = np.empty(0, dtype=np.float64)
 # ---------------------------------------------------------------------------------------------
 
 
-@_kernel
+@kernel((INT64S, INT64S))
 def _frontier_degree(indptr, frontier):
     """Total out-degree of the frontier: the most edges one step over it can report."""
     total = 0
@@ -116,7 +117,8 @@ def _frontier_degree(indptr, frontier):
     return total
 
 
-@_kernel
+@kernel(*each_index(lambda indices: (INT64S, indices, INT64, INT64S, INT32S, INT64S, INT64, BOOL,
+                                      INT64S, INT64S, INT64S)))
 def _top_down_step(indptr, indices, offset, frontier, dist, parent, level, remote,
                    next_frontier, remote_targets, remote_parents):
     """Expand `frontier` one BFS level; return how many ids went to next_frontier and to the remote lists."""
@@ -142,7 +144,8 @@ def _top_down_step(indptr, indices, offset, frontier, dist, parent, level, remot
     return n_next, n_remote
 
 
-@_kernel
+@kernel(*each_index(lambda indices: (INT64S, indices, FLOAT64S, INT64, INT64S, FLOAT64S, FLOAT64S,
+                                      INT64S, BOOL, BOOLS, INT64S, INT64S, FLOAT64S, INT64S)))
 def _relax_step(indptr, indices, weights, offset, frontier, frontier_dist, dist, parent, remote,
                 is_improved, improved, remote_targets, remote_dists, remote_parents):
     """Relax the frontier's out-edges once; return how many ids went to improved and to the remote lists."""
@@ -220,7 +223,7 @@ def _top_down_parallel(indptr, indices, frontier, level, dist, parent, n_chunks)
         first[c] = i
     first[n_chunks] = k
     bits = np.zeros((dist.shape[0] + 63) // 64, dtype=np.int64)
-    claimed = 0
+    claimed = np.int64(0)
     for c in numba.prange(n_chunks):
         for i in range(first[c], first[c + 1]):
             u = frontier[i]
@@ -246,7 +249,7 @@ def _top_down(indptr, indices, frontier, level, dist, parent, n_chunks):
         return _top_down_parallel(indptr, indices, frontier, level, dist, parent, n_chunks)
     next_frontier = np.empty(min(total, dist.shape[0]), dtype=np.int64)
     no_remote = np.empty(0, dtype=np.int64)
-    n_next, _ = _top_down_step(indptr, indices, 0, frontier, dist, parent, level, False,
+    n_next, _ = _top_down_step(indptr, indices, np.int64(0), frontier, dist, parent, level, False,
                                next_frontier, no_remote, no_remote)
     next_frontier = next_frontier[:n_next]
     return next_frontier, _frontier_degree(indptr, next_frontier)
@@ -301,7 +304,8 @@ def _bitmap_to_queue(bitmap, size):
     return frontier
 
 
-@_kernel
+@kernel(*each_index(lambda indices: (INT64S, indices, INT64S, indices, INT64S, INT64, BOOL, FLOAT64,
+                                      FLOAT64, INT64, INT32S, INT64S)))
 def _bfs_direction_optimizing(indptr, indices, in_indptr, in_indices, sources, depth_limit,
                               bottom_up, alpha, beta, n_chunks, dist, parent):
     """Run BFS from `sources`, filling dist/parent; stop after depth_limit levels if >= 0.
@@ -315,7 +319,7 @@ def _bfs_direction_optimizing(indptr, indices, in_indptr, in_indices, sources, d
     edges_to_check = in_indices.shape[0]
     front = np.zeros((n + 63) // 64, dtype=np.int64)
     next_front = np.zeros((n + 63) // 64, dtype=np.int64)
-    level = 0
+    level = np.int64(0)  # not a literal 0: each callee would be compiled for it as well
     while frontier.shape[0] > 0 and (depth_limit < 0 or level < depth_limit):
         if bottom_up and scout * alpha > edges_to_check:
             _queue_to_bitmap(frontier, front)
@@ -386,7 +390,7 @@ def _heap_pop(keys, ids, size):
     return top_key, top_id, size
 
 
-@_kernel
+@kernel(*each_index(lambda indices: (INT64S, indices, FLOAT64S, INT64S, FLOAT64S, INT64S)))
 def _dijkstra_heap(indptr, indices, weights, sources, dist, parent):
     """Settle every vertex reachable from `sources` in order of distance, filling dist/parent."""
     # Each strict improvement pushes once, so len(sources) + nnz bounds the heap; start at
@@ -570,7 +574,7 @@ def bfs(indptr, indices, sources, depth_limit, in_indptr=None, in_indices=None, 
         in_indptr, in_indices = indptr, indices
     n_chunks = CHUNKS_PER_THREAD * numba.get_num_threads()
     _bfs_direction_optimizing(indptr, indices, in_indptr, in_indices,
-                              np.asarray(sources, dtype=np.int64), int(depth_limit), bottom_up,
+                              np.ascontiguousarray(sources, dtype=np.int64), int(depth_limit), bottom_up,
                               float(alpha), float(beta), n_chunks, dist, parent)
     return dist, parent
 
@@ -607,5 +611,5 @@ def dijkstra(indptr, indices, weights, sources):
     n = indptr.shape[0] - 1
     dist = np.full(n, np.inf, dtype=np.float64)
     parent = np.full(n, -1, dtype=np.int64)
-    _dijkstra_heap(indptr, indices, weights, np.asarray(sources, dtype=np.int64), dist, parent)
+    _dijkstra_heap(indptr, indices, weights, np.ascontiguousarray(sources, dtype=np.int64), dist, parent)
     return dist, parent

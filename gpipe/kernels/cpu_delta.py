@@ -34,6 +34,7 @@ import numba
 import numpy as np
 
 from gpipe.kernels import atomics
+from gpipe.kernels.cpu_jit import FLOAT64, FLOAT64S, INT64, INT64S, each_index, kernel
 
 _kernel = numba.njit(cache=True, nogil=True)
 _inline = numba.njit(cache=True, nogil=True, inline="always")
@@ -225,7 +226,8 @@ def _grow(chunks, capacity):
             stop_at)
 
 
-@_kernel
+@kernel(*each_index(lambda indices: (INT64S, indices, FLOAT64S, INT64S, FLOAT64, INT64, INT64, INT64,
+                                      INT64, FLOAT64S, INT64S)))
 def _delta_stepping(indptr, indices, weights, sources, delta, n_slots, n_threads, capacity,
                     parallel_vertices, dist, parent):
     """Settle every vertex reachable from `sources`, bucket by bucket, filling dist/parent.
@@ -380,7 +382,7 @@ def delta_stepping(indptr, indices, weights, sources, delta=None):
     delta = max(delta, top / MAX_SLOTS)
     n_slots = int(top / delta) + 2
     n_threads = numba.get_num_threads()
-    _delta_stepping(indptr, indices, weights, np.asarray(sources, dtype=np.int64), delta, n_slots,
+    _delta_stepping(indptr, indices, weights, np.ascontiguousarray(sources, dtype=np.int64), delta, n_slots,
                     n_threads, initial_chunks(n, n_threads, n_slots), PARALLEL_VERTICES, dist,
                     parent)
     return dist, parent

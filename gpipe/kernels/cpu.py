@@ -390,7 +390,7 @@ def _heap_pop(keys, ids, size):
     return top_key, top_id, size
 
 
-@kernel(*each_index(lambda indices: (INT64S, indices, FLOAT64S, INT64S, FLOAT64S, INT64S)))
+@_kernel  # the slow twin of delta_stepping, for tests: no query calls it, warmup skips it
 def _dijkstra_heap(indptr, indices, weights, sources, dist, parent):
     """Settle every vertex reachable from `sources` in order of distance, filling dist/parent."""
     # Each strict improvement pushes once, so len(sources) + nnz bounds the heap; start at

@@ -1,13 +1,14 @@
 """``gpipe warmup`` (gpipe/warmup.py): after it, a new process's queries compile nothing.
 
-One test, in subprocesses with their own empty ``NUMBA_CACHE_DIR``: ``gpipe warmup`` fills the
-cache, then a fresh process builds small graphs and runs the queries a user runs (BFS and SSSP,
-directed and undirected, int32 and int64 ids, a depth limit, several sources, negative
-weights; one owner and, on a cluster of threads, two), listening to Numba's ``numba:compile`` events, which fire only for a real
-compilation (a function found in the cache fires none). Any compilation fails the test with
-the function's name and argument types: a caller that passes another type than the declared
-signatures (gpipe/kernels/cpu_jit.py) shows here. The process also counts the cache hits of
-gpipe's kernels, so that a query that never reached Numba could not pass for a warm one.
+One test, in subprocesses with their own empty ``NUMBA_CACHE_DIR``: ``gpipe warmup`` fills
+the cache, then a fresh process builds small graphs and runs the queries a user runs (BFS
+and SSSP, directed and undirected, int32 and int64 ids, a depth limit, several sources,
+negative weights; one owner and, on a cluster of threads, two), listening to Numba's
+``numba:compile`` events, which fire only for a real compilation (a function found in the
+cache fires none). Any compilation fails the test with the function's name and argument
+types: a caller that passes another type than the declared signatures
+(gpipe/kernels/cpu_jit.py) shows here. The process also counts the cache hits of gpipe's
+kernels, so that a query that never reached Numba could not pass for a warm one.
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ What each kernel computes
                 had when the round began (`frontier_dist`). The vertices whose distance drops
                 now are the next round's frontier. Works with negative weights; the driver
                 bounds the number of rounds to detect a negative cycle.
-    bfs         A whole one-owner BFS in one call, direction-optimizing [2] when given the
-                in-edges (for an undirected graph, the CSR itself): top-down steps over a queue
+    bfs         A whole one-owner BFS, one compiled step per level, direction-optimizing [2]
+                when given the in-edges (for an undirected graph, the CSR itself): top-down steps over a queue
                 while the frontier has few edges, bottom-up steps over a frontier bitmap (every
                 unvisited vertex looks for a parent among its in-neighbours, stopping at the
                 first) while it has many; GAPBS's switch rule (alpha = 15, beta = 18). Without
@@ -181,7 +181,7 @@ def _relax_step(indptr, indices, weights, offset, frontier, frontier_dist, dist,
 # ---------------------------------------------------------------------------------------------
 
 
-@_kernel
+@kernel((INT64S, INT64S, INT32S))
 def _claim_sources(indptr, sources, dist):
     """Put the unvisited sources at distance 0; return them (unique) and their total out-degree."""
     frontier = np.empty(sources.shape[0], dtype=np.int64)
@@ -197,7 +197,8 @@ def _claim_sources(indptr, sources, dist):
     return frontier[:k], scout
 
 
-@_parallel
+@kernel(*each_index(lambda indices: (INT64S, indices, INT64S, INT64, INT32S, INT64S, INT64)),
+        parallel=True)
 def _top_down_parallel(indptr, indices, frontier, level, dist, parent, n_chunks):
     """One top-down step split over `n_chunks` edge-balanced slices of the frontier.
 
@@ -241,12 +242,9 @@ def _top_down_parallel(indptr, indices, frontier, level, dist, parent, n_chunks)
     return next_frontier, scout
 
 
-@_kernel
-def _top_down(indptr, indices, frontier, level, dist, parent, n_chunks):
-    """One top-down step; in one thread when the frontier has few edges (no parallel region to start)."""
-    total = _frontier_degree(indptr, frontier)
-    if n_chunks > 1 and total >= SERIAL_EDGES:
-        return _top_down_parallel(indptr, indices, frontier, level, dist, parent, n_chunks)
+@kernel(*each_index(lambda indices: (INT64S, indices, INT64S, INT64, INT32S, INT64S, INT64)))
+def _top_down_serial(indptr, indices, frontier, level, dist, parent, total):
+    """One top-down step in one thread (`total`: the frontier's out-degree); as _top_down_parallel."""
     next_frontier = np.empty(min(total, dist.shape[0]), dtype=np.int64)
     no_remote = np.empty(0, dtype=np.int64)
     n_next, _ = _top_down_step(indptr, indices, np.int64(0), frontier, dist, parent, level, False,
@@ -255,7 +253,8 @@ def _top_down(indptr, indices, frontier, level, dist, parent, n_chunks):
     return next_frontier, _frontier_degree(indptr, next_frontier)
 
 
-@_parallel
+@kernel(*each_index(lambda indices: (INT64S, indices, INT64, INT32S, INT64S, INT64S, INT64S)),
+        parallel=True)
 def _bottom_up_step(in_indptr, in_indices, level, dist, parent, front, next_front):
     """One bottom-up step: every unvisited vertex looks for an in-neighbour in `front`.
 
@@ -264,7 +263,7 @@ def _bottom_up_step(in_indptr, in_indices, level, dist, parent, front, next_fron
     Returns how many vertices woke up (the next frontier's size).
     """
     n = dist.shape[0]
-    awake = 0
+    awake = np.int64(0)
     for w in numba.prange(front.shape[0]):
         word = np.int64(0)
         lo = w * 64
@@ -282,7 +281,7 @@ def _bottom_up_step(in_indptr, in_indices, level, dist, parent, front, next_fron
     return awake
 
 
-@_kernel
+@kernel((INT64S, INT64S))
 def _queue_to_bitmap(frontier, bitmap):
     bitmap[:] = 0
     for i in range(frontier.shape[0]):
@@ -290,7 +289,7 @@ def _queue_to_bitmap(frontier, bitmap):
         bitmap[v >> 6] |= np.int64(1) << (v & 63)
 
 
-@_kernel
+@kernel((INT64S, INT64))
 def _bitmap_to_queue(bitmap, size):
     frontier = np.empty(size, dtype=np.int64)
     k = 0
@@ -304,8 +303,6 @@ def _bitmap_to_queue(bitmap, size):
     return frontier
 
 
-@kernel(*each_index(lambda indices: (INT64S, indices, INT64S, indices, INT64S, INT64, BOOL, FLOAT64,
-                                      FLOAT64, INT64, INT32S, INT64S)))
 def _bfs_direction_optimizing(indptr, indices, in_indptr, in_indices, sources, depth_limit,
                               bottom_up, alpha, beta, n_chunks, dist, parent):
     """Run BFS from `sources`, filling dist/parent; stop after depth_limit levels if >= 0.
@@ -313,13 +310,17 @@ def _bfs_direction_optimizing(indptr, indices, in_indptr, in_indices, sources, d
     The heuristic of [2] as GAPBS implements it: go bottom-up when the frontier's out-edges
     (`scout`) exceed 1/alpha of the edges not yet checked; come back top-down once the frontier
     shrinks and holds fewer than n/beta vertices.
+
+    The level loop runs here, each step one compiled call: a few microseconds per level, and
+    a first query compiles only the steps it takes (the parallel top-down step, the costliest
+    to compile, only for a frontier of SERIAL_EDGES edges or more).
     """
     n = dist.shape[0]
     frontier, scout = _claim_sources(indptr, sources, dist)
     edges_to_check = in_indices.shape[0]
     front = np.zeros((n + 63) // 64, dtype=np.int64)
     next_front = np.zeros((n + 63) // 64, dtype=np.int64)
-    level = np.int64(0)  # not a literal 0: each callee would be compiled for it as well
+    level = 0
     while frontier.shape[0] > 0 and (depth_limit < 0 or level < depth_limit):
         if bottom_up and scout * alpha > edges_to_check:
             _queue_to_bitmap(frontier, front)
@@ -337,7 +338,12 @@ def _bfs_direction_optimizing(indptr, indices, in_indptr, in_indices, sources, d
             scout = 1
         else:
             edges_to_check -= scout
-            frontier, scout = _top_down(indptr, indices, frontier, level, dist, parent, n_chunks)
+            total = _frontier_degree(indptr, frontier)
+            if n_chunks > 1 and total >= SERIAL_EDGES:
+                frontier, scout = _top_down_parallel(indptr, indices, frontier, level, dist, parent,
+                                                     n_chunks)
+            else:
+                frontier, scout = _top_down_serial(indptr, indices, frontier, level, dist, parent, total)
             level += 1
 
 
@@ -515,7 +521,7 @@ def sssp_relax(indptr, indices, weights, offset, frontier, frontier_dist, dist, 
 
 def bfs(indptr, indices, sources, depth_limit, in_indptr=None, in_indices=None, alpha=ALPHA,
         beta=BETA, *, symmetric=False):
-    """Breadth-first search over a one-owner CSR (offset 0), all in one compiled call.
+    """Breadth-first search over a one-owner CSR (offset 0), one compiled call per level.
 
     Top-down steps expand a queue, in parallel once the frontier has many edges. Given the
     in-edges (`in_indptr`, `in_indices`), the search is direction-optimizing [2]: when the

@@ -330,9 +330,9 @@ def sssp_owner_merge(state: SsspOwnerState, buckets: list, threshold) -> None:
         return
     for targets, dists, parents in buckets:
         ring = _ring(state, need=targets.size)
-        _merge(np.int64(state.offset), plain(targets), plain(dists), plain(parents), float(threshold), float(ring.delta),
-               state.dist, state.parent, ring.vertex, ring.next, ring.head, ring.tail, ring.count,
-               ring.cursor, state.far_mark, state.far[state.far_fill],
+        _merge(np.int64(state.offset), plain(targets), plain(dists), plain(parents), float(threshold),
+               float(ring.delta), state.dist, state.parent, ring.vertex, ring.next, ring.head,
+               ring.tail, ring.count, ring.cursor, state.far_mark, state.far[state.far_fill],
                np.int64(FAR + state.far_fill), state.counters.view(np.int64),
                state.counters.view(np.float64))
 

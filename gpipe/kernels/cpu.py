@@ -77,7 +77,7 @@ import numba
 import numpy as np
 
 from gpipe.kernels import atomics
-from gpipe.kernels.cpu_jit import BOOL, BOOLS, FLOAT64, FLOAT64S, INT32S, INT64, INT64S, each_index, kernel
+from gpipe.kernels.cpu_jit import BOOL, BOOLS, FLOAT64S, INT32S, INT64, INT64S, each_index, kernel
 from gpipe.kernels.cpu_csr import build_csr  # noqa: F401 (the contract)
 from gpipe.kernels.cpu_bfs_owners import (  # noqa: F401 (the contract: BFS over several owners)
     BITMAP_BITS, BITMAP_DTYPE, FRONTIER, FRONTIER_EDGES, NEXT, NEXT_EDGES, QUEUES,
@@ -88,7 +88,6 @@ from gpipe.kernels.cpu_sssp_owners import sssp_owner_counts, sssp_owner_pack, ss
 from gpipe.kernels.cpu_sssp_ring import sssp_owner_advance, sssp_owner_merge, sssp_owner_relax  # noqa: F401
 
 _kernel = numba.njit(cache=True, nogil=True)
-_parallel = numba.njit(cache=True, nogil=True, parallel=True)
 
 # Direction-optimizing BFS: GAPBS's switch thresholds [2] and the smallest top-down step worth
 # a parallel region (below it, one thread finishes before the others would have started).

@@ -7,9 +7,14 @@
     gpipe sssp EDGES --source S --out DIR [--weight COL] [...same options but --depth-limit]
     gpipe demo [--scale 16] [--out DIR] [--cpu] [--workers N] [--no-wait]
     gpipe run CONFIG
+    gpipe warmup
     gpipe bench (--scale S | --grid SIDE | --edges PATH) [--algo bfs|sssp|both] [--sources N]
                 [--ids dense|sparse|string]
                 [--backend auto|cpu|gpu] [--workers K] [--compare-scipy] [--end-to-end] [--json PATH] ...
+
+``warmup`` compiles every kernel into Numba's on-disk cache (and warms the GPU kernels where a
+GPU is usable), so that the first query of a later process compiles nothing; see
+:mod:`gpipe.warmup`.
 
 ``bfs`` and ``sssp`` are the pipeline of ``pipelines/traverse_parquet.py`` with its settings
 taken from the options: read the edges, traverse, write the result atomically. Without
@@ -85,6 +90,30 @@ def _demo(args, pipeline):
     return 0
 
 
+def _warmup(args, pipeline):
+    from gpipe.warmup import warmup
+
+    def report(name, signature, seconds):
+        if not args.quiet:
+            print(f"{seconds:6.2f} s  {name}{_argument_types(signature)}", flush=True)
+
+    warmed = warmup(report)
+    print(f"gpipe warmup: {len(warmed.cpu)} CPU kernel signatures compiled or loaded in "
+          f"{warmed.seconds:.1f} s, cached in {warmed.cache_dir}; GPU: {warmed.gpu}")
+    return 0
+
+
+def _argument_types(signature) -> str:
+    """``(int64[::1], int32[::1], int64)``: Numba's types, arrays written as in a signature."""
+    names = []
+    for t in signature:
+        if hasattr(t, "ndim"):
+            names.append(f"{t.dtype}[{', '.join([':'] * (t.ndim - 1) + ['::1'])}]")
+        else:
+            names.append(str(t))
+    return f"({', '.join(names)})"
+
+
 def _bench(args, pipeline):
     from gpipe import bench  # imports nothing of the GPU's until a GPU run asks for it
 
@@ -155,6 +184,12 @@ def _parser():
     run = commands.add_parser("run", help="run a pipeline configuration (conf/pipelines/*.yaml)")
     run.set_defaults(command=_run)
     run.add_argument("config", help="pipeline YAML file")
+
+    warm = commands.add_parser(
+        "warmup", help="compile every kernel into the on-disk cache (for container images)",
+        description="Compile every CPU kernel into Numba's on-disk cache (NUMBA_CACHE_DIR if set) "
+                    "and warm the GPU kernels where a GPU is usable, so that no later query compiles.")
+    warm.set_defaults(command=_warmup)
 
     _add_bench_parser(commands)
     for sub in commands.choices.values():

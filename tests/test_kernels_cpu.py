@@ -478,8 +478,8 @@ def test_delta_stepping_threads_and_pool_growth(n_threads, capacity, parallel_ve
     for delta, n_slots in ((1.0, 12), (3.5, 5)):
         dist = np.full(n, np.inf)
         parent = np.full(n, -1, dtype=np.int64)
-        cpu_delta._delta_stepping(indptr, indices, weights, sources, delta, n_slots, n_threads,
-                                  capacity, parallel_vertices, dist, parent)
+        cpu_delta._run(indptr, indices, weights, sources, delta, n_slots, n_threads, capacity,
+                       parallel_vertices, dist, parent)
         np.testing.assert_array_equal(dist, expected)
         assert_tree(src, dst, w, dist, parent, sources, np.isfinite(dist))
 

@@ -13,8 +13,8 @@ What each kernel computes
                 had when the round began (`frontier_dist`). The vertices whose distance drops
                 now are the next round's frontier. Works with negative weights; the driver
                 bounds the number of rounds to detect a negative cycle.
-    bfs         A whole one-owner BFS in one call, direction-optimizing [2] when given the
-                in-edges (for an undirected graph, the CSR itself): top-down steps over a queue
+    bfs         A whole one-owner BFS, one compiled step per level, direction-optimizing [2]
+                when given the in-edges (for an undirected graph, the CSR itself): top-down steps over a queue
                 while the frontier has few edges, bottom-up steps over a frontier bitmap (every
                 unvisited vertex looks for a parent among its in-neighbours, stopping at the
                 first) while it has many; GAPBS's switch rule (alpha = 15, beta = 18). Without
@@ -77,6 +77,7 @@ import numba
 import numpy as np
 
 from gpipe.kernels import atomics
+from gpipe.kernels.cpu_jit import BOOL, BOOLS, FLOAT64S, INT32S, INT64, INT64S, each_index, kernel
 from gpipe.kernels.cpu_csr import build_csr  # noqa: F401 (the contract)
 from gpipe.kernels.cpu_bfs_owners import (  # noqa: F401 (the contract: BFS over several owners)
     BITMAP_BITS, BITMAP_DTYPE, FRONTIER, FRONTIER_EDGES, NEXT, NEXT_EDGES, QUEUES,
@@ -87,7 +88,6 @@ from gpipe.kernels.cpu_sssp_owners import sssp_owner_counts, sssp_owner_pack, ss
 from gpipe.kernels.cpu_sssp_ring import sssp_owner_advance, sssp_owner_merge, sssp_owner_relax  # noqa: F401
 
 _kernel = numba.njit(cache=True, nogil=True)
-_parallel = numba.njit(cache=True, nogil=True, parallel=True)
 
 # Direction-optimizing BFS: GAPBS's switch thresholds [2] and the smallest top-down step worth
 # a parallel region (below it, one thread finishes before the others would have started).
@@ -106,7 +106,7 @@ _EMPTY_DISTS = np.empty(0, dtype=np.float64)
 # ---------------------------------------------------------------------------------------------
 
 
-@_kernel
+@kernel((INT64S, INT64S))
 def _frontier_degree(indptr, frontier):
     """Total out-degree of the frontier: the most edges one step over it can report."""
     total = 0
@@ -116,7 +116,8 @@ def _frontier_degree(indptr, frontier):
     return total
 
 
-@_kernel
+@kernel(*each_index(lambda indices: (INT64S, indices, INT64, INT64S, INT32S, INT64S, INT64, BOOL,
+                                      INT64S, INT64S, INT64S)))
 def _top_down_step(indptr, indices, offset, frontier, dist, parent, level, remote,
                    next_frontier, remote_targets, remote_parents):
     """Expand `frontier` one BFS level; return how many ids went to next_frontier and to the remote lists."""
@@ -142,7 +143,8 @@ def _top_down_step(indptr, indices, offset, frontier, dist, parent, level, remot
     return n_next, n_remote
 
 
-@_kernel
+@kernel(*each_index(lambda indices: (INT64S, indices, FLOAT64S, INT64, INT64S, FLOAT64S, FLOAT64S,
+                                      INT64S, BOOL, BOOLS, INT64S, INT64S, FLOAT64S, INT64S)))
 def _relax_step(indptr, indices, weights, offset, frontier, frontier_dist, dist, parent, remote,
                 is_improved, improved, remote_targets, remote_dists, remote_parents):
     """Relax the frontier's out-edges once; return how many ids went to improved and to the remote lists."""
@@ -178,7 +180,7 @@ def _relax_step(indptr, indices, weights, offset, frontier, frontier_dist, dist,
 # ---------------------------------------------------------------------------------------------
 
 
-@_kernel
+@kernel((INT64S, INT64S, INT32S))
 def _claim_sources(indptr, sources, dist):
     """Put the unvisited sources at distance 0; return them (unique) and their total out-degree."""
     frontier = np.empty(sources.shape[0], dtype=np.int64)
@@ -194,7 +196,8 @@ def _claim_sources(indptr, sources, dist):
     return frontier[:k], scout
 
 
-@_parallel
+@kernel(*each_index(lambda indices: (INT64S, indices, INT64S, INT64, INT32S, INT64S, INT64)),
+        parallel=True)
 def _top_down_parallel(indptr, indices, frontier, level, dist, parent, n_chunks):
     """One top-down step split over `n_chunks` edge-balanced slices of the frontier.
 
@@ -220,7 +223,7 @@ def _top_down_parallel(indptr, indices, frontier, level, dist, parent, n_chunks)
         first[c] = i
     first[n_chunks] = k
     bits = np.zeros((dist.shape[0] + 63) // 64, dtype=np.int64)
-    claimed = 0
+    claimed = np.int64(0)
     for c in numba.prange(n_chunks):
         for i in range(first[c], first[c + 1]):
             u = frontier[i]
@@ -238,21 +241,19 @@ def _top_down_parallel(indptr, indices, frontier, level, dist, parent, n_chunks)
     return next_frontier, scout
 
 
-@_kernel
-def _top_down(indptr, indices, frontier, level, dist, parent, n_chunks):
-    """One top-down step; in one thread when the frontier has few edges (no parallel region to start)."""
-    total = _frontier_degree(indptr, frontier)
-    if n_chunks > 1 and total >= SERIAL_EDGES:
-        return _top_down_parallel(indptr, indices, frontier, level, dist, parent, n_chunks)
+@kernel(*each_index(lambda indices: (INT64S, indices, INT64S, INT64, INT32S, INT64S, INT64)))
+def _top_down_serial(indptr, indices, frontier, level, dist, parent, total):
+    """One top-down step in one thread (`total`: the frontier's out-degree); as _top_down_parallel."""
     next_frontier = np.empty(min(total, dist.shape[0]), dtype=np.int64)
     no_remote = np.empty(0, dtype=np.int64)
-    n_next, _ = _top_down_step(indptr, indices, 0, frontier, dist, parent, level, False,
+    n_next, _ = _top_down_step(indptr, indices, np.int64(0), frontier, dist, parent, level, False,
                                next_frontier, no_remote, no_remote)
     next_frontier = next_frontier[:n_next]
     return next_frontier, _frontier_degree(indptr, next_frontier)
 
 
-@_parallel
+@kernel(*each_index(lambda indices: (INT64S, indices, INT64, INT32S, INT64S, INT64S, INT64S)),
+        parallel=True)
 def _bottom_up_step(in_indptr, in_indices, level, dist, parent, front, next_front):
     """One bottom-up step: every unvisited vertex looks for an in-neighbour in `front`.
 
@@ -261,7 +262,7 @@ def _bottom_up_step(in_indptr, in_indices, level, dist, parent, front, next_fron
     Returns how many vertices woke up (the next frontier's size).
     """
     n = dist.shape[0]
-    awake = 0
+    awake = np.int64(0)
     for w in numba.prange(front.shape[0]):
         word = np.int64(0)
         lo = w * 64
@@ -279,7 +280,7 @@ def _bottom_up_step(in_indptr, in_indices, level, dist, parent, front, next_fron
     return awake
 
 
-@_kernel
+@kernel((INT64S, INT64S))
 def _queue_to_bitmap(frontier, bitmap):
     bitmap[:] = 0
     for i in range(frontier.shape[0]):
@@ -287,7 +288,7 @@ def _queue_to_bitmap(frontier, bitmap):
         bitmap[v >> 6] |= np.int64(1) << (v & 63)
 
 
-@_kernel
+@kernel((INT64S, INT64))
 def _bitmap_to_queue(bitmap, size):
     frontier = np.empty(size, dtype=np.int64)
     k = 0
@@ -301,7 +302,6 @@ def _bitmap_to_queue(bitmap, size):
     return frontier
 
 
-@_kernel
 def _bfs_direction_optimizing(indptr, indices, in_indptr, in_indices, sources, depth_limit,
                               bottom_up, alpha, beta, n_chunks, dist, parent):
     """Run BFS from `sources`, filling dist/parent; stop after depth_limit levels if >= 0.
@@ -309,6 +309,10 @@ def _bfs_direction_optimizing(indptr, indices, in_indptr, in_indices, sources, d
     The heuristic of [2] as GAPBS implements it: go bottom-up when the frontier's out-edges
     (`scout`) exceed 1/alpha of the edges not yet checked; come back top-down once the frontier
     shrinks and holds fewer than n/beta vertices.
+
+    The level loop runs here, each step one compiled call: a few microseconds per level, and
+    a first query compiles only the steps it takes (the parallel top-down step, the costliest
+    to compile, only for a frontier of SERIAL_EDGES edges or more).
     """
     n = dist.shape[0]
     frontier, scout = _claim_sources(indptr, sources, dist)
@@ -333,7 +337,12 @@ def _bfs_direction_optimizing(indptr, indices, in_indptr, in_indices, sources, d
             scout = 1
         else:
             edges_to_check -= scout
-            frontier, scout = _top_down(indptr, indices, frontier, level, dist, parent, n_chunks)
+            total = _frontier_degree(indptr, frontier)
+            if n_chunks > 1 and total >= SERIAL_EDGES:
+                frontier, scout = _top_down_parallel(indptr, indices, frontier, level, dist, parent,
+                                                     n_chunks)
+            else:
+                frontier, scout = _top_down_serial(indptr, indices, frontier, level, dist, parent, total)
             level += 1
 
 
@@ -386,7 +395,7 @@ def _heap_pop(keys, ids, size):
     return top_key, top_id, size
 
 
-@_kernel
+@_kernel  # the slow twin of delta_stepping, for tests: no query calls it, warmup skips it
 def _dijkstra_heap(indptr, indices, weights, sources, dist, parent):
     """Settle every vertex reachable from `sources` in order of distance, filling dist/parent."""
     # Each strict improvement pushes once, so len(sources) + nnz bounds the heap; start at
@@ -511,7 +520,7 @@ def sssp_relax(indptr, indices, weights, offset, frontier, frontier_dist, dist, 
 
 def bfs(indptr, indices, sources, depth_limit, in_indptr=None, in_indices=None, alpha=ALPHA,
         beta=BETA, *, symmetric=False):
-    """Breadth-first search over a one-owner CSR (offset 0), all in one compiled call.
+    """Breadth-first search over a one-owner CSR (offset 0), one compiled call per level.
 
     Top-down steps expand a queue, in parallel once the frontier has many edges. Given the
     in-edges (`in_indptr`, `in_indices`), the search is direction-optimizing [2]: when the
@@ -570,7 +579,7 @@ def bfs(indptr, indices, sources, depth_limit, in_indptr=None, in_indices=None, 
         in_indptr, in_indices = indptr, indices
     n_chunks = CHUNKS_PER_THREAD * numba.get_num_threads()
     _bfs_direction_optimizing(indptr, indices, in_indptr, in_indices,
-                              np.asarray(sources, dtype=np.int64), int(depth_limit), bottom_up,
+                              np.ascontiguousarray(sources, dtype=np.int64), int(depth_limit), bottom_up,
                               float(alpha), float(beta), n_chunks, dist, parent)
     return dist, parent
 
@@ -607,5 +616,5 @@ def dijkstra(indptr, indices, weights, sources):
     n = indptr.shape[0] - 1
     dist = np.full(n, np.inf, dtype=np.float64)
     parent = np.full(n, -1, dtype=np.int64)
-    _dijkstra_heap(indptr, indices, weights, np.asarray(sources, dtype=np.int64), dist, parent)
+    _dijkstra_heap(indptr, indices, weights, np.ascontiguousarray(sources, dtype=np.int64), dist, parent)
     return dist, parent

@@ -69,8 +69,7 @@ References
 import numba
 import numpy as np
 
-_kernel = numba.njit(cache=True, nogil=True)
-_parallel = numba.njit(cache=True, nogil=True, parallel=True)
+from gpipe.kernels.cpu_jit import INT32S, INT64, INT64S, each_index, kernel, plain
 
 BITMAP_BITS = 64
 BITMAP_DTYPE = np.int64
@@ -87,7 +86,8 @@ QUEUES = 4  # counters[QUEUES + q]: length of owner q's queue
 # ---------------------------------------------------------------------------------------------
 
 
-@_kernel
+@kernel(*each_index(lambda indices: (INT64S, indices, INT64, INT64S, INT32S, INT64S, INT64, INT64,
+                                      INT64S, INT64S, indices, indices, INT64S)))
 def _top_down_step(indptr, indices, offset, frontier, dist, parent, level, chunk, sent,
                    next_frontier, queue_targets, queue_parents, counters):
     """Expand `frontier`: claim owned targets, queue each remote target the first time only."""
@@ -121,7 +121,7 @@ def _top_down_step(indptr, indices, offset, frontier, dist, parent, level, chunk
     counters[NEXT_EDGES] = next_edges
 
 
-@_kernel
+@kernel(*each_index(lambda ids: (INT64S, INT64, ids, ids, INT32S, INT64S, INT64, INT64S, INT64S)))
 def _claim(indptr, offset, targets, parents, dist, parent, level, next_frontier, counters):
     """Claim the unvisited ones among `targets` (global ids of this owner); the first wins."""
     n_next = counters[NEXT]
@@ -138,7 +138,8 @@ def _claim(indptr, offset, targets, parents, dist, parent, level, next_frontier,
     counters[NEXT_EDGES] = next_edges
 
 
-@_parallel
+@kernel(*each_index(lambda indices: (INT64S, indices, INT32S, INT64S, INT64, INT64S, INT64S)),
+        parallel=True)
 def _bottom_up_step(indptr, indices, dist, parent, level, front, next_front):
     """Every unvisited owned vertex looks for a neighbour in `front` (global bitmap).
 
@@ -166,7 +167,7 @@ def _bottom_up_step(indptr, indices, dist, parent, level, front, next_front):
     return awake, awake_edges
 
 
-@_kernel
+@kernel((INT64S, INT64S))
 def _frontier_to_bitmap(frontier, bitmap):
     bitmap[:] = 0
     for i in range(frontier.shape[0]):
@@ -174,7 +175,7 @@ def _frontier_to_bitmap(frontier, bitmap):
         bitmap[v >> 6] |= np.int64(1) << (v & 63)
 
 
-@_kernel
+@kernel((INT64S, INT64S))
 def _bitmap_to_frontier(bitmap, out):
     """Write the ids of the set bits into `out`, ascending; return how many."""
     k = 0
@@ -262,7 +263,7 @@ def bfs_owner_claim(indptr, offset, targets, parents, dist, parent, level, next_
     next_frontier, counters : as in `bfs_owner_top_down`
     """
     if targets.shape[0]:
-        _claim(indptr, np.int64(offset), targets, parents, dist, parent, np.int64(level),
+        _claim(indptr, np.int64(offset), plain(targets), plain(parents), dist, parent, np.int64(level),
                next_frontier, counters)
 
 

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
-_kernel = numba.njit(cache=True, nogil=True)
+from gpipe.kernels.cpu_jit import BOOL, FLOAT64S, INT32S, INT64, INT64S, kernel
+
+# (src, dst) endpoint arrays as the build hands them over: both in the input's id width for a
+# graph built both ways at once, else int64 sources and targets in the CSR's index dtype.
+# build_csr widens any other pair to int64.
+_ENDPOINTS = ((INT32S, INT32S), (INT64S, INT64S), (INT64S, INT32S))
 
 
-@_kernel
+@kernel(*((src, dst, INT64, BOOL, BOOL) for src, dst in _ENDPOINTS))
 def _degrees(src, dst, n_local, symmetric, skip_loops):
     degree = np.zeros(n_local + 1, dtype=np.int64)  # degree[u + 1]: the scan lands in place
     for i in range(src.shape[0]):
@@ -22,7 +26,8 @@ def _degrees(src, dst, n_local, symmetric, skip_loops):
     return degree
 
 
-@_kernel
+@kernel(*((src, dst, FLOAT64S, BOOL, BOOL, BOOL, INT64S, indices, FLOAT64S)
+          for src, dst in _ENDPOINTS for indices in (INT32S, INT64S) if indices is dst or dst is INT64S))
 def _scatter(src, dst, weights, weighted, symmetric, skip_loops, indptr, indices, out_weights):
     cursor = indptr[:-1].copy()
     for i in range(src.shape[0]):
@@ -57,14 +62,23 @@ def build_csr(src_local, dst, weights, n_local, index_dtype, *, symmetric=False,
     >>> build_csr(np.array([0, 0, 2]), np.array([1, 2, 1]), None, 3, "int32", symmetric=True)[1].tolist()
     [1, 2, 0, 2, 0, 1]
     """
-    src_local = np.ascontiguousarray(src_local)
-    dst = np.ascontiguousarray(dst)
+    src_local, dst = _endpoints(src_local, dst)
     weighted = weights is not None
     w_in = np.ascontiguousarray(weights, dtype=np.float64) if weighted else np.empty(0, np.float64)
-    indptr = _degrees(src_local, dst, n_local, symmetric, skip_loops)
+    indptr = _degrees(src_local, dst, int(n_local), bool(symmetric), bool(skip_loops))
     np.cumsum(indptr, out=indptr)
     nnz = int(indptr[-1])
     indices = np.empty(nnz, dtype=index_dtype)
     out_weights = np.empty(nnz if weighted else 0, dtype=np.float64)
-    _scatter(src_local, dst, w_in, weighted, symmetric, skip_loops, indptr, indices, out_weights)
+    _scatter(src_local, dst, w_in, weighted, bool(symmetric), bool(skip_loops), indptr, indices,
+             out_weights)
     return indptr, indices, (out_weights if weighted else None)
+
+
+def _endpoints(src, dst):
+    """`src`, `dst` as one of the pairs the kernels are compiled for (_ENDPOINTS), contiguous."""
+    src, dst = np.ascontiguousarray(src), np.ascontiguousarray(dst)
+    pair = (src.dtype, dst.dtype)
+    if pair in ((np.int32, np.int32), (np.int64, np.int64), (np.int64, np.int32)):
+        return src, dst
+    return src.astype(np.int64), dst.astype(np.int64)

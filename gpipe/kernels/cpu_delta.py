@@ -32,8 +32,11 @@ References
 
 import numba
 import numpy as np
+from numba import types
 
 from gpipe.kernels import atomics
+from gpipe.kernels.cpu_jit import (BOOLS, FLOAT64, FLOAT64S, INT64, INT64S, INT64S_2D, UINT8S, each_index,
+                                   kernel)
 
 _kernel = numba.njit(cache=True, nogil=True)
 _inline = numba.njit(cache=True, nogil=True, inline="always")
@@ -202,13 +205,22 @@ def _phase_parallel(bucket, frontier, n_frontier, claim, indptr, indices, weight
 
 
 @_kernel
+def _all(flags):
+    """``flags.all()``, without compiling NumPy's reduction for one use."""
+    for i in range(flags.shape[0]):
+        if not flags[i]:
+            return False
+    return True
+
+
+@_kernel
 def _grow(chunks, capacity):
     """`chunks` with a pool of `capacity` chunks (contents kept), reservations that failed undone."""
     pool, fill, next_chunk, head, tail, count, free_head, free_count, top, retry, stop_at = chunks
     # Element loops, not slice assignments: Numba takes seconds to compile those.
     bigger = np.empty((capacity, pool.shape[1]), dtype=pool.dtype)
-    bigger_fill = np.zeros(capacity, dtype=fill.dtype)
-    bigger_next = np.full(capacity, -1, dtype=next_chunk.dtype)
+    bigger_fill = np.zeros(capacity, dtype=np.int64)
+    bigger_next = np.full(capacity, -1, dtype=np.int64)
     for c in range(pool.shape[0]):
         for k in range(fill[c]):
             bigger[c, k] = pool[c, k]
@@ -225,27 +237,23 @@ def _grow(chunks, capacity):
             stop_at)
 
 
-@_kernel
-def _delta_stepping(indptr, indices, weights, sources, delta, n_slots, n_threads, capacity,
+@kernel(*each_index(lambda indices: (
+    INT64S, indices, FLOAT64S, INT64S, FLOAT64,
+    types.Tuple((indices.copy(ndim=2), INT64S, INT64S, INT64S_2D, INT64S_2D, INT64S_2D, INT64S, INT64S,
+                 INT64S, INT64S, INT64S)),
+    FLOAT64S, UINT8S, INT64S, BOOLS, INT64, FLOAT64S, INT64S)))
+def _delta_stepping(indptr, indices, weights, sources, delta, chunks, relaxed, locks, claim, done,
                     parallel_vertices, dist, parent):
     """Settle every vertex reachable from `sources`, bucket by bucket, filling dist/parent.
 
-    `n_threads` workers share each phase (any count is correct; one per thread is fast). The
-    pool starts with `capacity` chunks and doubles whenever a phase runs out. A bucket of
-    fewer than `parallel_vertices` vertices is relaxed without starting a parallel region.
+    `done.shape[0]` workers share each phase (any count is correct; one per thread is fast).
+    The pool `chunks` (made by _new_chunks, with `relaxed`, `locks`, `claim` and `done`:
+    allocated by the caller, so that none of NumPy's allocators is compiled in here) doubles
+    whenever a phase runs out. A bucket of fewer than `parallel_vertices` vertices is relaxed
+    without starting a parallel region.
     """
-    n = dist.shape[0]
-    capacity = max(capacity, 1)
-    chunks = (np.empty((capacity, CHUNK), dtype=indices.dtype),
-              np.zeros(capacity, dtype=np.int64), np.full(capacity, -1, dtype=np.int64),
-              np.full((n_threads, n_slots), -1, dtype=np.int64),
-              np.full((n_threads, n_slots), -1, dtype=np.int64),
-              np.zeros((n_threads, n_slots), dtype=np.int64),
-              np.full(n_threads, -1, dtype=np.int64), np.zeros(n_threads, dtype=np.int64),
-              np.zeros(1, dtype=np.int64), np.full(n_threads, -1, dtype=np.int64),
-              np.full(n_threads, -1, dtype=np.int64))
-    relaxed = np.full(n, -1.0)  # distances are >= 0: no vertex counts as relaxed yet
-    locks = np.zeros(n, dtype=np.uint8)
+    n_threads = done.shape[0]
+    n_slots = chunks[3].shape[1]
     for i in range(sources.shape[0]):
         s = sources[i]
         if dist[s] != 0.0:
@@ -256,8 +264,6 @@ def _delta_stepping(indptr, indices, weights, sources, delta, n_slots, n_threads
             _append(0, 0, s, chunks[0], chunks[1], chunks[2], chunks[3], chunks[4], chunks[5],
                     chunks[6], chunks[7])
     frontier = np.empty(chunks[0].shape[0], dtype=np.int64)
-    claim = np.zeros(1, dtype=np.int64)
-    done = np.zeros(n_threads, dtype=np.bool_)
     bucket = 0
     while True:
         head, count = chunks[3], chunks[5]
@@ -300,10 +306,35 @@ def _delta_stepping(indptr, indices, weights, sources, delta, n_slots, n_threads
                 done[0] = _work(np.int64(0), np.int64(bucket), frontier, np.int64(n_frontier),
                                 claim, indptr, indices, weights, delta, dist, parent, relaxed,
                                 locks, chunks)
-            if done.all():
+            if _all(done):
                 break
             chunks = _grow(chunks, 2 * chunks[0].shape[0])
             head, count = chunks[3], chunks[5]
+
+
+def _new_chunks(capacity, n_threads, n_slots, index_dtype) -> tuple:
+    """A pool of `capacity` chunks and empty bucket lists (the layout above `_take_chunks`)."""
+    capacity = max(capacity, 1)
+    return (np.empty((capacity, CHUNK), dtype=index_dtype),
+            np.zeros(capacity, dtype=np.int64), np.full(capacity, -1, dtype=np.int64),
+            np.full((n_threads, n_slots), -1, dtype=np.int64),
+            np.full((n_threads, n_slots), -1, dtype=np.int64),
+            np.zeros((n_threads, n_slots), dtype=np.int64),
+            np.full(n_threads, -1, dtype=np.int64), np.zeros(n_threads, dtype=np.int64),
+            np.zeros(1, dtype=np.int64), np.full(n_threads, -1, dtype=np.int64),
+            np.full(n_threads, -1, dtype=np.int64))
+
+
+def _run(indptr, indices, weights, sources, delta, n_slots, n_threads, capacity, parallel_vertices,
+         dist, parent):
+    """_delta_stepping with `n_threads` workers, a ring of `n_slots` buckets and a pool of
+    `capacity` chunks to start with, its working arrays allocated here."""
+    chunks = _new_chunks(capacity, n_threads, n_slots, indices.dtype)
+    relaxed = np.full(dist.shape[0], -1.0)  # distances are >= 0: no vertex counts as relaxed yet
+    _delta_stepping(indptr, indices, weights, np.ascontiguousarray(sources, dtype=np.int64),
+                    float(delta), chunks, relaxed, np.zeros(dist.shape[0], dtype=np.uint8),
+                    np.zeros(1, dtype=np.int64), np.zeros(n_threads, dtype=np.bool_),
+                    int(parallel_vertices), dist, parent)
 
 
 def default_delta(indptr, weights):
@@ -380,7 +411,6 @@ def delta_stepping(indptr, indices, weights, sources, delta=None):
     delta = max(delta, top / MAX_SLOTS)
     n_slots = int(top / delta) + 2
     n_threads = numba.get_num_threads()
-    _delta_stepping(indptr, indices, weights, np.asarray(sources, dtype=np.int64), delta, n_slots,
-                    n_threads, initial_chunks(n, n_threads, n_slots), PARALLEL_VERTICES, dist,
-                    parent)
+    _run(indptr, indices, weights, sources, delta, n_slots, n_threads,
+         initial_chunks(n, n_threads, n_slots), PARALLEL_VERTICES, dist, parent)
     return dist, parent

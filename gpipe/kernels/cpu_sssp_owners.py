@@ -60,6 +60,9 @@ from gpipe.kernels.cpu_delta import delta_for
 from gpipe.kernels.owner_state import (FAR, FAR_MIN, INF_BITS, MID, MID_MIN, NEAR, RELAXED, SENT,
                                        SENT_MIN, Counts, SsspOwnerState, counts_from)
 
+from gpipe.kernels.cpu_jit import (FLOAT64, FLOAT64S, INT32S, INT64, INT64S, INT64S_2D, UINT8S,
+                                   each_index, kernel, plain)
+
 _kernel = numba.njit(cache=True, nogil=True)
 _inline = numba.njit(cache=True, nogil=True, inline="always")
 
@@ -186,7 +189,8 @@ def _settle_edges(indptr, indices, weights, offset, n_local, frontier, snapshot,
                     send_parent[r] = offset + u
 
 
-@_kernel
+@kernel((INT64S, INT64, UINT8S, FLOAT64, FLOAT64, FLOAT64, INT64, FLOAT64S, INT32S, UINT8S, UINT8S,
+         INT64S, INT64S, INT64, INT64S, INT64, INT64S, FLOAT64S))
 def _split(pile, pile_slot, pile_mark, drop_below, local_threshold, threshold, fill_round, dist,
            near_mark, mid_mark, far_mark, near_out, mid_out, mid_slot, far_out, far_slot, counts,
            values):
@@ -201,7 +205,10 @@ def _split(pile, pile_slot, pile_mark, drop_below, local_threshold, threshold, f
                            far_mark, near_out, mid_out, mid_slot, far_out, far_slot, counts, values)
 
 
-@_kernel
+@kernel(*each_index(lambda indices: (
+    INT64S, indices, FLOAT64S, INT64, INT64, INT64, FLOAT64, FLOAT64, INT64, FLOAT64S, INT64S, INT32S,
+    INT32S, UINT8S, UINT8S, INT64S_2D, INT64S_2D, INT64S_2D, FLOAT64S, INT64S, FLOAT64S, INT64S, INT32S,
+    INT64S, INT64S, INT64S, FLOAT64S, INT64, INT64, INT64, INT64, INT64, FLOAT64)))
 def _local_phase(indptr, indices, weights, offset, n_local, chunk, threshold, local_delta,
                  max_rounds, dist, parent, stamp, near_mark, mid_mark, far_mark, near, mid, far,
                  snapshot, edge_end, sent_best, send_parent, queued, outbox, outbox_start, counts,
@@ -244,7 +251,7 @@ def _local_phase(indptr, indices, weights, offset, n_local, chunk, threshold, lo
     return rounds, near_fill, mid_fill, fill_round, calls, local_threshold
 
 
-@_kernel
+@kernel((INT64, INT64S, FLOAT64S, INT64, FLOAT64S, INT32S, INT64))
 def _merge_lower(offset, targets, dists, m, dist, stamp, lowered):
     """sssp_owner_merge_lower (pass 1): every arriving candidate's minimum."""
     for i in range(m):
@@ -253,7 +260,8 @@ def _merge_lower(offset, targets, dists, m, dist, stamp, lowered):
             stamp[local] = lowered
 
 
-@_kernel
+@kernel((INT64, INT64S, FLOAT64S, INT64S, INT64, FLOAT64S, INT64S, INT32S, INT64, FLOAT64, FLOAT64,
+         INT64, INT32S, UINT8S, UINT8S, INT64S, INT64S, INT64, INT64S, INT64, INT64S, FLOAT64S))
 def _merge_settle(offset, targets, dists, parents, m, dist, parent, stamp, lowered, local_threshold,
                   threshold, fill_round, near_mark, mid_mark, far_mark, near_out, mid_out, mid_slot,
                   far_out, far_slot, counts, values):
@@ -271,7 +279,7 @@ def _merge_settle(offset, targets, dists, parents, m, dist, parent, stamp, lower
                                counts, values)
 
 
-@_kernel
+@kernel((INT64, INT64, INT64S, INT64, INT64, FLOAT64S, INT64S, INT32S, INT64S, FLOAT64S, INT64S))
 def _pack(offset, n_local, outbox, start, count, sent_best, send_parent, queued, targets, dists,
           parents):
     """sssp_owner_pack: one owner's outbox segment as (target, distance, parent); dequeued."""
@@ -354,7 +362,8 @@ def sssp_owner_merge(state: SsspOwnerState, buckets: list, threshold) -> None:
     (below ``threshold``) or far."""
     if not buckets:
         return
-    targets, dists, parents = (np.concatenate(c) if len(buckets) > 1 else c[0] for c in zip(*buckets))
+    targets, dists, parents = (plain(np.concatenate(c) if len(buckets) > 1 else c[0])
+                               for c in zip(*buckets))
     counts, values = _views(state)
     lowered = np.int64(2 * state.calls + 1)
     state.calls += 1

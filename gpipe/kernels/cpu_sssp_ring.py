@@ -49,7 +49,8 @@ from gpipe.kernels import cpu_sssp_owners as twin
 from gpipe.kernels.owner_state import (FAR, FAR_MIN, INF_BITS, NEAR, RELAXED, REPEATED, SENT,
                                        SENT_MIN, SsspOwnerState)
 
-_kernel = numba.njit(cache=True, nogil=True)
+from gpipe.kernels.cpu_jit import FLOAT64, FLOAT64S, INT32S, INT64, INT64S, UINT8S, each_index, kernel, plain
+
 _inline = numba.njit(cache=True, nogil=True, inline="always")
 
 MAX_SLOTS = 1 << 12
@@ -123,7 +124,10 @@ def _list(v, d, threshold, delta, vertex, next_, head, tail, count, cursor, far_
             counts[far_slot] += 1
 
 
-@_kernel
+@kernel(*each_index(lambda indices: (
+    INT64S, indices, FLOAT64S, INT64, INT64, INT64, FLOAT64, FLOAT64, FLOAT64S, INT64S, FLOAT64S,
+    INT64S, INT64S, INT64S, INT64S, INT64S, INT64S, UINT8S, INT64S, INT64, FLOAT64S, INT64S, INT32S,
+    INT64S, INT64S, INT64S, FLOAT64S)))
 def _phase(indptr, indices, weights, offset, n_local, chunk, threshold, delta, dist, parent,
            relaxed, vertex, next_, head, tail, count, cursor, far_mark, far_out, far_slot,
            sent_best, send_parent, queued, outbox, outbox_start, counts, values):
@@ -188,7 +192,8 @@ def _phase(indptr, indices, weights, offset, n_local, chunk, threshold, delta, d
     return True, buckets
 
 
-@_kernel
+@kernel((INT64, INT64S, FLOAT64S, INT64S, FLOAT64, FLOAT64, FLOAT64S, INT64S, INT64S, INT64S, INT64S,
+         INT64S, INT64S, INT64S, UINT8S, INT64S, INT64, INT64S, FLOAT64S))
 def _merge(offset, targets, dists, parents, threshold, delta, dist, parent, vertex, next_, head,
            tail, count, cursor, far_mark, far_out, far_slot, counts, values):
     """Lower dist by arriving candidates (one thread: the parent goes with the distance)."""
@@ -202,7 +207,8 @@ def _merge(offset, targets, dists, parents, threshold, delta, dist, parent, vert
                   far_out, far_slot, counts, values)
 
 
-@_kernel
+@kernel((FLOAT64, FLOAT64, FLOAT64, FLOAT64S, UINT8S, INT64S, INT64, INT64S, INT64S, INT64S, INT64S,
+         INT64S, INT64S, INT64S, INT64, INT64S, FLOAT64S))
 def _advance(old_threshold, new_threshold, delta, dist, far_mark, far_in, far_in_slot, vertex, next_,
              head, tail, count, cursor, far_out, far_slot, counts, values):
     """Split the far pile: below old (relaxed since) dropped, below new into the ring, the rest
@@ -222,7 +228,8 @@ def _advance(old_threshold, new_threshold, delta, dist, far_mark, far_in, far_in
         cursor[CUR] = _bucket(least, delta)
 
 
-@_kernel
+@kernel((INT64S, INT64S, INT64S, FLOAT64S, FLOAT64, INT64S, INT64S, INT64S, INT64S, INT64S, INT64S,
+         INT64S))
 def _refill(old_vertex, old_next, old_head, dist, delta, vertex, next_, head, tail, count, cursor,
             counts):
     """Move every entry of an old ring (other widths or slots) into a new one, each to the
@@ -323,9 +330,9 @@ def sssp_owner_merge(state: SsspOwnerState, buckets: list, threshold) -> None:
         return
     for targets, dists, parents in buckets:
         ring = _ring(state, need=targets.size)
-        _merge(np.int64(state.offset), targets, dists, parents, float(threshold), float(ring.delta),
-               state.dist, state.parent, ring.vertex, ring.next, ring.head, ring.tail, ring.count,
-               ring.cursor, state.far_mark, state.far[state.far_fill],
+        _merge(np.int64(state.offset), plain(targets), plain(dists), plain(parents), float(threshold),
+               float(ring.delta), state.dist, state.parent, ring.vertex, ring.next, ring.head,
+               ring.tail, ring.count, ring.cursor, state.far_mark, state.far[state.far_fill],
                np.int64(FAR + state.far_fill), state.counters.view(np.int64),
                state.counters.view(np.float64))
 

@@ -1,0 +1,165 @@
+"""First contact on the CPU: what the first BFS and SSSP of a process cost, cold and warm.
+
+::
+
+    python -m gpipe.first_contact [--scale 16] [--json PATH]
+
+Each scenario runs in a fresh Python process (so nothing compiled in this one helps) with
+``NUMBA_CACHE_DIR`` pointing at a temporary directory, and, in-process (no Dask client),
+imports gpipe, generates the Graph500 Kronecker graph of ``--scale`` (weighted), builds it
+undirected, and times ``len(g.bfs(s))`` and ``len(g.sssp(s))`` from the highest-degree vertex:
+twice each, the first call and the same call again. Scenarios:
+
+``cold``
+    An empty Numba cache: everything a query needs is compiled there and then.
+``warm``
+    A new process on the cache the cold one left: the kernels are loaded from disk.
+``warm, sssp first``
+    The same, SSSP before BFS (what the first SSSP of a process costs on its own).
+``after warmup``
+    An empty cache filled by ``gpipe warmup`` (timed apart), then a new process.
+
+Per query the report gives the seconds of the first and second call, the Numba compilations
+the first one triggered (``numba:compile`` events: gpipe's kernels and the NumPy functions
+they use, each compiled or none) and the seconds spent in them (outermost events only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ALGORITHMS = ("bfs", "sssp")
+
+
+def _child(scale: int, order: list) -> dict:
+    """Run one scenario in this (fresh) process; return its figures."""
+    t0 = time.perf_counter()
+    import dask.dataframe as dd
+    import numpy as np
+    from numba.core import event
+
+    import gpipe
+    from gpipe.generators import kronecker_edges
+
+    figures = {"import_s": time.perf_counter() - t0}
+    compiles = _compile_log(event)
+    event.register("numba:compile", compiles)
+
+    edges = kronecker_edges(scale, weights=True, seed=0)
+    source = int(np.bincount(edges["src"].to_numpy()).argmax())
+    t0 = time.perf_counter()
+    graph = gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=4), directed=False, weight="weight")
+    figures["build"] = {"first_s": time.perf_counter() - t0, **compiles.take()}
+    for name in order:
+        query = getattr(graph, name)
+        t0 = time.perf_counter()
+        len(query(source))
+        first = time.perf_counter() - t0
+        done = compiles.take()
+        t0 = time.perf_counter()
+        len(query(source))
+        figures[name] = {"first_s": first, "second_s": time.perf_counter() - t0, **done}
+    return figures
+
+
+def _compile_log(event):
+    """A numba event listener that keeps the compilations since its last ``take()`` and their time."""
+
+    class CompileLog(event.Listener):
+        def __init__(self):
+            self.depth = 0
+            self.started = 0.0
+            self.seconds = 0.0
+            self.names = []
+
+        def on_start(self, ev):
+            if self.depth == 0:
+                self.started = time.perf_counter()
+            self.depth += 1
+            self.names.append(ev.data["dispatcher"].py_func.__qualname__)
+
+        def on_end(self, ev):
+            self.depth -= 1
+            if self.depth == 0:
+                self.seconds += time.perf_counter() - self.started
+
+        def take(self) -> dict:
+            taken = {"compiles": len(self.names), "compile_s": self.seconds,
+                     "compiled": sorted(set(n for n in self.names if "<locals>" not in n))}
+            self.names, self.seconds = [], 0.0
+            return taken
+
+    return CompileLog()
+
+
+def _run_child(cache_dir: str, scale: int, order: list) -> dict:
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
+    code = f"import json, gpipe.first_contact as f; print(json.dumps(f._child({scale}, {order!r})))"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    if out.returncode:
+        raise RuntimeError(f"the measuring process failed:\n{out.stderr}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _run_warmup(cache_dir: str):
+    """Seconds ``gpipe warmup`` took to fill `cache_dir`; None where this gpipe has no warmup."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "gpipe", "warmup"], env=env, capture_output=True)
+    return time.perf_counter() - t0 if done.returncode == 0 else None
+
+
+def measure(scale: int = 16) -> dict:
+    """Run every scenario (see the module docstring) and return ``{scenario: figures}``."""
+    report = {}
+    with tempfile.TemporaryDirectory() as cold_cache, tempfile.TemporaryDirectory() as warmed_cache:
+        report["cold"] = _run_child(cold_cache, scale, list(ALGORITHMS))
+        report["warm"] = _run_child(cold_cache, scale, list(ALGORITHMS))
+        report["warm, sssp first"] = _run_child(cold_cache, scale, list(reversed(ALGORITHMS)))
+        warmup_s = _run_warmup(warmed_cache)
+        if warmup_s is not None:
+            report["after warmup"] = _run_child(warmed_cache, scale, list(ALGORITHMS))
+            report["after warmup"]["warmup_s"] = warmup_s
+    return report
+
+
+def table(report: dict) -> str:
+    """The report as text: per scenario and query, first and second call and what compiled."""
+    lines = [f"{'scenario':<18} {'query':<6} {'first s':>8} {'again s':>8} {'extra s':>8} "
+             f"{'compiles':>8} {'compile s':>9}"]
+    for scenario, figures in report.items():
+        for name in ("build",) + ALGORITHMS:
+            f = figures[name]
+            again = f.get("second_s")
+            extra = "" if again is None else f"{f['first_s'] - again:8.3f}"
+            lines.append(f"{scenario:<18} {name:<6} {f['first_s']:8.3f} "
+                         f"{'' if again is None else format(again, '8.3f'):>8} {extra:>8} "
+                         f"{f['compiles']:8d} {f['compile_s']:9.2f}")
+        extra = sum(figures[a]["first_s"] - figures[a]["second_s"] for a in ALGORITHMS)
+        lines.append(f"{scenario:<18} first BFS + first SSSP over warm: {extra:.3f} s;"
+                     f" import gpipe {figures['import_s']:.2f} s"
+                     + (f"; gpipe warmup {figures['warmup_s']:.1f} s" if "warmup_s" in figures else ""))
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m gpipe.first_contact", description=__doc__.split("\n")[0])
+    parser.add_argument("--scale", type=int, default=16, help="Kronecker scale (default: 16)")
+    parser.add_argument("--json", metavar="PATH", help="also write the figures here")
+    args = parser.parse_args(argv)
+    report = measure(args.scale)
+    print(table(report))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

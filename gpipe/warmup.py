@@ -1,0 +1,76 @@
+"""``gpipe warmup``: compile every kernel ahead of time, so that no query of a later process does.
+
+The CPU kernels are Numba functions compiled on first call and cached on disk
+(:mod:`gpipe.kernels.cpu_jit`); :func:`warmup` compiles every signature gpipe calls them with
+into that cache, so that a container image can bake the cache in::
+
+    RUN pip install gpipe && gpipe warmup
+
+Where CuPy sees a GPU and :mod:`gpipe.kernels.gpu` offers a ``warmup()`` of its own, it is
+called too; without a GPU that part is skipped.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Warmed:
+    """What :func:`warmup` did: each CPU signature compiled (or found in the cache) with its
+    seconds, where Numba's cache lies, and what happened on the GPU."""
+
+    cpu: list = field(default_factory=list)  # (qualified name, signature, seconds)
+    cache_dir: str | None = None
+    gpu: str = "skipped: no usable GPU"
+    seconds: float = 0.0
+
+
+def warmup(report=None) -> Warmed:
+    """Compile every CPU kernel signature into Numba's cache; warm the GPU kernels where a GPU is usable.
+
+    Parameters
+    ----------
+    report : callable, optional
+        ``report(name, signature, seconds)`` after each CPU signature, for progress output.
+
+    Returns
+    -------
+    Warmed
+
+    Notes
+    -----
+    A signature already in the cache is loaded, not compiled again, so a second warmup takes
+    about a second. The cache is ``NUMBA_CACHE_DIR`` when set, else ``__pycache__`` beside the
+    kernel modules (or Numba's user-wide cache where that folder is read-only); run warmup with
+    the same setting, and as the same user, as the queries that should find it.
+    """
+    from gpipe.kernels import cpu_jit
+
+    started = time.perf_counter()
+    warmed = Warmed(cpu=cpu_jit.compile_all(report), cache_dir=_cache_dir(cpu_jit))
+    warmed.gpu = _warm_gpu()
+    warmed.seconds = time.perf_counter() - started
+    return warmed
+
+
+def _cache_dir(cpu_jit) -> str | None:
+    """The folder Numba keeps the kernels' cache in (its own choice; see the Notes of warmup)."""
+    cache = getattr(cpu_jit.ENTRY_POINTS[0][0], "_cache", None)
+    return getattr(cache, "cache_path", None)
+
+
+def _warm_gpu() -> str:
+    from gpipe import backend
+
+    if not backend.gpu_available():
+        return "skipped: no usable GPU"
+    from gpipe.kernels import gpu
+
+    gpu_warmup = getattr(gpu, "warmup", None)
+    if gpu_warmup is None:
+        return "skipped: gpipe.kernels.gpu has no warmup()"
+    started = time.perf_counter()
+    gpu_warmup()
+    return f"done in {time.perf_counter() - started:.1f} s"

@@ -397,12 +397,11 @@ def _report_one_owner(kind, part: Partition, dist) -> None:
     reporter = progress.Reporter(uuid.uuid4().hex, kind)
     if not reporter.enabled or dist.size == 0:
         return
-    xp = part.xp
-    if kind == BFS:  # both figures in one read from the device
-        figures = xp.stack([dist.max(), xp.count_nonzero(dist >= 0)]).tolist()
-        levels, reached = int(figures[0]), int(figures[1])
+    arrays = backends.get(part.backend).kernels  # none compiled at first use on GPU; max is CUB's
+    if kind == BFS:
+        levels, reached = int(dist.max()), arrays.count_nonzero(arrays.non_negative(dist))
     else:
-        levels, reached = 0, int(xp.count_nonzero(xp.isfinite(dist)))
+        levels, reached = 0, arrays.count_nonzero(arrays.isfinite(dist))
     reporter.done(levels, reached)
 
 

@@ -18,7 +18,8 @@
 //   zero_test<T>       out[i] = x[i] < 0, >= 0, finite, or == 0 (op: kNegative ...);
 //                      `== 0` of a bool array is logical_not
 //   pack_bits_little<T> out[j] bit b = (flags[8j + b] != 0)   (packbits, bitorder="little")
-//   nonzero_count<T>, nonzero_write<T>  flatnonzero, a stream compaction in two passes:
+//   nonzero_count<T>, nonzero_write<T>  flatnonzero, a stream compaction in two passes
+//                      (the first alone, summed, is count_nonzero):
 //                      each block counts the nonzeros of its tile of kTile items (a block
 //                      vote per row of the tile); an inclusive scan of [0, counts...]
 //                      (cupy.cumsum: CUB, shipped compiled in CuPy) gives each tile its first
@@ -105,7 +106,7 @@ __global__ void convert(const From* __restrict__ in, long long n, From offset, T
 }
 
 template <typename T>
-__global__ void zero_test(const T* __restrict__ x, long long n, int op, bool* __restrict__ out) {
+__global__ void zero_test(const T* x, long long n, int op, bool* out) {  // out may be x (logical_not in place)
     for (long long i = first_item(); i < n; i += grid_stride()) {
         const T v = x[i];
         out[i] = op == kNegative      ? v < T(0)

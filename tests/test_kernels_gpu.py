@@ -1190,6 +1190,12 @@ def test_flatnonzero_matches_cupy(arrays, n, density):
     _assert_same(arrays.flatnonzero(bools), cupy.flatnonzero(bools))
 
 
+@pytest.mark.parametrize("n", [0, 1, 2048, 2049, 100_003])
+def test_count_nonzero_matches_cupy(arrays, n):
+    bools = cupy.asarray(np.random.default_rng(n).random(n) < 0.3)
+    assert arrays.count_nonzero(bools) == int(cupy.count_nonzero(bools))
+
+
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint64, np.int8])
 @pytest.mark.parametrize("n", [0, 1, 5, 3000])
 def test_unique_matches_cupy(arrays, dtype, n):

@@ -79,7 +79,7 @@ import numpy as np
 from gpipe.kernels import atomics
 from gpipe.kernels.cpu_csr import build_csr  # noqa: F401 (the contract)
 from gpipe.kernels.cpu_arrays import (  # noqa: F401 (the contract: array operations)
-    arange, astype, flatnonzero, full, isfinite, logical_not, negative, non_negative,
+    arange, astype, count_nonzero, flatnonzero, full, isfinite, logical_not, negative, non_negative,
     packbits_little, scatter, take, unique)
 from gpipe.kernels.cpu_bfs_owners import (  # noqa: F401 (the contract: BFS over several owners)
     BITMAP_BITS, BITMAP_DTYPE, FRONTIER, FRONTIER_EDGES, NEXT, NEXT_EDGES, QUEUES,

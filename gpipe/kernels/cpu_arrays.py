@@ -65,6 +65,11 @@ def packbits_little(bools) -> np.ndarray:
     return np.packbits(bools, bitorder="little")
 
 
+def count_nonzero(bools) -> int:
+    """``int(np.count_nonzero(bools))``."""
+    return int(np.count_nonzero(bools))
+
+
 def flatnonzero(bools) -> np.ndarray:
     """``np.flatnonzero(bools)`` (int64 indices; NumPy's intp is int64 on every platform
     gpipe supports)."""

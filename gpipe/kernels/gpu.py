@@ -24,8 +24,9 @@ module; :mod:`gpipe.kernels.cuda` finds, compiles and caches the sources.
 """
 
 from gpipe.kernels.cuda import source_dir, warmup
-from gpipe.kernels.gpu_arrays import (arange, astype, flatnonzero, full, isfinite, logical_not,
-                                      negative, non_negative, packbits_little, scatter, take, unique)
+from gpipe.kernels.gpu_arrays import (arange, astype, count_nonzero, flatnonzero, full, isfinite,
+                                      logical_not, negative, non_negative, packbits_little, scatter,
+                                      take, unique)
 from gpipe.kernels.gpu_bfs import bfs, bfs_expand
 from gpipe.kernels.gpu_bfs_owners import (BITMAP_BITS, BITMAP_DTYPE, FRONTIER, FRONTIER_EDGES, NEXT,
                                           NEXT_EDGES, QUEUES, bfs_owner_bottom_up, bfs_owner_claim,
@@ -35,8 +36,8 @@ from gpipe.kernels.gpu_sssp import sssp, sssp_relax
 from gpipe.kernels.gpu_sssp_owners import (sssp_owner_advance, sssp_owner_counts, sssp_owner_merge,
                                            sssp_owner_pack, sssp_owner_relax, sssp_owners_delta)
 
-__all__ = ["arange", "astype", "flatnonzero", "full", "isfinite", "logical_not", "negative",
-           "non_negative", "packbits_little", "scatter", "take", "unique",
+__all__ = ["arange", "astype", "count_nonzero", "flatnonzero", "full", "isfinite", "logical_not",
+           "negative", "non_negative", "packbits_little", "scatter", "take", "unique",
            "BITMAP_BITS", "BITMAP_DTYPE", "FRONTIER", "FRONTIER_EDGES", "NEXT", "NEXT_EDGES", "QUEUES",
            "bfs", "bfs_expand",
            "bfs_owner_bottom_up", "bfs_owner_claim", "bfs_owner_top_down", "bitmap_to_frontier",

@@ -202,6 +202,21 @@ def packbits_little(bools) -> cupy.ndarray:
     return out
 
 
+def _tile_counts(bools, n: int):
+    """``[0, nonzeros of tile 0, nonzeros of tile 1, ...]`` (int64) of a bool array of ``n > 0``."""
+    tiles = -(-n // TILE)
+    counts = cupy.zeros(tiles + 1, dtype=np.int64)
+    _kernel("nonzero_count", "unsigned char")((tiles,), (BLOCK,), (bools, np.int64(n), counts[1:]))
+    return counts
+
+
+def count_nonzero(bools) -> int:
+    """``int(cupy.count_nonzero(bools))`` of a 1-D bool array (one read from the device)."""
+    if bools.dtype != np.bool_ or not _servable(bools):
+        return int(cupy.count_nonzero(bools))
+    return int(_tile_counts(bools, bools.size).sum()) if bools.size else 0
+
+
 def flatnonzero(bools) -> cupy.ndarray:
     """``cupy.flatnonzero(bools)`` of a 1-D bool array: the int64 indices of its True items, in
     increasing order. Reads the count back to the host once (so does CuPy's)."""
@@ -210,12 +225,10 @@ def flatnonzero(bools) -> cupy.ndarray:
     n = bools.size
     if n == 0:
         return cupy.empty(0, dtype=np.int64)
-    tiles = -(-n // TILE)
-    starts = cupy.zeros(tiles + 1, dtype=np.int64)  # [0, count of tile 0, ...], scanned in place
-    _kernel("nonzero_count", "unsigned char")((tiles,), (BLOCK,), (bools, np.int64(n), starts[1:]))
-    starts = cupy.cumsum(starts)  # starts[t]: the first output slot of tile t; starts[-1]: total
+    starts = cupy.cumsum(_tile_counts(bools, n))  # starts[t]: tile t's first output slot; [-1]: total
     out = cupy.empty(int(starts[-1]), dtype=np.int64)
     if out.size:
+        tiles = starts.size - 1
         _kernel("nonzero_write", "unsigned char")((tiles,), (BLOCK,), (bools, np.int64(n), starts, out))
     return out
 

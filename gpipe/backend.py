@@ -121,7 +121,10 @@ def _cudf_result(cp, vertex, distance, parent, parent_missing):
 
     if vertex.size == 0:
         return gpu_backend().empty_result(vertex.dtype, distance.dtype)
-    reached = gpu_arrays.isfinite(distance) if distance.dtype.kind == "f" else gpu_arrays.non_negative(distance)
+    if distance.dtype.kind == "f":
+        reached = gpu_arrays.isfinite(distance)
+    else:
+        reached = gpu_arrays.non_negative(distance)
     has_parent = gpu_arrays.logical_not(parent_missing, out=parent_missing)
     columns = [
         plc.Column.from_array(vertex.copy()),  # the shared column stays the partition's own

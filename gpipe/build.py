@@ -236,7 +236,8 @@ def _split(backend_name, frame, ids, columns, layout: Layout, directed: bool, tr
     None): the CSR keeps no self-loop, and such a loop is a negative cycle. A graph with one
     owner is passed on as it is (``as_given``: self-loops kept, each undirected edge once;
     ``build_csr`` leaves the loops out and stores both directions of an undirected edge), so
-    neither a filtered nor a doubled list is ever made, and no GPU kernel runs here; otherwise
+    neither a filtered nor a doubled list is ever made (nor a kernel that CuPy would compile
+    at its first use); otherwise
     self-loops are dropped and undirected edges doubled here.
     """
     xp, src, dst, weights, _ = _arrays(backend_name, frame, columns)

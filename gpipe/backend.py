@@ -39,12 +39,19 @@ class Backend:
         """String vertex ids: the same functions on both backends (:mod:`gpipe.strings_cpu`)."""
         return importlib.import_module(self.strings_module)
 
-    def column(self, frame, name):
-        """The column ``name`` of ``frame`` as an array of ``xp``, without a host copy on GPU."""
+    def column(self, frame, name, dtype=None):
+        """The column ``name`` of ``frame`` as an array of ``xp``, without a host copy on GPU;
+        of ``dtype`` when it is given (no copy where the column has it already).
+
+        On GPU a conversion is cuDF's (libcudf ships it compiled; CuPy's ``astype`` would
+        compile a kernel at its first use)."""
         series = frame[name]
         if self.name == GPU:
+            if dtype is not None and series.dtype != np.dtype(dtype):
+                series = series.astype(dtype)
             return series.values
-        return series.to_numpy(dtype=getattr(series.dtype, "numpy_dtype", None))
+        array = series.to_numpy(dtype=getattr(series.dtype, "numpy_dtype", None))
+        return array if dtype is None else array.astype(dtype, copy=False)
 
     def synchronize(self) -> None:
         """Wait until the device has run the work queued so far (CPU: returns at once)."""
@@ -120,19 +127,26 @@ class Backend:
 
 def _cudf_result(cp, vertex, distance, parent, parent_missing):
     """:meth:`Backend.result_frame` on GPU: each column wraps its CuPy array without a copy
-    (pylibcudf), with a null mask made from a boolean array in one pass (``bools_to_mask``)."""
+    (pylibcudf), with a null mask made from a boolean array in one pass (``bools_to_mask``).
+    The boolean arrays come from kernels shipped compiled (:mod:`gpipe.kernels.gpu_arrays`),
+    not CuPy's, which compile at their first use."""
     import cudf
     import pylibcudf as plc
 
+    from gpipe.kernels import gpu_arrays
+
     if vertex.size == 0:
         return gpu_backend().empty_result(vertex.dtype, distance.dtype)
-    reached = cp.isfinite(distance) if distance.dtype.kind == "f" else distance >= 0
+    if distance.dtype.kind == "f":
+        reached = gpu_arrays.isfinite(distance)
+    else:
+        reached = gpu_arrays.non_negative(distance)
     if parent_missing is None:  # string ids: vertex and parent are cuDF string columns
         distance = cudf.DataFrame.from_pylibcudf(
             plc.Table([_with_nulls(plc, plc.Column.from_array(distance), reached)]),
             {"columns": ["distance"]})["distance"]
         return cudf.DataFrame({"vertex": vertex.copy(), "distance": distance, "parent": parent})
-    has_parent = cp.logical_not(parent_missing, out=parent_missing)
+    has_parent = gpu_arrays.logical_not(parent_missing, out=parent_missing)
     columns = [
         plc.Column.from_array(vertex.copy()),  # the shared column stays the partition's own
         _with_nulls(plc, plc.Column.from_array(distance), reached),

@@ -148,7 +148,7 @@ def _packed_presence(part):
     be = backends.get(part.backend)
     if part.present is None:
         return np.packbits(np.ones(part.n_local, dtype=bool), bitorder="little")
-    return be.to_host(be.xp.packbits(part.present, bitorder="little"))
+    return be.to_host(be.kernels.packbits_little(part.present))
 
 
 def _vertex_dtype(columns: Columns, src_dtype, dst_dtype, low: int, high: int):
@@ -189,7 +189,8 @@ def _string_dtype(src_dtype, dst_dtype):
 def _arrays(backend_name, frame, columns: Columns):
     """The id and weight arrays of one input partition, with its data checks; both id arrays
     of ``columns.id_dtype`` when it is set, the backend's string arrays when the ids are
-    strings."""
+    strings. Returns ``(xp, src, dst, weights, weight_range)``, ``weight_range`` from
+    :func:`gpipe.validate.check_partition`."""
     be = backends.get(backend_name)
     src_name, dst_name, weight_name = columns.src, columns.dst, columns.weight
     for name in (src_name, dst_name):
@@ -199,18 +200,15 @@ def _arrays(backend_name, frame, columns: Columns):
         src = be.strings.column(frame, src_name)
         dst = be.strings.column(frame, dst_name)
     else:
-        src = be.column(frame, src_name)
-        dst = be.column(frame, dst_name)
-    if columns.id_dtype is not None:
-        src = src.astype(columns.id_dtype, copy=False)
-        dst = dst.astype(columns.id_dtype, copy=False)
+        src = be.column(frame, src_name, columns.id_dtype)
+        dst = be.column(frame, dst_name, columns.id_dtype)
     weights = None
     if weight_name is not None:
         if _has_nulls(frame[weight_name]):
             raise InputError(f"weight column {weight_name!r} holds NaN or null values")
-        weights = be.column(frame, weight_name).astype("float64", copy=False)
-    validate.check_partition(be.xp, src, dst, weights, src_name, dst_name, weight_name)
-    return be.xp, src, dst, weights
+        weights = be.column(frame, weight_name, "float64")
+    weight_range = validate.check_partition(be.xp, src, dst, weights, src_name, dst_name, weight_name)
+    return be.xp, src, dst, weights, weight_range
 
 
 def _has_nulls(series) -> bool:
@@ -223,10 +221,10 @@ def _has_nulls(series) -> bool:
 
 
 def _survey(backend_name, frame, columns) -> Survey:
-    xp, src, dst, weights = _arrays(backend_name, frame, columns)
+    xp, src, dst, weights, weight_range = _arrays(backend_name, frame, columns)
     if len(src) == 0:
         return Survey(0, 0, 0, False)
-    negative = weights is not None and bool((weights < 0).any())
+    negative = weight_range is not None and weight_range[0] < 0
     if columns.strings:  # no id range: string ids are always renumbered
         return Survey(len(src), 0, 0, negative)
     low = min(int(src.min()), int(dst.min()))
@@ -244,7 +242,7 @@ def _distinct_ids(executor, backend_name, inputs, columns):
 
 
 def _unique_ids(backend_name, frame, columns):
-    _, src, dst, _ = _arrays(backend_name, frame, columns)
+    _, src, dst, _, _ = _arrays(backend_name, frame, columns)
     return _merge_unique(backend_name, columns.strings, src, dst)
 
 
@@ -260,23 +258,25 @@ def _split(backend_name, frame, ids, columns, layout: Layout, directed: bool, tr
            negative_weights: bool):
     """Cut one input partition into ``layout.n_owners`` buckets by owner of the source.
 
-    Returns a list of ``(src, dst, weights, present_ids, halved, negative_loops)``, global ids.
-    ``present_ids`` carries the ids whose presence the owner could not see from its own
+    Returns a list of ``(src, dst, weights, present_ids, as_given, negative_loops)``, global
+    ids. ``present_ids`` carries the ids whose presence the owner could not see from its own
     out-edges: self-loop vertices, and targets of directed edges. ``negative_loops`` carries
     the vertices with a self-loop of negative weight when the graph has negative weights (else
-    None): the CSR keeps no self-loop, and such a loop is a negative cycle. An undirected graph
-    with one owner is passed on as it is (``halved``: each edge once, self-loops kept;
-    ``build_csr`` stores both directions), so the doubled list never exists; otherwise
+    None): the CSR keeps no self-loop, and such a loop is a negative cycle. A graph with one
+    owner is passed on as it is (``as_given``: self-loops kept, each undirected edge once;
+    ``build_csr`` leaves the loops out and stores both directions of an undirected edge), so
+    neither a filtered nor a doubled list is ever made (nor a kernel that CuPy would compile
+    at its first use); otherwise
     self-loops are dropped and undirected edges doubled here.
     """
-    xp, src, dst, weights = _arrays(backend_name, frame, columns)
+    xp, src, dst, weights, _ = _arrays(backend_name, frame, columns)
     if columns.strings:
         strings = backends.get(backend_name).strings
         src, dst = strings.rank(ids, src), strings.rank(ids, dst)
     elif ids is not None:
         src = xp.searchsorted(ids, src)
         dst = xp.searchsorted(ids, dst)
-    if not directed and layout.n_owners == 1:
+    if layout.n_owners == 1:
         negative_loops = _negative_loops(src, dst == src, weights) if negative_weights else None
         return [(src, dst, weights, None, True, negative_loops)]  # ids of any integer width: no copy
     src = src.astype("int64", copy=False)
@@ -294,8 +294,6 @@ def _split(backend_name, frame, ids, columns, layout: Layout, directed: bool, tr
         weights = xp.concatenate([weights, weights]) if weights is not None else None
 
     owner = layout.owner_of(src)
-    if layout.n_owners == 1:
-        return [(src, dst, weights, present, False, negative_loops)]
     order = xp.argsort(owner)
     bounds = _bounds(backend_name, owner[order], layout.n_owners)
     src, dst = src[order], dst[order]

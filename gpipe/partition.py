@@ -102,39 +102,42 @@ def build_partition(backend_name: str, layout: Layout, owner: int, directed: boo
     ``ids``, the graph's sorted ids, which it keeps: None but for a one-owner graph whose ids
     were renumbered).
 
-    Each bucket is ``(src, dst, weights, present_ids, halved, negative_loops)`` of global ids:
-    edges whose source this owner holds; when ``track_presence``, ids of this owner's vertices
-    that occur in the edge list but may have no out-edge here; and, when the graph has negative
-    weights, this owner's vertices with a negative self-loop (else None). ``halved`` buckets
-    (one owner, undirected, a backend that can build both directions at once) hold each
-    undirected edge once, with its self-loops; the others hold every stored direction,
-    self-loops dropped.
+    Each bucket is ``(src, dst, weights, present_ids, as_given, negative_loops)`` of global
+    ids: edges whose source this owner holds; when ``track_presence``, ids of this owner's
+    vertices that occur in the edge list but may have no out-edge here; and, when the graph has
+    negative weights, this owner's vertices with a negative self-loop (else None).
+    ``as_given`` buckets (one owner) hold the input's edges as they are: self-loops kept
+    (``build_csr`` leaves them out), each undirected edge once (``build_csr`` stores both
+    directions), ids of any integer width; the others hold every stored direction, self-loops
+    dropped, int64 ids.
     """
     be = backends.get(backend_name)
     xp = be.xp
     offset, n_local = layout.offset(owner), layout.size(owner)
-    halved = any(b[4] for b in buckets)
-    id_dtype = xp.result_type(*[b[i].dtype for b in buckets for i in (0, 1)]) if halved else "int64"
+    as_given = any(b[4] for b in buckets)
+    id_dtype = xp.result_type(*[b[i].dtype for b in buckets for i in (0, 1)]) if as_given else "int64"
     src = _concat(xp, [b[0] for b in buckets], id_dtype)
     if offset:
         src = src - offset
-    dst = _concat(xp, [b[1] for b in buckets], id_dtype if halved else layout.index_dtype())
+    dst = _concat(xp, [b[1] for b in buckets], id_dtype if as_given else layout.index_dtype())
     weighted = any(b[2] is not None for b in buckets)
     weights = _concat(xp, [b[2] for b in buckets if b[2] is not None], "float64") if weighted else None
 
     indptr, indices, csr_weights = be.kernels.build_csr(  # degree count + scatter, no sort
-        src, dst, weights, n_local, layout.index_dtype(), symmetric=halved, skip_loops=halved
+        src, dst, weights, n_local, layout.index_dtype(), symmetric=as_given and not directed,
+        skip_loops=as_given,
     )
 
     present = None
     if track_presence:
         present = xp.zeros(n_local, dtype=bool)
-        present[src] = True
-        if halved:
-            present[dst] = True
-        present_ids = [b[3] for b in buckets]
-        extra = _concat(xp, present_ids, "int64")
-        present[extra - offset if offset else extra] = True
+        be.kernels.scatter(present, src, True)
+        if as_given:  # every target is present too (one owner: dst are local ids)
+            be.kernels.scatter(present, dst, True)
+        present_ids = [b[3] for b in buckets if b[3] is not None]
+        if present_ids:
+            extra = _concat(xp, present_ids, "int64")
+            be.kernels.scatter(present, extra - offset if offset else extra, True)
     return Partition(backend_name, owner, offset, n_local, layout.n, indptr, indices, csr_weights,
                      present, symmetric=not directed and layout.n_owners == 1,
                      undirected=not directed, negative_loops=_negative_loops(xp, buckets, offset),

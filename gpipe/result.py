@@ -47,19 +47,20 @@ def shared_rows(part, ids, vertex_dtype) -> Rows:
     """
     if part.rows is None:
         be = backends.get(part.backend)
-        xp = be.xp
+        arrays = be.kernels  # the array operations, none compiled at first use on GPU
         start, stop = part.offset, part.offset + part.n_local
         if ids is not None and be.strings.holds(ids):  # renumbered: every id is present
-            vertex = be.strings.take(ids, xp.arange(start, stop, dtype="int64"))
+            vertex = be.strings.take(ids, arrays.arange(start, stop, dtype="int64"))
             part.rows = Rows(None, be.strings.to_column(vertex, vertex_dtype))
             return part.rows
         if part.present is None:
             local = None
-            vertex = xp.arange(start, stop, dtype="int64") if ids is None else ids[start:stop]
+            vertex = arrays.arange(start, stop, dtype="int64") if ids is None else ids[start:stop]
         else:
-            local = xp.flatnonzero(part.present).astype("int64", copy=False)
-            vertex = local + start if ids is None else ids[local + start]
-        part.rows = Rows(local, be.shared_column(vertex.astype(numpy_dtype(vertex_dtype), copy=False)))
+            local = arrays.astype(arrays.flatnonzero(part.present), "int64")
+            vertex = (arrays.astype(local, "int64", offset=start) if ids is None
+                      else arrays.take(ids, arrays.astype(local, "int64", offset=start)))
+        part.rows = Rows(local, be.shared_column(arrays.astype(vertex, numpy_dtype(vertex_dtype))))
     return part.rows
 
 
@@ -73,18 +74,19 @@ def owner_frame(part, ids, dist, parent, kind: str, vertex_dtype):
     Returns once the device has finished the frame.
     """
     be = backends.get(part.backend)
+    arrays = be.kernels  # the array operations, none compiled at first use on GPU
     shared = shared_rows(part, ids, vertex_dtype)
     if shared.local is not None:
-        dist, parent = dist.take(shared.local), parent.take(shared.local)
-    distance = dist.astype(DISTANCE_DTYPE[kind], copy=False)  # BFS: the one cast, to Int64's width
-    parent_missing = parent < 0
+        dist, parent = arrays.take(dist, shared.local), arrays.take(parent, shared.local)
+    distance = arrays.astype(dist, DISTANCE_DTYPE[kind])  # BFS: the one cast, to Int64's width
+    parent_missing = arrays.negative(parent)
     if ids is not None and be.strings.holds(ids):
         parent = be.strings.to_column(be.strings.take(ids, parent, parent_missing), vertex_dtype)
         frame = be.result_frame(shared.vertex, distance, parent, None)
     else:
         if ids is not None:
-            parent = ids.take(parent)  # a missing parent (-1) picks the last id; the mask hides it
-        parent = parent.astype(numpy_dtype(vertex_dtype), copy=False)
+            parent = arrays.take(ids, parent)  # a missing parent (-1) picks the last id; the mask hides it
+        parent = arrays.astype(parent, numpy_dtype(vertex_dtype))
         frame = _with_id_dtype(be.result_frame(shared.vertex, distance, parent, parent_missing),
                                vertex_dtype)
     # A traversal's task ends when its result is final on the device, so that the task's end

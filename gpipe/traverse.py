@@ -343,14 +343,15 @@ def _parent_cycle_anywhere(channel, part: Partition, state, round_no: int) -> bo
 
 def _initial_state(part: Partition, local_sources, kind):
     xp = part.xp
+    arrays = backends.get(part.backend).kernels  # full and scatter: none compiled at first use on GPU
     local_sources = xp.asarray(np.unique(local_sources).astype(np.int64))
     if kind == BFS:
-        dist = xp.full(part.n_local, -1, dtype="int32")
-        dist[local_sources] = 0
+        dist = arrays.full(part.n_local, -1, "int32")
+        arrays.scatter(dist, local_sources, 0)
     else:
-        dist = xp.full(part.n_local, np.inf, dtype="float64")
-        dist[local_sources] = 0.0
-    parent = xp.full(part.n_local, -1, dtype="int64")
+        dist = arrays.full(part.n_local, np.inf, "float64")
+        arrays.scatter(dist, local_sources, 0.0)
+    parent = arrays.full(part.n_local, -1, "int64")
     return State(dist, parent, local_sources)
 
 
@@ -396,12 +397,11 @@ def _report_one_owner(kind, part: Partition, dist) -> None:
     reporter = progress.Reporter(uuid.uuid4().hex, kind)
     if not reporter.enabled or dist.size == 0:
         return
-    xp = part.xp
-    if kind == BFS:  # both figures in one read from the device
-        figures = xp.stack([dist.max(), xp.count_nonzero(dist >= 0)]).tolist()
-        levels, reached = int(figures[0]), int(figures[1])
+    arrays = backends.get(part.backend).kernels  # none compiled at first use on GPU; max is CUB's
+    if kind == BFS:
+        levels, reached = int(dist.max()), arrays.count_nonzero(arrays.non_negative(dist))
     else:
-        levels, reached = 0, int(xp.count_nonzero(xp.isfinite(dist)))
+        levels, reached = 0, arrays.count_nonzero(arrays.isfinite(dist))
     reporter.done(levels, reached)
 
 
@@ -446,7 +446,7 @@ def sssp_arrays(part: Partition, sources, negative_weights: bool):
     while state.frontier.size:
         frontier = state.frontier
         state.frontier, _, _, _ = kernels.sssp_relax(
-            part.indptr, part.indices, part.weights, 0, frontier, state.dist[frontier],
+            part.indptr, part.indices, part.weights, 0, frontier, kernels.take(state.dist, frontier),
             state.dist, state.parent, False,
         )
         round_no += 1

@@ -107,8 +107,19 @@ def depth_limit(limit) -> int | None:
     return int(limit)
 
 
-def check_partition(xp, src, dst, weights, src_name, dst_name, weight_name) -> None:
-    """Data checks on one partition's arrays: no null ids, finite weights."""
-    if weights is not None and weights.size and not bool(xp.isfinite(weights).all()):
+def check_partition(xp, src, dst, weights, src_name, dst_name, weight_name):
+    """Data checks on one partition's arrays: finite weights. Returns the weights' range
+    ``(lowest, highest)`` as floats, or None without weights or rows.
+
+    The range comes from a min and a max (reductions CuPy ships compiled, so a first check on
+    a fresh GPU compiles nothing); both propagate NaN, -inf shows in the min and +inf in the
+    max, so the weights are finite exactly when both ends are. Only a failing check looks for
+    the first bad value, to name it.
+    """
+    if weights is None or not weights.size:
+        return None
+    low, high = float(weights.min()), float(weights.max())
+    if not (np.isfinite(low) and np.isfinite(high)):
         bad = weights[~xp.isfinite(weights)][:1]
         raise InputError(f"weight column {weight_name!r} holds a non-finite value ({float(bad[0])})")
+    return low, high

@@ -12,8 +12,9 @@
 //
 // Technique: counting sort by source without the sort, in three passes
 //   1. csr_count: degree histogram, one atomicAdd per stored edge on counts[row]
-//      (counts = indptr + 1, zero on entry).
-//   2. an exclusive scan of the degrees into indptr (cupy.cumsum, on the host side);
+//      (counts = degrees + 1 of a zeroed degrees = int64[n_local + 1]).
+//   2. indptr = an inclusive scan of degrees, [0, d0, d1, ...] (cupy.cumsum: CUB, shipped
+//      compiled in CuPy, launched from the host side);
 //      the cursors start as a copy of indptr[:-1].
 //   3. csr_scatter: pos = atomicAdd(&cursor[row], 1); indices[pos] = target;
 //      weights[pos] = w. Every slot of a row is claimed exactly once, so the output is
@@ -26,7 +27,7 @@
 //   src, dst     int32 or int64[m] (the *_wide flag says which), passed as raw pointers:
 //                src in [0, n_local); with symmetric, dst in [0, n_local) too.
 //   w_in         float64[m], read only when weighted != 0.
-//   counts       uint64[n_local] (indptr + 1), zero on entry to csr_count.
+//   counts       uint64[n_local] (degrees + 1), zero on entry to csr_count.
 //   cursor       uint64[n_local] = indptr[:-1] on entry to csr_scatter; indptr[1:] on exit.
 //   indices      Index[nnz], w_out float64[nnz] (touched only when weighted != 0).
 //

@@ -37,8 +37,18 @@ def function(source: str, name: str, indices: cupy.ndarray) -> cupy.cuda.functio
     Launch it as ``kernel(grid, block, args)``; a cooperative kernel of
     :data:`gpipe.kernels.cuda_sources.MODULES` with ``enable_cooperative_groups=True``.
     """
+    return typed_function(source, name, INDEX_TYPES[indices.dtype])
+
+
+def typed_function(source: str, name: str, arguments: str) -> cupy.cuda.function.Function:
+    """The kernel ``name<arguments>`` of ``source``, loaded for the current device.
+
+    ``arguments`` is the text between the angle brackets, spelled as
+    :func:`gpipe.kernels.cuda_sources.instantiations` lists it (``"long long, int"``): the
+    instantiations of a module with its own template arguments (``kernels/util.cu``).
+    """
     device_id = cupy.cuda.runtime.getDevice()
-    return _module(source, device_id)(f"{name}<{INDEX_TYPES[indices.dtype]}>")
+    return _module(source, device_id)(f"{name}<{arguments}>")
 
 
 @functools.lru_cache(maxsize=None)

@@ -28,12 +28,39 @@ BINARY_DIR = "bin"  # <source folder>/bin: the ahead-of-time binaries and their 
 MANIFEST = "manifest.json"
 
 
+# The C++ types of one element width (the copies of kernels/util.cu move bits, whatever the dtype).
+WIDTH_TYPES = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}
+# The C++ type of each NumPy integer dtype (kernels/util.cu converts between them).
+INTEGER_TYPES = {"int8": "signed char", "int16": "short", "int32": "int", "int64": "long long",
+                 "uint8": "unsigned char", "uint16": "unsigned short", "uint32": "unsigned int",
+                 "uint64": "unsigned long long"}
+
+
 @dataclass(frozen=True)
 class Module:
-    """One CUDA source: its templated entry points, each instantiated for every index type."""
+    """One CUDA source: its templated entry points, each instantiated for every index type
+    unless ``template_arguments`` names its own.
+
+    ``template_arguments``: ``((kernel, (arguments, ...)), ...)``, each ``arguments`` the text
+    between the angle brackets of one instantiation (``"double"``, ``"long long, int"``).
+    """
 
     entry_points: tuple
     cooperative: bool = False  # launched with cuLaunchCooperativeKernel (grid-wide syncs)
+    template_arguments: tuple = ()
+
+    def arguments(self, kernel: str) -> tuple:
+        """The template arguments ``kernel`` is instantiated for."""
+        return dict(self.template_arguments).get(kernel, tuple(INDEX_TYPES.values()))
+
+
+def _by_index(types) -> tuple:
+    """``"T, I"`` for every T of ``types`` and every index type I."""
+    return tuple(f"{t}, {i}" for t in types for i in INDEX_TYPES.values())
+
+
+_WIDTHS = tuple(WIDTH_TYPES.values())
+_WIDE = INTEGER_TYPES["int64"]
 
 
 MODULES = {
@@ -48,13 +75,34 @@ MODULES = {
     "sssp_owners.cu": Module(("sssp_owner_frontier", "sssp_owner_relax_edges",
                               "sssp_owner_settle_edges", "sssp_owner_merge_lower",
                               "sssp_owner_merge_settle", "sssp_owner_split", "sssp_owner_pack")),
+    "util.cu": Module(
+        ("fill", "iota", "take", "scatter_value", "convert", "zero_test", "pack_bits_little",
+         "nonzero_count", "nonzero_write", "run_starts"),
+        template_arguments=(
+            ("fill", _WIDTHS),
+            ("iota", tuple(INDEX_TYPES.values())),
+            ("take", _by_index(_WIDTHS)),
+            ("scatter_value", _by_index(_WIDTHS)),
+            # every integer type to and from int64 (other pairs go through int64), int64 to itself
+            ("convert", tuple(f"{a}, {b}" for t in INTEGER_TYPES.values()
+                              for a, b in ((t, _WIDE), (_WIDE, t)) if t != _WIDE) + (f"{_WIDE}, {_WIDE}",)),
+            ("zero_test", ("unsigned char", "int", "long long", "double")),
+            ("pack_bits_little", ("unsigned char",)),
+            ("nonzero_count", ("unsigned char",)),
+            ("nonzero_write", ("unsigned char",)),
+            ("run_starts", _WIDTHS),
+        ),
+    ),
 }
 
 
 def instantiations(source: str) -> list[str]:
-    """The C++ names ``kernel<index type>`` compiled from ``source``, every entry point of it."""
-    return [f"{kernel}<{ctype}>" for kernel in MODULES[source].entry_points
-            for ctype in INDEX_TYPES.values()]
+    """The C++ names ``kernel<template arguments>`` compiled from ``source``, every entry point
+    of it (:meth:`Module.arguments`: the index types unless the module names others). The one
+    place that spells them: the build names them to NVRTC, the loader looks them up."""
+    module = MODULES[source]
+    return [f"{kernel}<{arguments}>" for kernel in module.entry_points
+            for arguments in module.arguments(kernel)]
 
 
 def source_dir(source: str = "bfs.cu") -> Path:

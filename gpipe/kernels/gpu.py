@@ -18,9 +18,15 @@ module; :mod:`gpipe.kernels.cuda` finds, compiles and caches the sources.
 - ``sssp_owner_*`` -- one owner's share of an SSSP over several owners: relaxation rounds
   with fused pruning of remote candidates, merge, pile splits, outbox
   (``kernels/sssp_owners.cu``, :mod:`gpipe.kernels.gpu_sssp_owners`).
+- :func:`full`, :func:`take`, :func:`scatter`, :func:`astype`, :func:`flatnonzero`,
+  :func:`packbits_little` and the other array operations of the build and query path, which
+  CuPy would compile at their first use (``kernels/util.cu``, :mod:`gpipe.kernels.gpu_arrays`).
 """
 
 from gpipe.kernels.cuda import source_dir, warmup
+from gpipe.kernels.gpu_arrays import (arange, astype, count_nonzero, flatnonzero, full, isfinite,
+                                      logical_not, negative, non_negative, packbits_little, scatter,
+                                      take, unique)
 from gpipe.kernels.gpu_bfs import bfs, bfs_expand
 from gpipe.kernels.gpu_bfs_owners import (BITMAP_BITS, BITMAP_DTYPE, FRONTIER, FRONTIER_EDGES, NEXT,
                                           NEXT_EDGES, QUEUES, bfs_owner_bottom_up, bfs_owner_claim,
@@ -30,7 +36,9 @@ from gpipe.kernels.gpu_sssp import sssp, sssp_relax
 from gpipe.kernels.gpu_sssp_owners import (sssp_owner_advance, sssp_owner_counts, sssp_owner_merge,
                                            sssp_owner_pack, sssp_owner_relax, sssp_owners_delta)
 
-__all__ = ["BITMAP_BITS", "BITMAP_DTYPE", "FRONTIER", "FRONTIER_EDGES", "NEXT", "NEXT_EDGES", "QUEUES",
+__all__ = ["arange", "astype", "count_nonzero", "flatnonzero", "full", "isfinite", "logical_not",
+           "negative", "non_negative", "packbits_little", "scatter", "take", "unique",
+           "BITMAP_BITS", "BITMAP_DTYPE", "FRONTIER", "FRONTIER_EDGES", "NEXT", "NEXT_EDGES", "QUEUES",
            "bfs", "bfs_expand",
            "bfs_owner_bottom_up", "bfs_owner_claim", "bfs_owner_top_down", "bitmap_to_frontier",
            "build_csr", "frontier_to_bitmap", "source_dir", "sssp", "sssp_owner_advance",

@@ -7,7 +7,7 @@ import functools
 
 import cupy
 
-from gpipe.kernels import cuda
+from gpipe.kernels import cuda, gpu_arrays
 
 _SOURCE = "bfs.cu"
 
@@ -241,10 +241,10 @@ def bfs(indptr, indices, sources, depth_limit=-1, *, symmetric=False, alpha=ALPH
 def _bfs_level_loop(indptr, indices, sources, depth_limit):
     """BFS by a host loop over :func:`bfs_expand` (one launch and one host read per level)."""
     n = int(indptr.size) - 1
-    dist = cupy.full(n, -1, dtype=cupy.int32)
-    parent = cupy.full(n, -1, dtype=cupy.int64)
-    frontier = cupy.unique(sources)
-    dist[frontier] = 0
+    dist = gpu_arrays.full(n, -1, cupy.int32)
+    parent = gpu_arrays.full(n, -1, cupy.int64)
+    frontier = gpu_arrays.unique(sources)
+    gpu_arrays.scatter(dist, frontier, 0)
     level = 0
     while frontier.size and (depth_limit < 0 or level < depth_limit):
         frontier, _, _ = bfs_expand(indptr, indices, 0, frontier, dist, parent, level, False)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import cupy
 
-from gpipe.kernels import cuda
+from gpipe.kernels import cuda, gpu_arrays
 
 _SOURCE = "csr.cu"
 _ID_DTYPES = (cupy.dtype(cupy.int32), cupy.dtype(cupy.int64))
@@ -58,7 +58,7 @@ def build_csr(src_local, dst, weights, n_local, index_dtype, *, symmetric=False,
     Notes
     -----
     Three passes (``kernels/csr.cu``): an ``atomicAdd`` degree histogram, an exclusive scan
-    (``cupy.cumsum``), and a scatter in which each edge takes the next free slot of its row
+    (``cupy.cumsum`` of ``[0, degrees...]``), and a scatter in which each edge takes the next free slot of its row
     with ``atomicAdd`` on a cursor and writes its target and weight there. Time is
     ``O(m + n_local)``, with no sort. Device memory besides the input is the output
     (``nnz * (itemsize + 8)`` bytes) plus two int64 arrays of ``n_local``; the call reads
@@ -76,7 +76,7 @@ def build_csr(src_local, dst, weights, n_local, index_dtype, *, symmetric=False,
     m = int(src_local.size)
     weighted = weights is not None
     w_in = cupy.ascontiguousarray(weights, dtype=cupy.float64) if weighted else cupy.empty(0, cupy.float64)
-    indptr = cupy.zeros(n_local + 1, dtype=cupy.int64)
+    degrees = cupy.zeros(n_local + 1, dtype=cupy.int64)  # [0, degree of row 0, ...]
     indices_kind = cupy.empty(0, dtype=index_dtype)  # selects the Index instantiation
     common = (
         src_local, cupy.int32(src_local.dtype.itemsize == 8), dst, cupy.int32(dst.dtype.itemsize == 8),
@@ -85,9 +85,11 @@ def build_csr(src_local, dst, weights, n_local, index_dtype, *, symmetric=False,
     grid = cuda.grid(m)
     if m:
         cuda.function(_SOURCE, "csr_count", indices_kind)(
-            grid, (cuda.BLOCK,), common + flags + (indptr[1:],),
+            grid, (cuda.BLOCK,), common + flags + (degrees[1:],),
         )
-    indptr[1:] = cupy.cumsum(indptr[1:])
+    # CUB's scan, shipped compiled in CuPy (assigning a scan to indptr[1:] compiles a copy kernel)
+    indptr = cupy.cumsum(degrees)
+    del degrees
     nnz = int(indptr[-1])
     indices = cupy.empty(nnz, dtype=index_dtype)
     w_out = cupy.empty(nnz, dtype=cupy.float64) if weighted else None
@@ -106,5 +108,5 @@ def _ids(array):
     """``array`` as a contiguous int32 or int64 CuPy array (other integer dtypes are cast)."""
     array = cupy.ascontiguousarray(array)
     if array.dtype not in _ID_DTYPES:
-        array = array.astype(cupy.int64)
+        array = gpu_arrays.astype(array, cupy.int64)
     return array

@@ -8,7 +8,7 @@ import functools
 
 import cupy
 
-from gpipe.kernels import cuda
+from gpipe.kernels import cuda, gpu_arrays
 
 _SOURCE = "sssp.cu"
 
@@ -197,17 +197,19 @@ def sssp_with_stats(indptr, indices, weights, sources, *, delta=None, symmetric=
     """
     n = int(indptr.size) - 1
     index_dtype = indices.dtype
-    sources = cupy.unique(cupy.asarray(sources, dtype=cupy.int64))
+    # No CuPy elementwise kernel or reduction here: each would compile at its first use
+    # (gpu_arrays' kernels ship compiled).
+    sources = gpu_arrays.unique(cupy.asarray(sources, dtype=cupy.int64))
     k = int(sources.size)
-    dist = cupy.full(n, cupy.inf, dtype=cupy.float64)
-    dist[sources] = 0.0
-    parent = cupy.full(n, -1, dtype=cupy.int64)
+    dist = gpu_arrays.full(n, cupy.inf, cupy.float64)
+    gpu_arrays.scatter(dist, sources, 0.0)
+    parent = gpu_arrays.full(n, -1, cupy.int64)
     if delta is None:
         delta = default_delta(indptr, weights)
     stamp = cupy.zeros(n, dtype=cupy.int32)
-    marks = cupy.full(2 * n, -1, dtype=cupy.int32)
+    marks = gpu_arrays.full(2 * n, -1, cupy.int32)
     queues = cupy.empty(4 * n, dtype=index_dtype)
-    queues[:k] = sources.astype(index_dtype)
+    gpu_arrays.astype(sources, index_dtype, out=queues[:k])
     per_slot = cupy.empty(3 * n, dtype=cupy.int64)  # snapshot (as float64), row end, edge end
     parent_edge = cupy.empty(n, dtype=cupy.int64)  # read only where parent >= 0
     ring = cupy.array([0, 0, 0x7FF0000000000000] * 3, dtype=cupy.uint64)
@@ -263,18 +265,22 @@ def _frontier_rounds(indptr, indices, weights, sources, dist, parent):
     """Frontier Bellman-Ford rounds of :func:`sssp_relax` (when no cooperative launch fits)."""
     frontier = sources
     while frontier.size:
-        frontier, _, _, _ = sssp_relax(indptr, indices, weights, 0, frontier, dist[frontier],
-                                       dist, parent, False)
+        frontier, _, _, _ = sssp_relax(indptr, indices, weights, 0, frontier,
+                                       gpu_arrays.take(dist, frontier), dist, parent, False)
     return dist, parent
 
 
 def default_delta(indptr, weights) -> float:
-    """The default near band: mean weight * _DELTA_EDGES / mean out-degree (sampled; one sync)."""
+    """The default near band: mean weight * _DELTA_EDGES / mean out-degree (sampled; one sync).
+
+    The sample, every ``nnz // 65536``-th weight, is gathered into a contiguous array and
+    summed, so that the sum is CUB's (shipped compiled in CuPy; the mean of a strided view
+    would compile a reduction kernel at its first use)."""
     n, nnz = int(indptr.size) - 1, int(weights.size)
     if nnz == 0 or n == 0:
         return 1.0
-    sample = weights[:: max(1, nnz // 65536)]
-    mean_weight = float(sample.mean())
+    positions = gpu_arrays.arange(0, nnz, max(1, nnz // 65536))
+    mean_weight = float(gpu_arrays.take(weights, positions).sum()) / positions.size
     if not mean_weight > 0.0:
         return float("inf")  # all (sampled) weights zero: plain frontier passes
     return mean_weight * _DELTA_EDGES / max(1.0, nnz / n)

@@ -1,8 +1,8 @@
-"""First contact on the CPU: what the first BFS and SSSP of a process cost, cold and warm.
+"""First contact: what the first build, BFS and SSSP of a process cost, cold and warm.
 
 ::
 
-    python -m gpipe.first_contact [--scale 16] [--json PATH]
+    python -m gpipe.first_contact [--scale 16] [--backend cpu|gpu] [--json PATH]
 
 Each scenario runs in a fresh Python process (so nothing compiled in this one helps) with
 ``NUMBA_CACHE_DIR`` pointing at a temporary directory, and, in-process (no Dask client),
@@ -19,6 +19,11 @@ twice each, the first call and the same call again. Scenarios:
 ``after warmup``
     An empty cache filled by ``gpipe warmup`` (timed apart), then a new process.
 
+With ``--backend gpu`` the graph is generated on the GPU (a cuDF frame), ``CUPY_CACHE_DIR``
+is the scenario's directory too, and the compilations counted are CuPy's NVRTC compiles
+(kernels CuPy generates, and ours where no shipped binary serves the device); the scenarios
+are ``cold`` and ``warm`` (``gpipe warmup`` is the CPU's).
+
 Per query the report gives the seconds of the first and second call, the Numba compilations
 the first one triggered (``numba:compile`` events: gpipe's kernels and the NumPy functions
 they use, each compiled or none) and the seconds spent in them (outermost events only).
@@ -29,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -37,7 +43,7 @@ import time
 ALGORITHMS = ("bfs", "sssp")
 
 
-def _child(scale: int, order: list) -> dict:
+def _child(scale: int, order: list, backend: str = "cpu") -> dict:
     """Run one scenario in this (fresh) process; return its figures."""
     t0 = time.perf_counter()
     import dask.dataframe as dd
@@ -48,14 +54,29 @@ def _child(scale: int, order: list) -> dict:
     from gpipe.generators import kronecker_edges
 
     figures = {"import_s": time.perf_counter() - t0}
-    compiles = _compile_log(event)
-    event.register("numba:compile", compiles)
+    if backend == "gpu":
+        import cudf  # noqa: F401 (imported before the clock starts, as a GPU user has it)
 
-    edges = kronecker_edges(scale, weights=True, seed=0)
-    source = int(np.bincount(edges["src"].to_numpy()).argmax())
+        compiles = _nvrtc_log()
+    else:
+        compiles = _compile_log(event)
+        event.register("numba:compile", compiles)
+
+    edges = kronecker_edges(scale, weights=True, seed=0, xp="cupy" if backend == "gpu" else "numpy")
+    compiles.take()  # what generating the graph compiled is not the build's
+    degrees = np.bincount(edges["src"].to_numpy())
+    source = int(degrees.argmax())
+
+    def build():
+        return gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=4), directed=False, weight="weight")
+
     t0 = time.perf_counter()
-    graph = gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=4), directed=False, weight="weight")
-    figures["build"] = {"first_s": time.perf_counter() - t0, **compiles.take()}
+    graph = build()
+    first = time.perf_counter() - t0
+    done = compiles.take()
+    t0 = time.perf_counter()
+    build()
+    figures["build"] = {"first_s": first, "second_s": time.perf_counter() - t0, **done}
     for name in order:
         query = getattr(graph, name)
         t0 = time.perf_counter()
@@ -98,9 +119,39 @@ def _compile_log(event):
     return CompileLog()
 
 
-def _run_child(cache_dir: str, scale: int, order: list) -> dict:
-    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
-    code = f"import json, gpipe.first_contact as f; print(json.dumps(f._child({scale}, {order!r})))"
+def _nvrtc_log():
+    """Counts CuPy's NVRTC compiles (and their seconds) since its last ``take()``."""
+    from cupy.cuda import compiler
+
+    class NvrtcLog:
+        def __init__(self):
+            self.seconds, self.names = 0.0, []
+
+        def take(self) -> dict:
+            taken = {"compiles": len(self.names), "compile_s": self.seconds, "compiled": sorted(set(self.names))}
+            self.seconds, self.names = 0.0, []
+            return taken
+
+    log = NvrtcLog()
+    compile_program = compiler._NVRTCProgram.compile
+
+    def timed(program, *args, **kwargs):
+        t0 = time.perf_counter()
+        try:
+            return compile_program(program, *args, **kwargs)
+        finally:
+            log.seconds += time.perf_counter() - t0
+            found = re.search(r"__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s*)?(\w+)", program.src)
+            log.names.append(found.group(1) if found else "?")
+
+    compiler._NVRTCProgram.compile = timed
+    return log
+
+
+def _run_child(cache_dir: str, scale: int, order: list, backend: str = "cpu") -> dict:
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir, CUPY_CACHE_DIR=cache_dir)
+    code = (f"import json, gpipe.first_contact as f; "
+            f"print(json.dumps(f._child({scale}, {order!r}, {backend!r})))")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     if out.returncode:
         raise RuntimeError(f"the measuring process failed:\n{out.stderr}")
@@ -115,9 +166,14 @@ def _run_warmup(cache_dir: str):
     return time.perf_counter() - t0 if done.returncode == 0 else None
 
 
-def measure(scale: int = 16) -> dict:
+def measure(scale: int = 16, backend: str = "cpu") -> dict:
     """Run every scenario (see the module docstring) and return ``{scenario: figures}``."""
     report = {}
+    if backend == "gpu":
+        with tempfile.TemporaryDirectory() as cold_cache:
+            report["cold"] = _run_child(cold_cache, scale, list(ALGORITHMS), backend)
+            report["warm"] = _run_child(cold_cache, scale, list(ALGORITHMS), backend)
+        return report
     with tempfile.TemporaryDirectory() as cold_cache, tempfile.TemporaryDirectory() as warmed_cache:
         report["cold"] = _run_child(cold_cache, scale, list(ALGORITHMS))
         report["warm"] = _run_child(cold_cache, scale, list(ALGORITHMS))
@@ -142,7 +198,9 @@ def table(report: dict) -> str:
                          f"{'' if again is None else format(again, '8.3f'):>8} {extra:>8} "
                          f"{f['compiles']:8d} {f['compile_s']:9.2f}")
         extra = sum(figures[a]["first_s"] - figures[a]["second_s"] for a in ALGORITHMS)
+        build_extra = figures["build"]["first_s"] - figures["build"]["second_s"]
         lines.append(f"{scenario:<18} first BFS + first SSSP over warm: {extra:.3f} s;"
+                     f" with the first build: {extra + build_extra:.3f} s;"
                      f" import gpipe {figures['import_s']:.2f} s"
                      + (f"; gpipe warmup {figures['warmup_s']:.1f} s" if "warmup_s" in figures else ""))
     return "\n".join(lines)
@@ -151,9 +209,10 @@ def table(report: dict) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gpipe.first_contact", description=__doc__.split("\n")[0])
     parser.add_argument("--scale", type=int, default=16, help="Kronecker scale (default: 16)")
+    parser.add_argument("--backend", default="cpu", choices=("cpu", "gpu"), help="default: cpu")
     parser.add_argument("--json", metavar="PATH", help="also write the figures here")
     args = parser.parse_args(argv)
-    report = measure(args.scale)
+    report = measure(args.scale, args.backend)
     print(table(report))
     if args.json:
         with open(args.json, "w") as f:

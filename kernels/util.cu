@@ -110,7 +110,7 @@ __global__ void zero_test(const T* x, long long n, int op, bool* out) {  // out 
     for (long long i = first_item(); i < n; i += grid_stride()) {
         const T v = x[i];
         out[i] = op == kNegative      ? v < T(0)
-                 : op == kNonNegative ? !(v < T(0))
+                 : op == kNonNegative ? v >= T(0)
                  : op == kFinite      ? finite(v)
                                       : v == T(0);
     }

@@ -580,7 +580,7 @@ def gpu_backend_without_cudf(monkeypatch):
     from gpipe import backend as backends
 
     monkeypatch.setattr(backends, "gpu_backend",
-                        lambda: backends.Backend(backends.GPU, cupy, None, "gpipe.kernels.gpu"))
+                        lambda: backends.Backend(backends.GPU, cupy, None, "gpipe.kernels.gpu", "gpipe.strings_gpu"))
 
 
 def test_sssp_arrays_uses_near_far(monkeypatch):

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpipe.kernels.cpu_jit import BOOL, FLOAT64S, INT32S, INT64, INT64S, kernel
+from gpipe.kernels.cpu_jit import (BOOL, FLOAT64S, FLOAT64S_RO, INT32S, INT32S_RO, INT64, INT64S, INT64S_RO,
+                                   kernel)
 
 # (src, dst) endpoint arrays as the build hands them over: both in the input's id width for a
 # graph built both ways at once, else int64 sources and targets in the CSR's index dtype.
 # build_csr widens any other pair to int64.
-_ENDPOINTS = ((INT32S, INT32S), (INT64S, INT64S), (INT64S, INT32S))
+_ENDPOINTS = ((INT32S, INT32S), (INT64S, INT64S), (INT64S, INT32S), (INT32S_RO, INT32S_RO),
+              (INT64S_RO, INT64S_RO))
+_WEIGHTS = (FLOAT64S, FLOAT64S_RO)  # read-only endpoints come with weights of either kind
 
 
 @kernel(*((src, dst, INT64, BOOL, BOOL) for src, dst in _ENDPOINTS))
@@ -26,8 +29,10 @@ def _degrees(src, dst, n_local, symmetric, skip_loops):
     return degree
 
 
-@kernel(*((src, dst, FLOAT64S, BOOL, BOOL, BOOL, INT64S, indices, FLOAT64S)
-          for src, dst in _ENDPOINTS for indices in (INT32S, INT64S) if indices is dst or dst is INT64S))
+@kernel(*((src, dst, weights, BOOL, BOOL, BOOL, INT64S, indices, FLOAT64S)
+          for src, dst in _ENDPOINTS for indices in (INT32S, INT64S)
+          if indices is dst or dst in (INT64S, INT32S_RO, INT64S_RO)
+          for weights in (_WEIGHTS if src in (INT32S_RO, INT64S_RO) else (FLOAT64S,))))
 def _scatter(src, dst, weights, weighted, symmetric, skip_loops, indptr, indices, out_weights):
     cursor = indptr[:-1].copy()
     for i in range(src.shape[0]):

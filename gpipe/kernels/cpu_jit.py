@@ -34,6 +34,10 @@ BOOL = types.boolean
 INT32S = types.int32[::1]
 INT64S = types.int64[::1]
 FLOAT64S = types.float64[::1]
+# Read-only twins: the columns of an input frame (Arrow-backed pandas) reach build_csr as they are.
+INT32S_RO = types.Array(types.int32, 1, "C", readonly=True)
+INT64S_RO = types.Array(types.int64, 1, "C", readonly=True)
+FLOAT64S_RO = types.Array(types.float64, 1, "C", readonly=True)
 UINT8S = types.uint8[::1]
 BOOLS = types.boolean[::1]
 INT64S_2D = types.int64[:, ::1]

@@ -95,16 +95,21 @@ def compile_source(source: str, arch: str) -> tuple[bytes, dict]:
         nvrtc.nvrtcDestroyProgram(program)
 
 
+def nvrtc_version() -> str:
+    """``major.minor`` of the NVRTC the binaries are compiled with."""
+    from cuda.bindings import nvrtc
+
+    major, minor = _check(nvrtc.nvrtcVersion())
+    return f"{major}.{minor}"
+
+
 def build(folder: Path | None = None, archs=CUBIN_ARCHS, ptx_arch=PTX_ARCH, log=print) -> dict:
     """Compile every source for ``archs`` and ``ptx_arch`` into ``folder`` (default: the
     sources' ``bin``); write the manifest last, so that a failed build leaves no manifest that
     vouches for binaries that are not there. Returns the manifest."""
-    from cuda.bindings import nvrtc
-
     folder = folder or cuda_sources.source_dir() / cuda_sources.BINARY_DIR
     folder.mkdir(parents=True, exist_ok=True)
-    major, minor = _check(nvrtc.nvrtcVersion())
-    manifest = {"nvrtc": f"{major}.{minor}", "targets": [*archs, ptx_arch], "sources": {}}
+    manifest = {"nvrtc": nvrtc_version(), "targets": [*archs, ptx_arch], "sources": {}}
     for source in cuda_sources.MODULES:
         stem = source.removesuffix(".cu")
         entry = {"fingerprint": cuda_sources.fingerprint(source), "names": None, "binaries": {}}

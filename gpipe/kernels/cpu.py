@@ -34,6 +34,10 @@ What each kernel computes
     dijkstra    Dijkstra's algorithm [5] with a binary heap and lazy deletion [6]: instead of
                 decrease-key, a vertex is pushed again on each strict improvement, and a popped
                 entry whose key is above the vertex's current distance is stale and skipped.
+    bfs_batch, bfs_batch_parents, sssp_batch
+                Per-source traversals of a batch of sources in one call (bit-parallel MS-BFS;
+                one Dijkstra or Bellman-Ford per source, several at once), in
+                gpipe/kernels/cpu_batch.py; the contract is in gpipe/kernels/__init__.py.
     bfs_owner_* The level steps of a BFS over several owners (top-down with each remote
                 target sent once, the claim of what peers sent, bottom-up over the frontier
                 bitmap of all owners), in gpipe/kernels/cpu_bfs_owners.py.
@@ -86,6 +90,8 @@ from gpipe.kernels.cpu_bfs_owners import (  # noqa: F401 (the contract: BFS over
     BITMAP_BITS, BITMAP_DTYPE, FRONTIER, FRONTIER_EDGES, NEXT, NEXT_EDGES, QUEUES,
     bfs_owner_bottom_up, bfs_owner_claim, bfs_owner_top_down, bitmap_to_frontier,
     frontier_to_bitmap)
+from gpipe.kernels.cpu_batch import (  # noqa: F401 (the contract: per-source batches)
+    BFS_BATCH_WIDTH, SSSP_BATCH_WIDTH, bfs_batch, bfs_batch_parents, sssp_batch)
 from gpipe.kernels.cpu_delta import default_delta, delta_stepping  # noqa: F401
 from gpipe.kernels.cpu_sssp_owners import sssp_owner_counts, sssp_owner_pack, sssp_owners_delta  # noqa: F401
 from gpipe.kernels.cpu_sssp_ring import sssp_owner_advance, sssp_owner_merge, sssp_owner_relax  # noqa: F401

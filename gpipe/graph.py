@@ -165,6 +165,123 @@ class Graph:
                              lambda built, sources: traverse.sssp(self._executor, built, sources))
         return self._frame(frames, result.SSSP)
 
+    def bfs_each(self, sources, *, depth_limit=None, targets=None, parents=False):
+        """Breadth-first search from each of ``sources`` on its own: hops per source and vertex.
+
+        Parameters
+        ----------
+        sources : list, array, Series, or a Dask Series / one-column frame
+            Input ids (strings when the graph's ids are strings), each traversed on its own,
+            in the order given. A Dask collection (e.g. a column of another frame) is computed
+            once, now, to learn the sources.
+        depth_limit : int or None
+            Only vertices at most this many hops from their source are reached.
+        targets : list, array or Series of input ids, optional
+            Return one row per source and target (a distance table) instead of one per reached
+            vertex; the distance is null where the target is unreached or not in the graph.
+        parents : bool, default False
+            Add a ``parent`` column: a vertex one hop closer to the row's source.
+
+        Returns
+        -------
+        dask.dataframe.DataFrame
+            Lazy, one partition per batch of sources (:data:`BFS_BATCH_WIDTH` of the backend's
+            kernels, 64 on the CPU), each traversed when it is computed, as a task named
+            ``gpipe-bfs-each``. Columns ``source``, ``vertex`` (input ids and dtype),
+            ``distance`` (int32; nullable ``Int32`` with ``targets``) and ``parent`` when
+            asked for. Without ``targets``, one row per source and vertex it reaches (the
+            source itself at distance 0), sources in the order given.
+
+        Raises
+        ------
+        InputError
+            A source not in the graph, given twice, or of the wrong kind; a negative
+            ``depth_limit``.
+
+        Notes
+        -----
+        Each batch holds ``k x n`` int32 distances (``k`` sources, ``n`` vertices of the
+        graph) and, with ``parents``, ``k x n`` int64 parents, plus its rows, while it is
+        computed. On a cluster a one-owner graph's batches run on every replica of its
+        partition (``replicas`` of :meth:`from_edges`). Keep the graph referenced while
+        the frame is computed.
+
+        Examples
+        --------
+        >>> import pandas as pd, gpipe
+        >>> g = gpipe.Graph.from_edges(pd.DataFrame({"src": [1, 2, 3], "dst": [2, 3, 4]}))
+        >>> g.bfs_each([1, 3]).compute().values.tolist()
+        [[1, 1, 0], [1, 2, 1], [1, 3, 2], [1, 4, 3], [3, 3, 0], [3, 4, 1]]
+        """
+        from gpipe import each
+
+        depth_limit = validate.depth_limit(depth_limit)
+        self._ready()
+        return each.frame(self, result.BFS, sources, limit=-1 if depth_limit is None else depth_limit,
+                          targets=targets, parents=bool(parents))
+
+    def sssp_each(self, sources, *, max_distance=None, targets=None, parents=False):
+        """Shortest paths by weight from each of ``sources`` on its own.
+
+        Parameters
+        ----------
+        sources : list, array, Series, or a Dask Series / one-column frame
+            As in :meth:`bfs_each`.
+        max_distance : float or None
+            Vertices farther than this from a source are unreached for it (no row, or a null
+            distance with ``targets``); the traversal stops early.
+        targets : list, array or Series of input ids, optional
+            As in :meth:`bfs_each`.
+        parents : bool, default False
+            Add a ``parent`` column (``distance[parent] + weight == distance[vertex]``).
+
+        Returns
+        -------
+        dask.dataframe.DataFrame
+            As :meth:`bfs_each`, with ``distance`` float64 (nullable ``Float64`` with
+            ``targets``), tasks named ``gpipe-sssp-each``.
+
+        Raises
+        ------
+        InputError
+            No weights, a source not in the graph or given twice, a negative or NaN
+            ``max_distance``.
+        NegativeCycleError
+            When computed: a negative cycle is reachable from a source (named by its id).
+
+        Notes
+        -----
+        Each batch holds ``k x n`` float64 distances and int64 parents while it is computed.
+
+        Examples
+        --------
+        >>> import pandas as pd, gpipe
+        >>> edges = pd.DataFrame({"src": [1, 2], "dst": [2, 3], "w": [0.5, 2.0]})
+        >>> g = gpipe.Graph.from_edges(edges, weight="w")
+        >>> g.sssp_each([1, 2], targets=[3]).compute()["distance"].tolist()
+        [2.5, 2.0]
+        """
+        from gpipe import each
+
+        if self.weight is None:
+            raise InputError("sssp_each needs edge weights: build the graph with weight='<column>'")
+        if max_distance is not None:
+            try:
+                max_distance = float(max_distance)
+            except (TypeError, ValueError):
+                raise InputError(f"max_distance must be a number or None, not {max_distance!r}") from None
+            if not max_distance >= 0:
+                raise InputError(f"max_distance must be a non-negative number or None, not {max_distance!r}")
+        self._ready()
+        return each.frame(self, result.SSSP, sources, limit=max_distance, targets=targets,
+                          parents=bool(parents))
+
+    def _ready(self) -> None:
+        """Rebuild the graph first when its partitions were lost (as a query does)."""
+        self._executor.check_open()
+        if self._lost():
+            self._rebuild_from_input()
+
     def _query(self, name, source, run) -> list:
         """``run(built, global sources)``'s frame handles, waited for, under the span ``name``.
 

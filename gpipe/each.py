@@ -1,0 +1,434 @@
+"""Per-source queries (``Graph.bfs_each``, ``Graph.sssp_each``): one traversal per source, in batches.
+
+The sources are cut into batches of the kernels' width (``BFS_BATCH_WIDTH``; SSSP:
+``SSSP_BATCH_WIDTH`` where the backend has one). Each batch is one Dask task, named
+``gpipe-bfs-each`` or ``gpipe-sssp-each`` (:func:`dask.utils.key_split`), that traverses from
+every source of the batch in one kernel call (gpipe/kernels/__init__.py has the contract) and
+returns the batch's rows in long form: ``source, vertex, distance[, parent]``. The result is a
+Dask DataFrame with one partition per batch, built lazily: nothing is traversed until a
+partition is computed, so ``to_parquet`` of many sources holds one batch per worker thread at a
+time (``k x n`` distances, and parents when asked for, plus the batch's rows).
+
+A batch task depends on the graph's partition (its future on a cluster), so Dask runs it on a
+worker that holds the partition: any replica of a one-owner graph (:mod:`gpipe.graph`,
+``replicas``), and it recomputes a batch from lineage when its worker dies while a replica is
+left. A graph of several owners runs each batch through the multi-owner traversal, one source
+after another, from a task that asks the cluster for them (``worker_client``).
+
+Sources are checked on the client when the query is made: duplicates and ids not in the graph
+raise InputError naming the id. Targets may be absent from the graph (their rows are null).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from gpipe import backend as backends
+from gpipe import sources as source_ids
+from gpipe import validate
+from gpipe.errors import InputError, NegativeCycleError
+from gpipe.result import BFS, SSSP
+from gpipe.tasks import run_task
+
+NAMES = {BFS: "gpipe-bfs-each", SSSP: "gpipe-sssp-each"}
+DISTANCE = {BFS: np.dtype("int32"), SSSP: np.dtype("float64")}
+
+
+@dataclass(frozen=True)
+class Query:
+    """What every batch of one per-source query shares (small: it travels with each task)."""
+
+    kind: str
+    backend: str
+    vertex_dtype: object
+    limit: object  # BFS: depth limit (-1 none); SSSP: max distance (None: none)
+    parents: bool
+    negative_weights: bool
+    targets: object  # global ids of the targets (int64, -1 absent), or None
+    target_column: object  # the targets as given, a Series of the vertex dtype, or None
+
+
+# ---------------------------------------------------------------------------------------------
+# Sources and targets on the client
+# ---------------------------------------------------------------------------------------------
+
+
+def source_values(sources, *, strings: bool, what: str = "source") -> np.ndarray:
+    """The ids of ``sources`` (a list, an array, a pandas/cuDF Series, a Dask Series or a
+    one-column frame; a Dask collection is computed once) as a host array, in order.
+
+    Integer ids come back as an int64/uint64 array, string ids as an object array of str.
+    Raises InputError for ids of the wrong kind, nulls, or (for ``what="source"``) a repeat.
+    """
+    values = _host_values(sources)
+    if values.dtype.kind in "iu" and not strings:
+        checked = values
+    elif values.size == 0:
+        checked = np.empty(0, dtype=object if strings else np.int64)
+    else:
+        checked = validate.sources(list(values), strings=strings)
+        if not strings:
+            checked = _integer_array(checked)
+    if what == "source" and checked.size:
+        _raise_on_repeat(checked)
+    return checked
+
+
+def _host_values(sources) -> np.ndarray:
+    if hasattr(sources, "dask") or hasattr(sources, "__dask_graph__"):
+        sources = sources.compute()
+    if hasattr(sources, "columns"):  # a one-column frame
+        if len(sources.columns) != 1:
+            raise InputError(f"sources as a frame must have one column, not {list(sources.columns)}")
+        sources = sources[sources.columns[0]]
+    if hasattr(sources, "to_pandas"):  # cuDF
+        sources = sources.to_pandas()
+    if isinstance(sources, pd.Series):
+        if sources.isna().any():
+            raise InputError("sources hold a null id")
+        dtype = getattr(sources.dtype, "numpy_dtype", None)
+        return sources.to_numpy(dtype=dtype if dtype is not None and dtype.kind in "iu" else None)
+    if hasattr(sources, "get") and hasattr(sources, "__cuda_array_interface__"):  # CuPy
+        return sources.get().ravel()
+    if isinstance(sources, (str, bytes)) or np.ndim(sources) == 0:
+        return np.array([sources], dtype=object)
+    if isinstance(sources, (list, tuple)):
+        array = np.array(sources, dtype=object)
+        if array.size and all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+                              for v in sources):
+            return _integer_array(array)
+        return array.ravel()
+    return np.asarray(sources).ravel()
+
+
+def _integer_array(values) -> np.ndarray:
+    try:
+        return np.asarray(values, dtype=np.int64)
+    except OverflowError:
+        return np.asarray(values, dtype=np.uint64)
+
+
+def _raise_on_repeat(values) -> None:
+    uniques, first, counts = np.unique(values, return_index=True, return_counts=True)
+    repeated = np.flatnonzero(counts > 1)
+    if repeated.size:
+        value = values[np.sort(first[repeated])[0]]
+        raise InputError(f"source vertex {_plain(value)!r} is given more than once")
+
+
+def _plain(value):
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def global_sources(graph, values) -> np.ndarray:
+    """Global ids of the sources ``values``; InputError naming the first one not in the graph."""
+    from gpipe.graph import _present_sources
+
+    built, executor = graph._built, graph._executor
+    if built.ids is None:
+        return source_ids.checked(values, _present_sources(built.layout, built.present_bits, list(values)))
+    located = executor.submit(source_ids.global_ids, built.backend, built.ids,
+                              source_ids.InputIds(_object_values(values)))
+    return np.asarray(executor.gather([located])[0], dtype=np.int64)
+
+
+def global_targets(graph, values) -> np.ndarray:
+    """Global ids of the targets ``values``, -1 for those not in the graph."""
+    from gpipe.graph import _present_sources
+
+    built, executor = graph._built, graph._executor
+    if values.size == 0:
+        return np.empty(0, dtype=np.int64)
+    if built.ids is None:
+        return np.asarray(_present_sources(built.layout, built.present_bits, list(values)), dtype=np.int64)
+    located = executor.submit(source_ids.locate, built.backend, built.ids, _object_values(values))
+    return np.asarray(executor.gather([located])[0], dtype=np.int64)
+
+
+def _object_values(values) -> np.ndarray:
+    """Python ints or strs, as :func:`gpipe.sources.locate` compares them."""
+    return np.array(values.tolist(), dtype=object)
+
+
+def target_column(backend_name, values, vertex_dtype):
+    """The targets as given, a Series of the graph's vertex dtype (the ``vertex`` column of
+    every batch with targets)."""
+    if backends.is_string_dtype(vertex_dtype):
+        series = pd.Series(list(values), dtype=vertex_dtype)
+    else:
+        series = pd.Series(np.asarray(values).astype(validate.numpy_dtype(vertex_dtype)))
+        if not isinstance(vertex_dtype, np.dtype):
+            series = series.astype(vertex_dtype)
+    if backend_name == backends.GPU:
+        return backends.get(backend_name).frames.Series(series)
+    return series
+
+
+# ---------------------------------------------------------------------------------------------
+# The frame
+# ---------------------------------------------------------------------------------------------
+
+
+def frame(graph, kind: str, sources, *, limit, targets, parents: bool):
+    """The lazy Dask DataFrame of a per-source query (see :meth:`gpipe.Graph.bfs_each`)."""
+    import dask
+    import dask.dataframe as dd
+
+    built = graph._built
+    values = source_values(sources, strings=built.string_ids)
+    target_values = None
+    if targets is not None:
+        target_values = source_values(targets, strings=built.string_ids, what="target")
+    query = Query(kind, built.backend, built.vertex_dtype, limit, parents, built.negative_weights,
+                  None, None)
+    if target_values is not None:
+        query = replace(query, targets=global_targets(graph, target_values),
+                        target_column=target_column(built.backend, target_values, built.vertex_dtype))
+    empty = meta(query)
+    if values.size == 0:
+        return dd.from_pandas(empty, npartitions=1) if built.backend == backends.CPU else \
+            dd.from_pandas(empty.to_pandas(), npartitions=1).to_backend("cudf")
+    found = global_sources(graph, values)
+    kernels = backends.get(built.backend).kernels
+    width = kernels.BFS_BATCH_WIDTH if kind == BFS else getattr(kernels, "SSSP_BATCH_WIDTH",
+                                                                 kernels.BFS_BATCH_WIDTH)
+    batches = [found[i:i + width] for i in range(0, found.size, width)]
+    token = uuid.uuid4().hex
+    name = f"{NAMES[kind]}-{token}"
+    if built.layout.n_owners == 1:
+        part = built.parts[0]
+        if not hasattr(part, "key"):  # in this process: the Partition itself, kept out of Dask's hashing
+            part = dask.delayed(part, name=f"gpipe-graph-{token}", traverse=False)
+        tasks = [dask.delayed(run_task, pure=False)(one_owner_batch, part, batch, query,
+                                                    dask_key_name=(name, i))
+                 for i, batch in enumerate(batches)]
+    else:
+        keys = [p.key for p in built.parts]
+        ids_key = None if built.ids is None else built.ids.key
+        stub = replace(built, parts=None, ids=None, executor=None, present_bits=None)
+        workers = list(graph._executor.workers)
+        tasks = [dask.delayed(multi_owner_batch, pure=False)(
+                     stub, keys, ids_key, workers, batch, values[i * width:(i + 1) * width], query,
+                     dask_key_name=(name, i))
+                 for i, batch in enumerate(batches)]
+    return dd.from_delayed(tasks, meta=empty, verify_meta=False)
+
+
+def meta(query: Query):
+    """The zero-row frame of a query's result: its columns and dtypes."""
+    be = backends.get(query.backend)
+    vertex_dtype = query.vertex_dtype
+    with_nulls = query.targets is not None
+    ids = _empty_ids(vertex_dtype)
+    distance = np.empty(0, dtype=DISTANCE[query.kind])
+    columns = {"source": ids, "vertex": ids.copy(),
+               "distance": _nullable(backends.CPU_BACKEND, distance, np.empty(0, dtype=bool))
+               if with_nulls else pd.Series(distance)}
+    if query.parents:
+        columns["parent"] = _nullable_ids(ids.copy(), vertex_dtype)
+    empty = pd.DataFrame(columns)
+    if be.name == backends.GPU:
+        return be.frames.DataFrame.from_pandas(empty)
+    return empty
+
+
+def _empty_ids(vertex_dtype) -> pd.Series:
+    if backends.is_string_dtype(vertex_dtype):
+        return pd.Series([], dtype=vertex_dtype)
+    return pd.Series(np.empty(0, dtype=vertex_dtype) if isinstance(vertex_dtype, np.dtype) else [],
+                     dtype=vertex_dtype)
+
+
+def _nullable_ids(series, vertex_dtype):
+    """The parent column's dtype: nullable integers (``Int64``, ``UInt32``...), strings as they are."""
+    if backends.is_string_dtype(vertex_dtype) or not isinstance(vertex_dtype, np.dtype):
+        return series
+    return pd.Series(pd.arrays.IntegerArray(series.to_numpy(), np.zeros(len(series), dtype=bool)))
+
+
+def _nullable(be, values, missing):
+    """``values`` (numbers) with nulls where ``missing``: pandas' masked arrays, or cuDF nulls."""
+    if be.name == backends.GPU:
+        series = be.frames.Series(values)
+        return series.mask(be.frames.Series(missing)) if missing is not None else series
+    if values.dtype.kind == "f":
+        return pd.arrays.FloatingArray(values, missing)
+    return pd.arrays.IntegerArray(values, missing)
+
+
+# ---------------------------------------------------------------------------------------------
+# One batch, where the partition is
+# ---------------------------------------------------------------------------------------------
+
+
+def one_owner_batch(part, sources, query: Query):
+    """The rows of one batch of sources (global ids) of a one-owner graph, traversed here."""
+    be = backends.get(part.backend)
+    xp = part.xp
+    kernels = be.kernels
+    batch = xp.asarray(np.asarray(sources, dtype=np.int64))
+    if query.kind == BFS:
+        dist = kernels.bfs_batch(part.indptr, part.indices, batch, query.limit, symmetric=part.symmetric)
+        parent = kernels.bfs_batch_parents(part.indptr, part.indices, dist, batch) if query.parents else None
+        reached = dist >= 0
+    else:
+        try:
+            dist, parent = kernels.sssp_batch(part.indptr, part.indices, part.weights, batch,
+                                              symmetric=part.symmetric,
+                                              negative_weights=query.negative_weights,
+                                              max_distance=query.limit)
+        except NegativeCycleError as error:
+            index = getattr(error, "source_index", 0)
+            raise NegativeCycleError(
+                "a negative-weight cycle is reachable from source "
+                f"{_input_id(part, int(sources[index]))!r}") from None
+        _raise_if_negative_loop_reached(part, sources, dist, query.limit)
+        reached = xp.isfinite(dist)
+    return batch_rows(part, part.ids, np.asarray(sources, dtype=np.int64), dist,
+                      parent if query.parents else None, reached, query)
+
+
+def _input_id(part, global_id):
+    return global_id if part.ids is None else source_ids.input_id(part.backend, part.ids, global_id)
+
+
+def _raise_if_negative_loop_reached(part, sources, dist, limit) -> None:
+    """NegativeCycleError naming the first source whose traversal reaches a negative self-loop
+    (the CSR keeps no self-loops, so the kernels never see them)."""
+    loops = part.negative_loops
+    if loops is None or loops.size == 0:
+        return
+    hit = part.xp.isfinite(dist[:, loops]).any(axis=1)
+    rows = np.flatnonzero(backends.get(part.backend).to_host(hit))
+    if rows.size:
+        raise NegativeCycleError(
+            "a negative-weight cycle is reachable from source "
+            f"{_input_id(part, int(sources[rows[0]]))!r}: the self-loop on vertex "
+            f"{_input_id(part, int(backends.get(part.backend).to_host(loops[0])))!r}")
+
+
+def batch_rows(part, ids, sources, dist, parent, reached, query: Query):
+    """Long-form rows of one batch from its ``k x n`` tables (global ids; ``ids`` maps them to
+    input ids, None where they are the input ids)."""
+    be = backends.get(part.backend)
+    xp = part.xp
+    k = sources.shape[0]
+    sources_dev = xp.asarray(sources)
+    if query.targets is None:
+        rows, vertex = xp.nonzero(reached)
+        source = sources_dev[rows]
+        distance = dist[rows, vertex]
+        missing = None
+        vertex_column = _ids_column(be, ids, vertex, None, query.vertex_dtype)
+    else:
+        targets = xp.asarray(query.targets)
+        present = targets >= 0
+        column = xp.maximum(targets, 0)
+        t = targets.shape[0]
+        rows = xp.repeat(xp.arange(k), t)
+        vertex = xp.tile(column, k)
+        source = sources_dev[rows]
+        distance = dist[rows, vertex]
+        missing = ~(reached[rows, vertex] & xp.tile(present, k))
+        positions = np.tile(np.arange(t), k)
+        vertex_column = query.target_column.take(be.xp.asarray(positions) if be.name == backends.GPU
+                                                 else positions).reset_index(drop=True)
+    columns = {"source": _ids_column(be, ids, source, None, query.vertex_dtype),
+               "vertex": vertex_column}
+    if query.kind == SSSP and missing is None:
+        columns["distance"] = be.frames.Series(distance) if be.name == backends.GPU else distance
+    elif missing is None:
+        columns["distance"] = distance.astype(np.int32)
+    else:
+        columns["distance"] = _nullable(be, distance.astype(DISTANCE[query.kind]), missing)
+    if query.parents:
+        parents = parent[rows, vertex]
+        parent_missing = parents < 0
+        if missing is not None:
+            parent_missing |= missing
+        columns["parent"] = _ids_column(be, ids, xp.maximum(parents, 0), parent_missing,
+                                        query.vertex_dtype)
+    frame = be.frames.DataFrame(columns)
+    be.synchronize()
+    return frame
+
+
+def _ids_column(be, ids, positions, missing, vertex_dtype):
+    """Input ids of global ids ``positions`` as a Series of the vertex dtype (nullable where
+    ``missing`` is given: null where it is True)."""
+    if ids is not None and be.strings.holds(ids):
+        return be.strings.to_column(be.strings.take(ids, positions, missing), vertex_dtype)
+    values = positions if ids is None else be.kernels.take(ids, positions)
+    values = values.astype(validate.numpy_dtype(vertex_dtype), copy=False)
+    if missing is not None:
+        column = _nullable(be, values, missing)
+        if be.name == backends.GPU:
+            return column
+        return pd.Series(column, copy=False).astype(vertex_dtype if not isinstance(vertex_dtype, np.dtype)
+                                                    else column.dtype)
+    if be.name == backends.GPU:
+        return be.frames.Series(values)
+    series = pd.Series(values, copy=False)
+    return series if isinstance(vertex_dtype, np.dtype) else series.astype(vertex_dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# Several owners: each source through the multi-owner traversal
+# ---------------------------------------------------------------------------------------------
+
+
+def multi_owner_batch(stub, part_keys, ids_key, workers, sources, values, query: Query):
+    """The rows of one batch of a multi-owner graph: one multi-owner traversal per source,
+    asked of the cluster from this task (the owners hold the partitions; this worker gathers
+    the per-source frames and keeps the reached rows)."""
+    from distributed import Future, worker_client
+
+    from gpipe import traverse
+    from gpipe.execution import OnCluster
+
+    with worker_client() as client:
+        executor = OnCluster(client, workers)
+        parts = [Future(key, client) for key in part_keys]
+        ids = None if ids_key is None else Future(ids_key, client)
+        built = replace(stub, parts=parts, ids=ids, executor=executor)
+        pieces = []
+        for s, value in zip(np.asarray(sources, dtype=np.int64), values):
+            one = np.array([s], dtype=np.int64)
+            try:
+                if query.kind == BFS:
+                    handles = traverse.bfs(executor, built, one, None if query.limit < 0 else query.limit)
+                else:
+                    handles = traverse.sssp(executor, built, one)
+                executor.wait(handles)
+                frames = executor.gather(handles)
+            except NegativeCycleError as error:
+                raise NegativeCycleError(f"{error} (source {_plain(value)!r})") from None
+            pieces.append(_long_rows(frames, _plain(value), query, stub))
+    be = backends.get(stub.backend)
+    return be.frames.concat(pieces, ignore_index=True) if pieces else meta(query)
+
+
+def _long_rows(frames, source_value, query: Query, stub):
+    """One source's per-owner result frames (vertex, distance, parent) as long-form rows;
+    ``source_value``: the source's input id."""
+    be = backends.get(stub.backend)
+    whole = be.frames.concat(frames, ignore_index=True)
+    reached = whole[whole["distance"].notna()]
+    if query.kind == SSSP and query.limit is not None:
+        reached = reached[reached["distance"] <= query.limit]
+    if query.targets is None:
+        result = reached.reset_index(drop=True)
+    else:
+        table = query.target_column.to_frame("vertex")
+        table["_order"] = be.frames.Series(np.arange(len(table)))
+        result = table.merge(reached, on="vertex", how="left").sort_values("_order")
+        result = result.drop(columns="_order").reset_index(drop=True)
+    id_dtype = result["vertex"].dtype
+    result.insert(0, "source", be.frames.Series([source_value] * len(result), dtype=id_dtype))
+    if not query.parents:
+        result = result.drop(columns="parent")
+    return result.astype(meta(query).dtypes.to_dict())

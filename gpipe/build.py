@@ -67,9 +67,12 @@ class Built:
     n_edges_input: int
     negative_weights: bool
     string_ids: bool = False  # ids are strings (always renumbered: ``ids`` holds them sorted)
+    # A one-owner graph on a cluster: the workers holding a copy of its partition (the owner
+    # first), where per-source batches run (gpipe.each); None otherwise.
+    replica_workers: list | None = None
 
 
-def build(executor, edges, *, directed, src, dst, weight, partitions=None) -> Built:
+def build(executor, edges, *, directed, src, dst, weight, partitions=None, replicas=None) -> Built:
     """Validate, number, shuffle and build ``edges`` into one partition per owner.
 
     ``partitions``: the number of owners, or None for the fewest workers whose memory holds
@@ -77,6 +80,7 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None) -> Bu
     the owners' memory cannot hold it.
     """
     requested = sizing.requested_partitions(partitions)
+    requested_replicas = sizing.requested_replicas(replicas)
     edges = validate.edge_frame(edges, src, dst, weight)
     backend_name = backends.name_of_frame(edges)
     strings = backends.is_string_dtype(edges.dtypes[src])  # then dst's too (validate.edge_frame)
@@ -98,7 +102,8 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None) -> Bu
         identity = low >= 0 and high + 1 <= IDENTITY_SLACK * rows + IDENTITY_EXTRA
         n_bound = high + 1 if identity else min(2 * rows, high - low + 1)
     size = sizing.GraphSize(rows=rows, n=n_bound, directed=directed, weighted=weight is not None)
-    executor = executor.for_owners(sizing.choose_owners(size, executor.memory(backend_name), requested))
+    memory = executor.memory(backend_name)
+    executor = executor.for_owners(sizing.choose_owners(size, memory, requested))
 
     if identity:
         ids, n = None, high + 1
@@ -128,6 +133,10 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None) -> Bu
             executor.submit(_packed_presence, part, owner=owner) for owner, part in enumerate(parts)])
     else:
         executor.wait(parts)
+    replica_workers = None
+    if layout.n_owners == 1 and hasattr(executor, "replicate"):
+        replica_workers = sizing.choose_replicas(size, memory, executor.workers[0], requested_replicas)
+        executor.replicate(parts, replica_workers)
     return Built(
         backend=backend_name,
         layout=layout,
@@ -141,6 +150,7 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None) -> Bu
         n_edges_input=rows,
         negative_weights=negative_weights,
         string_ids=strings,
+        replica_workers=replica_workers,
     )
 
 

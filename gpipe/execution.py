@@ -300,6 +300,12 @@ class OnCluster(Executor):
 
         return [m for m in sizing.cluster_memory(self.client, backend_name) if m.address in self.workers]
 
+    def replicate(self, handles: list, addresses: list) -> None:
+        """Copy the data behind ``handles`` to every worker of ``addresses`` (those that lack
+        it), so that tasks that need it may run on any of them."""
+        if len(addresses) > 1:
+            self.client.replicate(list(handles), workers=list(addresses))
+
     def for_owners(self, workers):
         owners = OnCluster(self.client, [w.address for w in workers])
         owners._install_handlers()

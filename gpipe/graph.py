@@ -27,7 +27,7 @@ class Graph:
 
     @classmethod
     def from_edges(cls, edges, *, directed=True, src="src", dst="dst", weight=None,
-                   partitions=None) -> "Graph":
+                   partitions=None, replicas=None) -> "Graph":
         """Build a graph from an edge DataFrame.
 
         Parameters
@@ -49,6 +49,12 @@ class Graph:
             fits one worker is traversed there with the one-owner kernels, without messages
             between workers (:mod:`gpipe.sizing` has the rule). An integer forces that many
             owners, at most the number of workers.
+        replicas : int or None
+            A graph with one owner on a cluster: how many workers hold a copy of its partition
+            (the owner included), so that the batches of :meth:`bfs_each` and
+            :meth:`sssp_each` run on all of them. None (the default, or Dask config
+            ``gpipe.replicas``): every worker with room for it (:mod:`gpipe.sizing`); 1: the
+            owner only. Single-source queries run on the owner either way.
 
         Returns
         -------
@@ -63,7 +69,7 @@ class Graph:
             with one integer column, null ids, NaN or infinite weights, no edges,
             or ids that no one integer dtype holds (uint64 ids above ``2**63 - 1`` in one
             column, negative ids in the other); ``partitions`` not a positive integer or more
-            than the workers.
+            than the workers; ``replicas`` not a positive integer.
         GraphTooLarge
             Before anything is built: the graph needs more memory than its owners have (the
             message gives both figures).
@@ -82,7 +88,7 @@ class Graph:
             executor = execution.current()
             with executor.span("gpipe-build"):
                 return builder.build(executor, edges, directed=directed, src=src, dst=dst,
-                                     weight=weight, partitions=partitions)
+                                     weight=weight, partitions=partitions, replicas=replicas)
 
         return cls(build(), directed=directed, weight=weight, rebuild=build)
 
@@ -95,6 +101,13 @@ class Graph:
     def num_partitions(self) -> int:
         """Number of owners the vertices are split among, each on its own Dask worker."""
         return self._built.layout.n_owners
+
+    @property
+    def replicas(self) -> int:
+        """Workers holding a copy of a one-owner graph's partition (1 without a cluster, or
+        with several owners), over which :meth:`bfs_each` and :meth:`sssp_each` spread."""
+        workers = self._built.replica_workers
+        return 1 if not workers else len(workers)
 
     @property
     def backend(self) -> str:

@@ -22,6 +22,7 @@ import dask
 from gpipe.errors import GraphTooLarge, InputError
 
 PARTITIONS_KEY = "gpipe.partitions"
+REPLICAS_KEY = "gpipe.replicas"
 FRACTION_KEY = "gpipe.memory-fraction"
 DEFAULT_FRACTION = 0.8
 IN_PROCESS = "in-process"  # the address of the one "worker" of a graph built without a client
@@ -132,6 +133,42 @@ def choose_owners(size: GraphSize, workers: list, requested: int | None) -> list
         f"worker(s) have {', '.join(_gib(w.free_bytes) for w in chosen)} of free {chosen[0].kind} "
         f"memory, of which gpipe uses {fraction:g} (Dask config {FRACTION_KEY!r}). "
         "Add workers or memory, or raise the fraction")
+
+
+def requested_replicas(replicas):
+    """``replicas`` as given, else Dask config ``gpipe.replicas``; None means as many as have room.
+
+    Raises InputError unless it is None, ``"auto"`` or a positive integer.
+    """
+    if replicas is None:
+        replicas = dask.config.get(REPLICAS_KEY, None)
+    if replicas is None or replicas == "auto":
+        return None
+    if isinstance(replicas, bool) or not isinstance(replicas, (int, str)):
+        raise InputError(f"replicas must be a positive integer or None, not {replicas!r}")
+    try:
+        count = int(replicas)
+    except ValueError:
+        raise InputError(f"replicas must be a positive integer or None, not {replicas!r}") from None
+    if count < 1:
+        raise InputError(f"replicas must be a positive integer or None, not {replicas!r}")
+    return count
+
+
+def choose_replicas(size: GraphSize, workers: list, owner: str, requested: int | None) -> list:
+    """The workers that hold a copy of a one-owner graph's partition, the owner first.
+
+    ``workers``: :class:`WorkerMemory` of every worker. A worker takes a copy when its budget
+    holds what the owner needs (:meth:`GraphSize.owner_bytes` of one owner), most free memory
+    first; ``requested`` caps the count (the owner included), None takes every such worker.
+    Never an error: a cluster with less room gives fewer replicas.
+    """
+    fraction = float(dask.config.get(FRACTION_KEY, DEFAULT_FRACTION))
+    need = size.owner_bytes(1)
+    others = sorted((w for w in workers if w.address != owner and need <= fraction * w.free_bytes),
+                    key=lambda w: (-w.free_bytes, w.address))
+    count = len(others) + 1 if requested is None else min(requested, len(others) + 1)
+    return [owner] + [w.address for w in others[:count - 1]]
 
 
 def in_process_memory(backend_name) -> WorkerMemory:

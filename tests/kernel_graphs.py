@@ -612,3 +612,94 @@ def check_owner_far_pile(kernels, xp, owner_class):
     kernels.sssp_owner_relax(owner.indptr, owner.indices, owner.weights, state, 6.0, -1)
     np.testing.assert_array_equal(_host(state.dist), [1.0, 2.0, 3.0, 9.0])  # 1 relaxed at 2: 2 at 3
     np.testing.assert_array_equal(_host(state.parent), [4, 0, 1, 7])
+
+
+# ---------------------------------------------------------------------------------------------
+# Batch kernels (bfs_batch, bfs_batch_parents, sssp_batch): one check per case, for either
+# backend. `kernels` is gpipe.kernels.cpu or .gpu; `device(a)` puts a host array where the
+# kernels want it and `host(a)` brings a result back.
+# ---------------------------------------------------------------------------------------------
+
+
+def _batch_graph(seed, directed, index_dtype, n=300, m=1200, dag=False, integer=True):
+    src, dst, w = random_edges(seed, n=n, m=m, directed=directed, dag=dag, integer=integer)
+    indptr, indices, weights = csr_rows(src, dst, w, 0, n, index_dtype)
+    return src, dst, w, indptr, indices, weights, scipy_graph(src, dst, w, n)
+
+
+def _batch_sources(seed, n, k):
+    return np.random.default_rng(seed + 7).choice(n, size=k, replace=False).astype(np.int64)
+
+
+def check_bfs_batch(kernels, device, host, index_dtype, directed, k, depth_limit):
+    """bfs_batch's table row i == scipy's BFS from sources[i]; parents valid per source."""
+    n = 300
+    src, dst, w, indptr, indices, _, graph = _batch_graph(k + 3, directed, index_dtype, n=n)
+    sources = _batch_sources(k, n, k)
+    width = kernels.BFS_BATCH_WIDTH
+    tables = []
+    for lo in range(0, k, width):
+        batch = sources[lo:lo + width]
+        dist = kernels.bfs_batch(device(indptr), device(indices), device(batch), depth_limit,
+                                 symmetric=not directed)
+        parent = kernels.bfs_batch_parents(device(indptr), device(indices), dist, device(batch))
+        tables.append((batch, host(dist), host(parent)))
+    ones = np.ones(src.size)
+    for batch, dist, parent in tables:
+        assert dist.shape == (batch.size, n) and dist.dtype == np.int32
+        assert parent.shape == (batch.size, n) and parent.dtype == np.int64
+        for i, s in enumerate(batch):
+            expected = scipy_bfs_dist(graph, [s])
+            if depth_limit >= 0:
+                expected = np.where(expected > depth_limit, -1, expected)
+            np.testing.assert_array_equal(dist[i], expected)
+            reached = dist[i] >= 0
+            assert_tree(src, dst, ones, dist[i].astype(np.float64), parent[i], [s], reached)
+
+
+def check_sssp_batch(kernels, device, host, index_dtype, directed, k, max_distance=None):
+    """sssp_batch row i == scipy's Dijkstra from sources[i] (within max_distance); trees valid."""
+    n = 300
+    src, dst, w, indptr, indices, weights, graph = _batch_graph(k + 11, directed, index_dtype, n=n)
+    sources = _batch_sources(k, n, k)
+    dist, parent = kernels.sssp_batch(device(indptr), device(indices), device(weights), device(sources),
+                                      symmetric=not directed, max_distance=max_distance)
+    dist, parent = host(dist), host(parent)
+    assert dist.shape == (k, n) and parent.shape == (k, n)
+    for i, s in enumerate(sources):
+        expected = csgraph.dijkstra(graph, directed=True, indices=[s])[0]
+        if max_distance is not None:
+            expected = np.where(expected > max_distance, np.inf, expected)
+        np.testing.assert_array_equal(dist[i], expected)
+        assert_tree(src, dst, w, dist[i], parent[i], [s], np.isfinite(dist[i]))
+
+
+def check_sssp_batch_negative(kernels, device, host, index_dtype):
+    """Bellman-Ford per source on a DAG with negative weights: == scipy's Bellman-Ford."""
+    n = 300
+    src, dst, w, indptr, indices, weights, graph = _batch_graph(5, True, index_dtype, n=n, dag=True)
+    sources = _batch_sources(5, n, 40)
+    dist, parent = kernels.sssp_batch(device(indptr), device(indices), device(weights), device(sources),
+                                      symmetric=False, negative_weights=True)
+    dist, parent = host(dist), host(parent)
+    for i, s in enumerate(sources):
+        expected = csgraph.bellman_ford(graph, directed=True, indices=[s])[0]
+        np.testing.assert_array_equal(dist[i], expected)
+        assert_tree(src, dst, w, dist[i], parent[i], [s], np.isfinite(dist[i]))
+
+
+def check_sssp_batch_negative_cycle(kernels, device, index_dtype):
+    """A negative cycle reachable from one source of the batch only: NegativeCycleError whose
+    source_index names that source."""
+    from gpipe.errors import NegativeCycleError
+
+    # 0 -> 1 -> 2 -> 0 costs -1 around; 3 -> 4 -> 5 is apart; the cycle's entry 6 -> 0.
+    src = np.array([0, 1, 2, 3, 4, 6], dtype=np.int64)
+    dst = np.array([1, 2, 0, 4, 5, 0], dtype=np.int64)
+    w = np.array([1.0, 1.0, -3.0, 2.0, 2.0, 1.0])
+    indptr, indices, weights = csr_rows(src, dst, w, 0, 7, index_dtype)
+    sources = np.array([3, 4, 6, 5], dtype=np.int64)
+    with pytest.raises(NegativeCycleError) as raised:
+        kernels.sssp_batch(device(indptr), device(indices), device(weights), device(sources),
+                           symmetric=False, negative_weights=True)
+    assert raised.value.source_index == 2

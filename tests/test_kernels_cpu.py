@@ -643,3 +643,57 @@ def test_twin_near_mid_far_by_thresholds():
     # 3 is still on the far pile (stale now: at 4 < 5, relaxed); its minimum is what it was put at.
     assert (counts.near, counts.mid, counts.far, counts.far_min) == (0, 0, 1, 7.0)
     assert counts.relaxed == 4 and counts.repeated == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Batch kernels (per-source queries): kernel_graphs.check_* shared with the GPU tests
+# ---------------------------------------------------------------------------------------------
+
+
+def _same(array):
+    return array
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+@pytest.mark.parametrize("directed", [True, False], ids=["directed", "undirected"])
+@pytest.mark.parametrize("k, depth_limit", [(1, -1), (64, -1), (150, -1), (40, 2), (64, 0)])
+def test_bfs_batch_matches_scipy_per_source(index_dtype, directed, k, depth_limit):
+    kernel_graphs.check_bfs_batch(cpu, _same, _same, index_dtype, directed, k, depth_limit)
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+@pytest.mark.parametrize("directed", [True, False], ids=["directed", "undirected"])
+@pytest.mark.parametrize("max_distance", [None, 12.0])
+def test_sssp_batch_matches_scipy_per_source(index_dtype, directed, max_distance):
+    kernel_graphs.check_sssp_batch(cpu, _same, _same, index_dtype, directed, 37, max_distance)
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+def test_sssp_batch_negative_weights_is_bellman_ford_per_source(index_dtype):
+    kernel_graphs.check_sssp_batch_negative(cpu, _same, _same, index_dtype)
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+def test_sssp_batch_names_the_source_that_reaches_a_negative_cycle(index_dtype):
+    kernel_graphs.check_sssp_batch_negative_cycle(cpu, _same, index_dtype)
+
+
+def test_bfs_batch_refuses_more_sources_than_its_width():
+    indptr, indices = np.zeros(cpu.BFS_BATCH_WIDTH + 2, dtype=np.int64), np.empty(0, dtype=np.int32)
+    with pytest.raises(ValueError, match="at most"):
+        cpu.bfs_batch(indptr, indices, np.arange(cpu.BFS_BATCH_WIDTH + 1), -1, symmetric=False)
+
+
+def test_bfs_batch_directed_with_in_edges_goes_bottom_up_and_agrees():
+    """A directed graph given its in-edges (the transpose) may go bottom-up: same table."""
+    n = 300
+    src, dst, w = random_edges(3, n=n, m=4000)
+    indptr, indices, _ = csr_rows(src, dst, w, 0, n, np.int32)
+    in_indptr, in_indices, _ = csr_rows(dst, src, w, 0, n, np.int32)
+    sources = np.arange(0, 128, 2, dtype=np.int64)
+    top_down = cpu.bfs_batch(indptr, indices, sources, -1, symmetric=False)
+    both = cpu.bfs_batch(indptr, indices, sources, -1, symmetric=False, in_indptr=in_indptr,
+                         in_indices=in_indices)
+    np.testing.assert_array_equal(top_down, both)
+    np.testing.assert_array_equal(top_down, np.vstack([scipy_bfs_dist(scipy_graph(src, dst, w, n), [s])
+                                                       for s in sources]))

@@ -5,11 +5,11 @@
 >>> gpipe.bfs(edges, 42).to_parquet("out/")          # doctest: +SKIP
 """
 
-from gpipe.api import bfs, sssp
+from gpipe.api import bfs, bfs_each, sssp, sssp_each
 from gpipe.errors import ClientClosed, GpipeError, GraphLost, GraphTooLarge, InputError, NegativeCycleError, OutOfMemory
 from gpipe.graph import Graph
 from gpipe.io import read_edges
 
 __all__ = ["ClientClosed", "Graph", "GpipeError", "GraphLost", "GraphTooLarge", "InputError", "NegativeCycleError",
-           "OutOfMemory", "bfs", "read_edges", "sssp"]
+           "OutOfMemory", "bfs", "bfs_each", "read_edges", "sssp", "sssp_each"]
 __version__ = "0.1.0"

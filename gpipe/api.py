@@ -116,3 +116,89 @@ def sssp(edges, source, *, directed=True, src="src", dst="dst", weight="weight",
     graph = Graph.from_edges(edges, directed=directed, src=src, dst=dst, weight=weight,
                              partitions=partitions)
     return graph.sssp(source)
+
+
+def bfs_each(edges, sources, *, directed=True, depth_limit=None, targets=None, parents=False,
+             src="src", dst="dst", partitions=None, replicas=None):
+    """Breadth-first search from each of ``sources`` on its own, over an edge list.
+
+    Parameters
+    ----------
+    edges : dask.dataframe.DataFrame
+        One row per edge, pandas- or cuDF-backed (see :func:`bfs`).
+    sources : list, array, Series, or a Dask Series / one-column frame
+        Start vertex ids, each traversed on its own (a Dask collection is computed once).
+    directed, depth_limit, src, dst, partitions
+        As in :func:`bfs`.
+    targets : list, array or Series of ids, optional
+        One row per source and target (null distance where unreached or not in the graph).
+    parents : bool, default False
+        Add a ``parent`` column.
+    replicas : int or None
+        See :meth:`gpipe.Graph.from_edges`.
+
+    Returns
+    -------
+    dask.dataframe.DataFrame
+        Lazy, one partition per batch of sources: ``source``, ``vertex``, ``distance``
+        (int32) and ``parent`` when asked for (see :meth:`gpipe.Graph.bfs_each`).
+
+    Raises
+    ------
+    InputError
+        As :func:`bfs`; a source given twice.
+
+    Examples
+    --------
+    >>> import pandas as pd, gpipe
+    >>> edges = pd.DataFrame({"src": [10, 20, 30], "dst": [20, 30, 40]})
+    >>> gpipe.bfs_each(edges, [20, 10], targets=[40]).compute()["distance"].tolist()
+    [2, 3]
+    """
+    graph = Graph.from_edges(edges, directed=directed, src=src, dst=dst, partitions=partitions,
+                             replicas=replicas)
+    return graph.bfs_each(sources, depth_limit=depth_limit, targets=targets, parents=parents)
+
+
+def sssp_each(edges, sources, *, directed=True, max_distance=None, targets=None, parents=False,
+              src="src", dst="dst", weight="weight", partitions=None, replicas=None):
+    """Shortest paths by weight from each of ``sources`` on its own, over an edge list.
+
+    Parameters
+    ----------
+    edges : dask.dataframe.DataFrame
+        One row per edge with finite numbers in ``weight``.
+    sources, targets, parents, replicas
+        As in :func:`bfs_each`.
+    directed, src, dst, weight, partitions
+        As in :func:`sssp`.
+    max_distance : float or None
+        Vertices farther from a source are unreached for it.
+
+    Returns
+    -------
+    dask.dataframe.DataFrame
+        ``source``, ``vertex``, ``distance`` (float64) and ``parent`` when asked for (see
+        :meth:`gpipe.Graph.sssp_each`).
+
+    Raises
+    ------
+    InputError
+        As :func:`sssp`; a source given twice.
+    NegativeCycleError
+        When computed: a negative cycle is reachable from a source.
+
+    Examples
+    --------
+    >>> import pandas as pd, gpipe
+    >>> edges = pd.DataFrame({"src": [0, 0, 1], "dst": [1, 2, 2], "weight": [1.0, 5.0, 1.5]})
+    >>> gpipe.sssp_each(edges, [0, 1], targets=[2]).compute()["distance"].tolist()
+    [2.5, 1.5]
+    """
+    if weight is None:
+        from gpipe.errors import InputError
+
+        raise InputError("sssp_each needs a weight column: pass weight='<column>'")
+    graph = Graph.from_edges(edges, directed=directed, src=src, dst=dst, weight=weight,
+                             partitions=partitions, replicas=replicas)
+    return graph.sssp_each(sources, max_distance=max_distance, targets=targets, parents=parents)

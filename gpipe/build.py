@@ -67,9 +67,9 @@ class Built:
     n_edges_input: int
     negative_weights: bool
     string_ids: bool = False  # ids are strings (always renumbered: ``ids`` holds them sorted)
-    # A one-owner graph on a cluster: the workers holding a copy of its partition (the owner
-    # first), where per-source batches run (gpipe.each); None otherwise.
-    replica_workers: list | None = None
+    # A one-owner graph on a cluster: handles to copies of its partition, each on a worker of
+    # its own (parts[0] first), over which per-source batches spread (gpipe.each); else None.
+    replicas: list | None = None
 
 
 def build(executor, edges, *, directed, src, dst, weight, partitions=None, replicas=None) -> Built:
@@ -133,10 +133,10 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
             executor.submit(_packed_presence, part, owner=owner) for owner, part in enumerate(parts)])
     else:
         executor.wait(parts)
-    replica_workers = None
+    replicas = None
     if layout.n_owners == 1 and hasattr(executor, "replicate"):
-        replica_workers = sizing.choose_replicas(size, memory, executor.workers[0], requested_replicas)
-        executor.replicate(parts, replica_workers)
+        addresses = sizing.choose_replicas(size, memory, executor.workers[0], requested_replicas)
+        replicas = executor.replicate(parts[0], addresses)
     return Built(
         backend=backend_name,
         layout=layout,
@@ -150,7 +150,7 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
         n_edges_input=rows,
         negative_weights=negative_weights,
         string_ids=strings,
-        replica_workers=replica_workers,
+        replicas=replicas,
     )
 
 

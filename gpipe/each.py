@@ -199,22 +199,24 @@ def frame(graph, kind: str, sources, *, limit, targets, parents: bool):
     batches = [found[i:i + width] for i in range(0, found.size, width)]
     token = uuid.uuid4().hex
     name = f"{NAMES[kind]}-{token}"
+    # One key group per batch ((name-i, 0)): the scheduler then places each batch next to
+    # its partition, as it does tasks with dependencies, rather than as "root-ish" tasks of
+    # one large group, which it hands to any free worker with no regard for where their data
+    # is (copying the graph there). key_split of every batch is still NAMES[kind].
+    keys = [(f"{name}-{i}", 0) for i in range(len(batches))]
     if built.layout.n_owners == 1:
-        part = built.parts[0]
-        if not hasattr(part, "key"):  # in this process: the Partition itself, kept out of Dask's hashing
-            part = dask.delayed(part, name=f"gpipe-graph-{token}", traverse=False)
-        tasks = [dask.delayed(run_task, pure=False)(one_owner_batch, part, batch, query,
-                                                    dask_key_name=(name, i))
-                 for i, batch in enumerate(batches)]
+        copies = built.replicas or built.parts
+        if not hasattr(copies[0], "key"):  # in this process: the Partition itself, kept out of Dask's hashing
+            copies = [dask.delayed(copies[0], name=f"gpipe-graph-{token}", traverse=False)]
+        tasks = [dask.delayed(run_task, pure=False)(one_owner_batch, copies[i % len(copies)], batch, query,
+                                                    dask_key_name=key)
+                 for i, (batch, key) in enumerate(zip(batches, keys))]
     else:
-        keys = [p.key for p in built.parts]
-        ids_key = None if built.ids is None else built.ids.key
-        stub = replace(built, parts=None, ids=None, executor=None, present_bits=None)
-        workers = list(graph._executor.workers)
-        tasks = [dask.delayed(multi_owner_batch, pure=False)(
-                     stub, keys, ids_key, workers, batch, values[i * width:(i + 1) * width], query,
-                     dask_key_name=(name, i))
-                 for i, batch in enumerate(batches)]
+        batch_fn = MultiOwnerBatch(replace(built, ids=None, executor=None, present_bits=None, parts=None, replicas=None),
+                                   built.parts, built.ids, list(graph._executor.workers))
+        tasks = [dask.delayed(batch_fn, pure=False)(batch, values[i * width:(i + 1) * width], query,
+                                                    dask_key_name=key)
+                 for i, (batch, key) in enumerate(zip(batches, keys))]
     return dd.from_delayed(tasks, meta=empty, verify_meta=False)
 
 
@@ -381,35 +383,55 @@ def _ids_column(be, ids, positions, missing, vertex_dtype):
 # ---------------------------------------------------------------------------------------------
 
 
-def multi_owner_batch(stub, part_keys, ids_key, workers, sources, values, query: Query):
-    """The rows of one batch of a multi-owner graph: one multi-owner traversal per source,
-    asked of the cluster from this task (the owners hold the partitions; this worker gathers
-    the per-source frames and keeps the reached rows)."""
-    from distributed import Future, worker_client
+class MultiOwnerBatch:
+    """The task of one batch of a multi-owner graph: one multi-owner traversal per source,
+    asked of the cluster from the task (the owners hold the partitions; this worker gathers
+    the per-source frames and keeps the reached rows).
 
-    from gpipe import traverse
-    from gpipe.execution import OnCluster
+    It holds the graph's partition futures while the frame that calls it lives, so that the
+    partitions outlive a graph object dropped before the frame is computed; what is sent to
+    the scheduler holds their keys only (:meth:`__reduce__`), so no partition moves to the
+    batch's worker.
+    """
 
-    with worker_client() as client:
-        executor = OnCluster(client, workers)
-        parts = [Future(key, client) for key in part_keys]
-        ids = None if ids_key is None else Future(ids_key, client)
-        built = replace(stub, parts=parts, ids=ids, executor=executor)
+    def __init__(self, stub, parts, ids, workers, keys=None):
+        self.stub = stub
+        self.parts = parts  # the futures (None once unpickled on a worker)
+        self.part_keys = keys[0] if keys else [p.key for p in parts]
+        self.ids_key = keys[1] if keys else (None if ids is None else ids.key)
+        self.ids = ids
+        self.workers = workers
+        self.__name__ = "multi_owner_batch"
+
+    def __reduce__(self):
+        return MultiOwnerBatch, (self.stub, None, None, self.workers, (self.part_keys, self.ids_key))
+
+    def __call__(self, sources, values, query: Query):
+        from distributed import Future, worker_client
+
+        from gpipe import traverse
+        from gpipe.execution import OnCluster
+
+        stub = self.stub
         pieces = []
-        for s, value in zip(np.asarray(sources, dtype=np.int64), values):
-            one = np.array([s], dtype=np.int64)
-            try:
-                if query.kind == BFS:
-                    handles = traverse.bfs(executor, built, one, None if query.limit < 0 else query.limit)
-                else:
-                    handles = traverse.sssp(executor, built, one)
-                executor.wait(handles)
-                frames = executor.gather(handles)
-            except NegativeCycleError as error:
-                raise NegativeCycleError(f"{error} (source {_plain(value)!r})") from None
-            pieces.append(_long_rows(frames, _plain(value), query, stub))
-    be = backends.get(stub.backend)
-    return be.frames.concat(pieces, ignore_index=True) if pieces else meta(query)
+        with worker_client() as client:
+            executor = OnCluster(client, self.workers)
+            parts = [Future(key, client) for key in self.part_keys]
+            ids = None if self.ids_key is None else Future(self.ids_key, client)
+            built = replace(stub, parts=parts, ids=ids, executor=executor)
+            for s, value in zip(np.asarray(sources, dtype=np.int64), values):
+                one = np.array([s], dtype=np.int64)
+                try:
+                    if query.kind == BFS:
+                        handles = traverse.bfs(executor, built, one, None if query.limit < 0 else query.limit)
+                    else:
+                        handles = traverse.sssp(executor, built, one)
+                    frames = executor.gather(handles)
+                except NegativeCycleError as error:
+                    raise NegativeCycleError(f"{error} (source {_plain(value)!r})") from None
+                pieces.append(_long_rows(frames, _plain(value), query, stub))
+        be = backends.get(stub.backend)
+        return be.frames.concat(pieces, ignore_index=True) if pieces else meta(query)
 
 
 def _long_rows(frames, source_value, query: Query, stub):

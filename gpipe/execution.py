@@ -300,11 +300,20 @@ class OnCluster(Executor):
 
         return [m for m in sizing.cluster_memory(self.client, backend_name) if m.address in self.workers]
 
-    def replicate(self, handles: list, addresses: list) -> None:
-        """Copy the data behind ``handles`` to every worker of ``addresses`` (those that lack
-        it), so that tasks that need it may run on any of them."""
-        if len(addresses) > 1:
-            self.client.replicate(list(handles), workers=list(addresses))
+    def replicate(self, handle, addresses: list) -> list:
+        """Handles to copies of the data behind ``handle`` (on ``addresses[0]``), one on each
+        other worker of ``addresses``, each under a key of its own; ``handle`` first.
+
+        Copies, not Dask replicas of one key: the scheduler's active memory manager drops the
+        extra replicas of a key that no task waits for, and a copy lost with its worker is made
+        again from ``handle`` (its lineage) wherever Dask runs it then.
+        """
+        copies = [handle]
+        for j, address in enumerate(addresses[1:], start=1):
+            copies.append(self.client.submit(_replica, handle, key=f"gpipe-replica-{j}-{uuid.uuid4().hex}",
+                                             workers=[address], allow_other_workers=True))
+        self.wait(copies)
+        return copies
 
     def for_owners(self, workers):
         owners = OnCluster(self.client, [w.address for w in workers])
@@ -373,6 +382,11 @@ class OnCluster(Executor):
         frame = self.client.persist(frame)
         wait(frame)
         return frame
+
+
+def _replica(data):
+    """``data`` as this worker received it: a copy of another worker's."""
+    return data
 
 
 def _lost(what: str):

@@ -106,8 +106,8 @@ class Graph:
     def replicas(self) -> int:
         """Workers holding a copy of a one-owner graph's partition (1 without a cluster, or
         with several owners), over which :meth:`bfs_each` and :meth:`sssp_each` spread."""
-        workers = self._built.replica_workers
-        return 1 if not workers else len(workers)
+        copies = self._built.replicas
+        return 1 if not copies else len(copies)
 
     @property
     def backend(self) -> str:

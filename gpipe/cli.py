@@ -11,6 +11,7 @@
     gpipe bench (--scale S | --grid SIDE | --edges PATH) [--algo bfs|sssp|both] [--sources N]
                 [--ids dense|sparse|string]
                 [--backend auto|cpu|gpu] [--workers K] [--compare-scipy] [--end-to-end] [--json PATH] ...
+    gpipe bench --scale S --each N [--targets M] [--each-parquet] [--algo ...] [--workers K] [--compare-scipy]
 
 ``warmup`` compiles every kernel into Numba's on-disk cache (and warms the GPU kernels where a
 GPU is usable), so that the first query of a later process compiles nothing; see
@@ -115,6 +116,10 @@ def _argument_types(signature) -> str:
 
 
 def _bench(args, pipeline):
+    if args.each:
+        from gpipe import bench_each
+
+        return bench_each.main(args)
     from gpipe import bench  # imports nothing of the GPU's until a GPU run asks for it
 
     return bench.main(args)
@@ -243,5 +248,11 @@ def _add_bench_parser(commands):
                        help="builds of the graph from the persisted edges, each timed (default: 1)")
     bench.add_argument("--no-scipy-check", action="store_true",
                        help="skip comparing the first source's distances with SciPy (done up to 2**22 vertices)")
+    bench.add_argument("--each", type=int, metavar="N",
+                       help="time bfs_each/sssp_each from N random sources instead (gpipe/bench_each.py)")
+    bench.add_argument("--targets", type=int, metavar="M",
+                       help="--each: a distance table to M random vertices")
+    bench.add_argument("--each-parquet", action="store_true",
+                       help="--each: also time bfs_each(depth_limit=2).to_parquet (rows/s, peak memory)")
     bench.add_argument("--tmpdir", metavar="DIR", help="where --end-to-end writes its Parquet files")
     bench.add_argument("--json", metavar="PATH", help="write the full report here")

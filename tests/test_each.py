@@ -203,8 +203,8 @@ def test_empty_sources_give_an_empty_frame_of_the_right_columns(engine):
 @pytest.mark.parametrize("kind", ["pandas", "dask", "numpy", "frame"])
 def test_sources_as_a_column_of_another_frame(engine, kind):
     edges = reference.random_edges(n=200, m=700, seed=13)
-    sources = sources_of(edges, 20, seed=6)
-    flagged = pd.DataFrame({"account": sources, "score": np.arange(20)})
+    sources = sources_of(edges, 8, seed=6)
+    flagged = pd.DataFrame({"account": sources, "score": np.arange(8)})
     given = {"pandas": flagged["account"],
              "dask": dd.from_pandas(flagged, npartitions=3)["account"],
              "numpy": flagged["account"].to_numpy().astype(np.uint32),

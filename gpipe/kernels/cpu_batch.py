@@ -79,8 +79,8 @@ def _lowest_bit_index(bit, table):
 
 
 @kernel(*each_index(lambda indices: (INT64S, indices, INT64S, INT64, BOOL, INT64S, indices,
-                                      INT32S_2D)), parallel=True)
-def _ms_bfs(indptr, indices, sources, depth_limit, bottom_up, in_indptr, in_indices, dist):
+                                      INT32S_2D, FLOAT64)), parallel=True)
+def _ms_bfs(indptr, indices, sources, depth_limit, bottom_up, in_indptr, in_indices, dist, alpha):
     """Fill ``dist`` (k x n, -1 everywhere on entry) with the hops from each of ``sources``."""
     n = indptr.shape[0] - 1
     k = sources.shape[0]
@@ -103,7 +103,7 @@ def _ms_bfs(indptr, indices, sources, depth_limit, bottom_up, in_indptr, in_indi
     level = 0
     active = k
     while active > 0 and (depth_limit < 0 or level < depth_limit):
-        if bottom_up and frontier_edges * ALPHA > m:
+        if bottom_up and frontier_edges * alpha > m:
             for v in numba.prange(n):
                 missing = full & ~seen[v]
                 if missing != 0:
@@ -267,7 +267,8 @@ def _sssp_sources(indptr, indices, weights, sources, max_distance, negative_weig
 # ---------------------------------------------------------------------------------------------
 
 
-def bfs_batch(indptr, indices, sources, depth_limit, *, symmetric, in_indptr=None, in_indices=None):
+def bfs_batch(indptr, indices, sources, depth_limit, *, symmetric, in_indptr=None, in_indices=None,
+              alpha=ALPHA):
     """Hop distances from each of up to 64 sources, by bit-parallel multi-source BFS [1].
 
     Parameters
@@ -316,7 +317,8 @@ def bfs_batch(indptr, indices, sources, depth_limit, *, symmetric, in_indptr=Non
     bottom_up = in_indptr is not None and in_indices is not None
     if not bottom_up:
         in_indptr, in_indices = indptr, indices
-    _ms_bfs(indptr, indices, sources, np.int64(depth_limit), bottom_up, in_indptr, in_indices, dist)
+    _ms_bfs(indptr, indices, sources, np.int64(depth_limit), bottom_up, in_indptr, in_indices, dist,
+            float(alpha))
     return dist
 
 

@@ -1,0 +1,290 @@
+"""``gpipe bench --each N``: time the per-source queries (``Graph.bfs_each`` / ``sssp_each``).
+
+What is timed (``time.perf_counter`` here, in the client's process):
+
+* **Total**: ``graph.bfs_each(sources[, targets=...]).compute()`` (or ``sssp_each``) for ``N``
+  random sources (distinct vertices with an edge), from the call to the computed frame: the
+  batches' traversals, their rows, and Dask bringing the rows here. **Per source** is total / N.
+  A first query over a few sources (compilation, caches) is run before the clock starts.
+* **SciPy** (CPU, ``--compare-scipy``): ``scipy.sparse.csgraph.shortest_path(csr,
+  unweighted=True, indices=sources)`` (BFS; ``method="D"`` for SSSP) on the same graph's CSR,
+  and the ratio SciPy / gpipe. The first source's row is compared with gpipe's distances.
+* **Streamed** (``--each-parquet``): ``bfs_each(sources, depth_limit=2).to_parquet(dir)``;
+  rows per second and the peak memory while it ran: the growth of CuPy's memory pool on GPU
+  (as in gpipe/bench.py), the growth of the resident set on CPU (sampled every 10 ms; on a
+  cluster, of every worker, summed).
+* **Replicas** (``--workers K`` with K >= 2): the total with the graph copied to every worker
+  that has room against the same graph built with ``replicas=1``, the throughput ratio, and
+  whether the two frames are identical.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+from gpipe import backend as backends
+from gpipe import generators
+from gpipe.graph import Graph
+
+WARM_SOURCES = 4
+RSS_SAMPLE_S = 0.01
+# CPU, kron20, 64 sources of bfs_each: at least this many times faster than SciPy (issue 16).
+SCIPY_RATIO_TARGET = 100.0
+REPLICA_RATIO_TARGET = 1.4
+
+
+def run(*, scale, each, targets=0, algo="bfs", backend="auto", workers=0, seed=0,
+        compare_scipy=False, parquet=False, tmpdir=None) -> dict:
+    """Build a Kronecker graph of ``2**scale`` vertex ids and time ``each`` sources' queries.
+
+    Parameters
+    ----------
+    scale : int
+        Graph500 Kronecker graph (undirected; weights 1..255 for SSSP).
+    each : int
+        Sources per query.
+    targets : int
+        With M > 0, a distance table to M random vertices instead of every reached vertex.
+    algo : {"bfs", "sssp", "both"}
+    backend : {"auto", "cpu", "gpu"}
+    workers : int
+        0: no Dask client. K >= 1: a local cluster of K workers; with K >= 2 also the replicas
+        comparison.
+    compare_scipy : bool
+        CPU: time SciPy's ``shortest_path`` on the same sources.
+    parquet : bool
+        Also time ``bfs_each(depth_limit=2).to_parquet``.
+
+    Returns
+    -------
+    dict
+        ``graph``, ``rows`` (one per timed query) and the settings.
+    """
+    from gpipe.bench import _cluster
+
+    backend_name = backends.resolve(backend)
+    algos = ["bfs", "sssp"] if algo == "both" else [algo]
+    weighted = "sssp" in algos
+    report = {"scale": scale, "each": each, "targets": targets, "backend": backend_name,
+              "workers": workers, "rows": []}
+    with _cluster(backend_name, workers) as client:
+        xp = "cupy" if backend_name == backends.GPU else "numpy"
+        edges = generators.kronecker_edges(scale, seed=seed, weights=weighted, xp=xp)
+        started = time.perf_counter()
+        graph = Graph.from_edges(edges, directed=False, weight="weight" if weighted else None)
+        report["build_s"] = time.perf_counter() - started
+        report["graph"] = repr(graph)
+        report["replicas"] = graph.replicas
+        rng = np.random.default_rng(seed + 1)
+        vertices = _vertices(edges)
+        sources = rng.choice(vertices, size=min(each, len(vertices)), replace=False)
+        chosen_targets = rng.choice(vertices, size=targets, replace=True) if targets else None
+        csr = _host_csr(graph) if compare_scipy and backend_name == backends.CPU else None
+        for kind in algos:
+            report["rows"].append(_time_query(graph, kind, sources, chosen_targets, csr))
+        if parquet:
+            report["rows"].append(_time_parquet(graph, sources, client, tmpdir))
+        if client is not None and workers >= 2:
+            single = Graph.from_edges(edges, directed=False, weight="weight" if weighted else None,
+                                      replicas=1)
+            for kind in algos:
+                report["rows"].append(_compare_replicas(graph, single, kind, sources, chosen_targets))
+    return report
+
+
+def _vertices(edges) -> np.ndarray:
+    """The distinct vertices with an edge, on the host (input ids: kept as they are)."""
+    src = edges["src"]
+    values = src.to_numpy() if hasattr(src, "to_numpy") else src.values
+    if hasattr(values, "get"):
+        values = values.get()
+    return np.unique(np.asarray(values))
+
+
+def _query(graph, kind, sources, targets):
+    if kind == "bfs":
+        return graph.bfs_each(sources, targets=targets)
+    return graph.sssp_each(sources, targets=targets)
+
+
+def _time_query(graph, kind, sources, targets, csr) -> dict:
+    _query(graph, kind, sources[:WARM_SOURCES], targets).compute()
+    started = time.perf_counter()
+    frame = _query(graph, kind, sources, targets).compute()
+    total = time.perf_counter() - started
+    row = {"query": f"{kind}_each", "sources": len(sources), "rows": len(frame), "total_s": total,
+           "per_source_ms": 1e3 * total / len(sources)}
+    if csr is not None:
+        row.update(_scipy(csr, kind, sources, frame, total, targets is None))
+    return row
+
+
+def _scipy(csr, kind, sources, frame, total, whole) -> dict:
+    from scipy.sparse.csgraph import shortest_path
+
+    started = time.perf_counter()
+    if kind == "bfs":
+        table = shortest_path(csr, unweighted=True, indices=sources)
+    else:
+        table = shortest_path(csr, method="D", indices=sources)
+    seconds = time.perf_counter() - started
+    agrees = None
+    if whole:
+        first = frame[frame["source"] == sources[0]]
+        got = np.full(table.shape[1], np.inf)
+        got[_to_host(first["vertex"])] = _to_host(first["distance"]).astype(np.float64)
+        agrees = bool(np.array_equal(got, table[0]))
+    return {"scipy_s": seconds, "scipy_ratio": seconds / total, "scipy_agrees": agrees}
+
+
+def _to_host(series) -> np.ndarray:
+    values = series.to_numpy() if not hasattr(series, "to_cupy") else series.to_cupy().get()
+    return np.asarray(values)
+
+
+def _time_parquet(graph, sources, client, tmpdir) -> dict:
+    """``bfs_each(depth_limit=2).to_parquet``: rows per second and peak memory."""
+    import dask.dataframe as dd
+
+    from gpipe.bench import _pool_mark_all, _pool_peak_all
+
+    with tempfile.TemporaryDirectory(dir=tmpdir) as directory:
+        path = os.path.join(directory, "each")
+        mark = _pool_mark_all(graph.backend, client)
+        with _rss_peak(client) as peak:
+            started = time.perf_counter()
+            graph.bfs_each(sources, depth_limit=2).to_parquet(path)
+            seconds = time.perf_counter() - started
+        rows = len(dd.read_parquet(path))
+        device_peak = _pool_peak_all(graph, mark)
+    return {"query": "bfs_each depth_limit=2 to_parquet", "sources": len(sources), "rows": rows,
+            "total_s": seconds, "rows_per_s": rows / seconds, "per_source_ms": 1e3 * seconds / len(sources),
+            "peak_bytes": device_peak if device_peak is not None else peak["bytes"],
+            "peak_kind": "device (CuPy pool)" if device_peak is not None else "host RSS growth"}
+
+
+@contextlib.contextmanager
+def _rss_peak(client):
+    """The growth of the resident set over the block: this process's, or every worker's summed."""
+    if client is not None:
+        client.run(_start_rss_sampler)
+        found = {"bytes": 0}
+        try:
+            yield found
+        finally:
+            found["bytes"] = int(sum(client.run(_stop_rss_sampler).values()))
+        return
+    _start_rss_sampler()
+    found = {"bytes": 0}
+    try:
+        yield found
+    finally:
+        found["bytes"] = _stop_rss_sampler()
+
+
+_SAMPLER = {}
+
+
+def _start_rss_sampler():
+    import psutil
+
+    process = psutil.Process()
+    state = {"base": process.memory_info().rss, "peak": 0, "stop": threading.Event()}
+
+    def sample():
+        while not state["stop"].is_set():
+            state["peak"] = max(state["peak"], process.memory_info().rss)
+            state["stop"].wait(RSS_SAMPLE_S)
+
+    state["thread"] = threading.Thread(target=sample, daemon=True)
+    state["thread"].start()
+    _SAMPLER["state"] = state
+
+
+def _stop_rss_sampler() -> int:
+    state = _SAMPLER.pop("state")
+    state["stop"].set()
+    state["thread"].join()
+    return max(0, state["peak"] - state["base"])
+
+
+def _compare_replicas(graph, single, kind, sources, targets) -> dict:
+    """The same query on the graph with every replica and with one: totals, ratio, equality."""
+    times, frames = {}, {}
+    for name, g in (("replicas", graph), ("one", single)):
+        _query(g, kind, sources[:WARM_SOURCES], targets).compute()
+        started = time.perf_counter()
+        frames[name] = _query(g, kind, sources, targets).compute()
+        times[name] = time.perf_counter() - started
+    identical = frames["replicas"].reset_index(drop=True).equals(frames["one"].reset_index(drop=True))
+    return {"query": f"{kind}_each replicas={graph.replicas} vs 1", "sources": len(sources),
+            "rows": len(frames["replicas"]), "total_s": times["replicas"], "one_replica_s": times["one"],
+            "per_source_ms": 1e3 * times["replicas"] / len(sources),
+            "replica_ratio": times["one"] / times["replicas"], "identical": identical}
+
+
+def _host_csr(graph):
+    """The one-owner graph's CSR as a SciPy matrix on the host (weights, or ones)."""
+    import scipy.sparse as sp
+
+    ex = graph._executor
+    indptr, indices, weights = ex.gather([ex.submit(_csr_arrays, graph._built.parts[0], owner=0)])[0]
+    n = len(indptr) - 1
+    data = weights if weights is not None else np.ones(len(indices), dtype=np.float32)
+    return sp.csr_matrix((data, indices, indptr), shape=(n, n))
+
+
+def _csr_arrays(part):
+    be = backends.get(part.backend)
+    weights = None if part.weights is None else be.to_host(part.weights)
+    return be.to_host(part.indptr), be.to_host(part.indices), weights
+
+
+def format_table(report) -> str:
+    """The report as a text table, with the issue's targets where they apply."""
+    lines = [f"gpipe bench --each {report['each']}: kron{report['scale']} {report['graph']}, "
+             f"{report['backend']}, workers={report['workers']}, replicas={report['replicas']}, "
+             f"build {report['build_s']:.2f} s"]
+    for row in report["rows"]:
+        text = (f"  {row['query']:<40} sources={row['sources']:<6} rows={row['rows']:<11,} "
+                f"total={row['total_s']:.3f} s  per source={row['per_source_ms']:.2f} ms")
+        if "scipy_s" in row:
+            target = ""
+            if row["query"] == "bfs_each" and report["backend"] == "cpu":
+                met = "met" if row["scipy_ratio"] >= SCIPY_RATIO_TARGET else "MISSED"
+                target = f" (target >= {SCIPY_RATIO_TARGET:g}x: {met})"
+            text += (f"\n    SciPy shortest_path {row['scipy_s']:.2f} s: gpipe {row['scipy_ratio']:.1f}x "
+                     f"faster{target}; first source agrees: {row['scipy_agrees']}")
+        if "rows_per_s" in row:
+            text += (f"\n    {row['rows_per_s']:,.0f} rows/s, peak {row['peak_bytes'] / 2**20:,.0f} MiB "
+                     f"({row['peak_kind']})")
+        if "replica_ratio" in row:
+            met = "met" if row["replica_ratio"] >= REPLICA_RATIO_TARGET and row["identical"] else "MISSED"
+            text += (f"\n    one replica {row['one_replica_s']:.3f} s: throughput x{row['replica_ratio']:.2f} "
+                     f"with replicas (target >= {REPLICA_RATIO_TARGET:g}x: {met}); identical: {row['identical']}")
+        lines.append(text)
+    return "\n".join(lines)
+
+
+def main(args) -> int:
+    """``gpipe bench --each N``: run, print the table, write the JSON report if asked."""
+    import json
+
+    if args.scale is None:
+        from gpipe.errors import InputError
+
+        raise InputError("gpipe bench --each needs --scale (a generated Kronecker graph)")
+    report = run(scale=args.scale, each=args.each, targets=args.targets or 0, algo=args.algo,
+                 backend=args.backend, workers=args.workers, seed=args.seed,
+                 compare_scipy=args.compare_scipy, parquet=args.each_parquet, tmpdir=args.tmpdir)
+    print(format_table(report), flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=1, default=str)
+    return 0

@@ -273,10 +273,11 @@ def one_owner_batch(part, sources, query: Query):
     xp = part.xp
     kernels = be.kernels
     batch = xp.asarray(np.asarray(sources, dtype=np.int64))
+    mask = query.targets is not None or be.name != backends.CPU  # else batch_rows needs no mask
     if query.kind == BFS:
         dist = kernels.bfs_batch(part.indptr, part.indices, batch, query.limit, symmetric=part.symmetric)
         parent = kernels.bfs_batch_parents(part.indptr, part.indices, dist, batch) if query.parents else None
-        reached = dist >= 0
+        reached = dist >= 0 if mask else None
     else:
         try:
             dist, parent = kernels.sssp_batch(part.indptr, part.indices, part.weights, batch,
@@ -289,7 +290,7 @@ def one_owner_batch(part, sources, query: Query):
                 "a negative-weight cycle is reachable from source "
                 f"{_input_id(part, int(sources[index]))!r}") from None
         _raise_if_negative_loop_reached(part, sources, dist, query.limit)
-        reached = xp.isfinite(dist)
+        reached = xp.isfinite(dist) if mask else None
     return batch_rows(part, part.ids, np.asarray(sources, dtype=np.int64), dist,
                       parent if query.parents else None, reached, query)
 
@@ -320,7 +321,14 @@ def batch_rows(part, ids, sources, dist, parent, reached, query: Query):
     xp = part.xp
     k = sources.shape[0]
     sources_dev = xp.asarray(sources)
-    if query.targets is None:
+    parents = None
+    if query.targets is None and be.name == backends.CPU:
+        from gpipe.kernels.cpu_batch import reached_rows
+
+        source, vertex, distance, parents = reached_rows(dist, sources, parent if query.parents else None)
+        missing = None
+        vertex_column = _ids_column(be, ids, vertex, None, query.vertex_dtype)
+    elif query.targets is None:
         rows, vertex = xp.nonzero(reached)
         source = sources_dev[rows]
         distance = dist[rows, vertex]
@@ -348,7 +356,8 @@ def batch_rows(part, ids, sources, dist, parent, reached, query: Query):
     else:
         columns["distance"] = _nullable(be, distance.astype(DISTANCE[query.kind]), missing)
     if query.parents:
-        parents = parent[rows, vertex]
+        if parents is None:
+            parents = parent[rows, vertex]
         parent_missing = parents < 0
         if missing is not None:
             parent_missing |= missing

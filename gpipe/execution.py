@@ -313,6 +313,9 @@ class OnCluster(Executor):
             copies.append(self.client.submit(_replica, handle, key=f"gpipe-replica-{j}-{uuid.uuid4().hex}",
                                              workers=[address], allow_other_workers=True))
         self.wait(copies)
+        # Making a copy moved the original to the copy's worker too, and the memory manager
+        # would drop one of its two replicas, maybe the owner's: drop the others now.
+        self.client.run_on_scheduler(_keep_only_on, handle.key, addresses[0])
         return copies
 
     def for_owners(self, workers):
@@ -382,6 +385,15 @@ class OnCluster(Executor):
         frame = self.client.persist(frame)
         wait(frame)
         return frame
+
+
+def _keep_only_on(key, address, dask_scheduler=None):
+    """Drop the replicas of ``key`` on workers other than ``address``, where it has one there."""
+    task = dask_scheduler.tasks.get(key)
+    holders = {w.address for w in task.who_has} if task is not None and task.who_has else set()
+    if address in holders and len(holders) > 1:
+        for other in holders - {address}:
+            dask_scheduler.request_remove_replicas(other, [key], stimulus_id=f"gpipe-replicas-{uuid.uuid4().hex}")
 
 
 def _replica(data):

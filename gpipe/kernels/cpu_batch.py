@@ -262,6 +262,52 @@ def _sssp_sources(indptr, indices, weights, sources, max_distance, negative_weig
             ok[i] = True
 
 
+@kernel((INT32S_2D, INT64S, INT64S_2D, types.int32), (FLOAT64S_2D, INT64S, INT64S_2D, FLOAT64),
+        parallel=True)
+def _reached_rows(dist, sources, parent, unreached):
+    """The long-form rows of a ``k x n`` table: (source, vertex, distance[, parent]) for every
+    entry other than ``unreached``, by source then vertex; ``parent`` (k x n) may be 0 x 0."""
+    k, n = dist.shape
+    counts = np.zeros(k + 1, dtype=np.int64)
+    for i in numba.prange(k):
+        c = 0
+        for v in range(n):
+            if dist[i, v] != unreached:
+                c += 1
+        counts[i + 1] = c
+    for i in range(k):
+        counts[i + 1] += counts[i]
+    total = counts[k]
+    source = np.empty(total, dtype=np.int64)
+    vertex = np.empty(total, dtype=np.int64)
+    distance = np.empty(total, dtype=dist.dtype)
+    with_parent = parent.shape[0] == k and k > 0
+    parents = np.empty(total if with_parent else 0, dtype=np.int64)
+    for i in numba.prange(k):
+        at = counts[i]
+        s = sources[i]
+        for v in range(n):
+            d = dist[i, v]
+            if d != unreached:
+                source[at] = s
+                vertex[at] = v
+                distance[at] = d
+                if with_parent:
+                    parents[at] = parent[i, v]
+                at += 1
+    return source, vertex, distance, parents
+
+
+def reached_rows(dist, sources, parent=None):
+    """Long-form rows of a batch's ``k x n`` table (host arrays): ``(source, vertex, distance,
+    parent)`` for every reached entry (BFS: dist >= 0, int32; SSSP: finite, float64), by source
+    then vertex; ``parent`` is empty when not given. Not part of the contract: the CPU's fast
+    road to a batch's rows (the GPU's is CuPy's ``nonzero``)."""
+    unreached = np.int32(-1) if dist.dtype == np.int32 else np.float64(np.inf)
+    table = parent if parent is not None else np.empty((0, 0), dtype=np.int64)
+    return _reached_rows(dist, np.ascontiguousarray(sources, dtype=np.int64), table, unreached)
+
+
 # ---------------------------------------------------------------------------------------------
 # Contract
 # ---------------------------------------------------------------------------------------------

@@ -208,12 +208,12 @@ def frame(graph, kind: str, sources, *, limit, targets, parents: bool):
         copies = built.replicas or built.parts
         if not hasattr(copies[0], "key"):  # in this process: the Partition itself, kept out of Dask's hashing
             copies = [dask.delayed(copies[0], name=f"gpipe-graph-{token}", traverse=False)]
-        tasks = [dask.delayed(run_task, pure=False)(one_owner_batch, copies[i % len(copies)], batch, query,
-                                                    dask_key_name=key)
+        tasks = [dask.delayed(run_task, pure=False)(one_owner_batch, copies[i % len(copies)], batch,
+                                                    query, dask_key_name=key)
                  for i, (batch, key) in enumerate(zip(batches, keys))]
     else:
-        batch_fn = MultiOwnerBatch(replace(built, ids=None, executor=None, present_bits=None, parts=None, replicas=None),
-                                   built.parts, built.ids, list(graph._executor.workers))
+        stub = replace(built, ids=None, executor=None, present_bits=None, parts=None, replicas=None)
+        batch_fn = MultiOwnerBatch(stub, built.parts, built.ids, list(graph._executor.workers))
         tasks = [dask.delayed(batch_fn, pure=False)(batch, values[i * width:(i + 1) * width], query,
                                                     dask_key_name=key)
                  for i, (batch, key) in enumerate(zip(batches, keys))]
@@ -352,7 +352,7 @@ def batch_rows(part, ids, sources, dist, parent, reached, query: Query):
     if query.kind == SSSP and missing is None:
         columns["distance"] = be.frames.Series(distance) if be.name == backends.GPU else distance
     elif missing is None:
-        columns["distance"] = distance.astype(np.int32)
+        columns["distance"] = distance.astype(np.int32, copy=False)
     else:
         columns["distance"] = _nullable(be, distance.astype(DISTANCE[query.kind]), missing)
     if query.parents:
@@ -363,7 +363,10 @@ def batch_rows(part, ids, sources, dist, parent, reached, query: Query):
             parent_missing |= missing
         columns["parent"] = _ids_column(be, ids, xp.maximum(parents, 0), parent_missing,
                                         query.vertex_dtype)
-    frame = be.frames.DataFrame(columns)
+    if be.name == backends.GPU:
+        frame = be.frames.DataFrame(columns)
+    else:  # the frame takes the columns over (pandas would otherwise copy every one)
+        frame = pd.DataFrame(columns, copy=False)
     be.synchronize()
     return frame
 

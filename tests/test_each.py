@@ -383,3 +383,28 @@ def test_gpu_sssp_batch_negative_weights_and_cycle(index_dtype):
     kernels, device, host = _gpu_kernels()
     kernel_graphs.check_sssp_batch_negative(kernels, device, host, index_dtype)
     kernel_graphs.check_sssp_batch_negative_cycle(kernels, device, index_dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# gpipe bench --each
+# ---------------------------------------------------------------------------------------------
+
+
+def test_bench_each_reports_every_row_and_agrees_with_scipy(tmp_path, capsys):
+    import json
+
+    from gpipe import cli
+
+    path = tmp_path / "each.json"
+    status = cli.main(["-q", "bench", "--scale", "8", "--each", "70", "--algo", "both",
+                       "--compare-scipy", "--each-parquet", "--backend", "cpu", "--json", str(path)])
+    assert status == 0
+    report = json.loads(path.read_text())
+    queries = [row["query"] for row in report["rows"]]
+    assert queries == ["bfs_each", "sssp_each", "bfs_each depth_limit=2 to_parquet"]
+    for row in report["rows"][:2]:
+        assert row["sources"] == 70 and row["rows"] > 70 and row["total_s"] > 0
+        assert row["scipy_agrees"] is True and row["scipy_s"] > 0
+    streamed = report["rows"][2]
+    assert streamed["rows"] > 70 and streamed["rows_per_s"] > 0 and streamed["peak_bytes"] >= 0
+    assert "bfs_each" in capsys.readouterr().out

@@ -155,7 +155,8 @@ def _parents_from_dist(indptr, indices, dist_by_vertex, parent_by_vertex):
 
 @_kernel
 def _dijkstra_one(indptr, indices, weights, source, max_distance, dist, parent):
-    """Dijkstra from ``source`` into the rows ``dist``/``parent``; vertices beyond max_distance stay unreached."""
+    """Dijkstra from ``source`` into the rows ``dist``/``parent``; vertices beyond max_distance
+    stay unreached."""
     capacity = dist.shape[0] + 1
     keys = np.empty(capacity, dtype=np.float64)
     ids = np.empty(capacity, dtype=np.int64)

@@ -4,8 +4,9 @@ What is timed (``time.perf_counter`` here, in the client's process):
 
 * **Total**: ``graph.bfs_each(sources[, targets=...]).compute()`` (or ``sssp_each``) for ``N``
   random sources (distinct vertices with an edge), from the call to the computed frame: the
-  batches' traversals, their rows, and Dask bringing the rows here. **Per source** is total / N.
-  A first query over a few sources (compilation, caches) is run before the clock starts.
+  batches' traversals, their rows, and Dask bringing the rows here; the median of ``REPEAT``
+  runs after a first one (compilation, memory touched for the first time), which is reported
+  apart (``first_s``). **Per source** is total / N.
 * **SciPy** (CPU, ``--compare-scipy``): ``scipy.sparse.csgraph.shortest_path(csr,
   unweighted=True, indices=sources)`` (BFS; ``method="D"`` for SSSP) on the same graph's CSR,
   and the ratio SciPy / gpipe. The first source's row is compared with gpipe's distances.
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import statistics
 import tempfile
 import threading
 import time
@@ -32,7 +34,7 @@ from gpipe import backend as backends
 from gpipe import generators
 from gpipe.graph import Graph
 
-WARM_SOURCES = 4
+REPEAT = 3  # timed runs of each query after a first one (compilation, first-touch memory); median
 RSS_SAMPLE_S = 0.01
 # CPU, kron20, 64 sources of bfs_each: at least this many times faster than SciPy (issue 16).
 SCIPY_RATIO_TARGET = 100.0
@@ -113,13 +115,18 @@ def _query(graph, kind, sources, targets):
     return graph.sssp_each(sources, targets=targets)
 
 
-def _time_query(graph, kind, sources, targets, csr) -> dict:
-    _query(graph, kind, sources[:WARM_SOURCES], targets).compute()
-    started = time.perf_counter()
-    frame = _query(graph, kind, sources, targets).compute()
-    total = time.perf_counter() - started
+def _time_query(graph, kind, sources, targets, csr, repeat=REPEAT) -> dict:
+    warm_started = time.perf_counter()
+    _query(graph, kind, sources, targets).compute()
+    warm = time.perf_counter() - warm_started
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        frame = _query(graph, kind, sources, targets).compute()
+        times.append(time.perf_counter() - started)
+    total = statistics.median(times)
     row = {"query": f"{kind}_each", "sources": len(sources), "rows": len(frame), "total_s": total,
-           "per_source_ms": 1e3 * total / len(sources)}
+           "times_s": times, "first_s": warm, "per_source_ms": 1e3 * total / len(sources)}
     if csr is not None:
         row.update(_scipy(csr, kind, sources, frame, total, targets is None))
     return row
@@ -216,12 +223,15 @@ def _stop_rss_sampler() -> int:
 
 def _compare_replicas(graph, single, kind, sources, targets) -> dict:
     """The same query on the graph with every replica and with one: totals, ratio, equality."""
-    times, frames = {}, {}
+    times, frames = {"replicas": [], "one": []}, {}
     for name, g in (("replicas", graph), ("one", single)):
-        _query(g, kind, sources[:WARM_SOURCES], targets).compute()
-        started = time.perf_counter()
-        frames[name] = _query(g, kind, sources, targets).compute()
-        times[name] = time.perf_counter() - started
+        _query(g, kind, sources, targets).compute()  # every worker compiles or loads its kernels
+    for _ in range(REPEAT):  # alternately, so that a busy spell of the machine hits both
+        for name, g in (("replicas", graph), ("one", single)):
+            started = time.perf_counter()
+            frames[name] = _query(g, kind, sources, targets).compute()
+            times[name].append(time.perf_counter() - started)
+    times = {name: statistics.median(values) for name, values in times.items()}
     identical = frames["replicas"].reset_index(drop=True).equals(frames["one"].reset_index(drop=True))
     return {"query": f"{kind}_each replicas={graph.replicas} vs 1", "sources": len(sources),
             "rows": len(frames["replicas"]), "total_s": times["replicas"], "one_replica_s": times["one"],

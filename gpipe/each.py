@@ -273,7 +273,7 @@ def one_owner_batch(part, sources, query: Query):
     xp = part.xp
     kernels = be.kernels
     batch = xp.asarray(np.asarray(sources, dtype=np.int64))
-    mask = query.targets is not None or be.name != backends.CPU  # else batch_rows needs no mask
+    mask = query.targets is None and be.name != backends.CPU  # only the GPU's nonzero needs it
     if query.kind == BFS:
         dist = kernels.bfs_batch(part.indptr, part.indices, batch, query.limit, symmetric=part.symmetric)
         parent = kernels.bfs_batch_parents(part.indptr, part.indices, dist, batch) if query.parents else None
@@ -343,7 +343,8 @@ def batch_rows(part, ids, sources, dist, parent, reached, query: Query):
         vertex = xp.tile(column, k)
         source = sources_dev[rows]
         distance = dist[rows, vertex]
-        missing = ~(reached[rows, vertex] & xp.tile(present, k))
+        unreached = distance < 0 if query.kind == BFS else ~xp.isfinite(distance)
+        missing = unreached | ~xp.tile(present, k)
         positions = np.tile(np.arange(t), k)
         vertex_column = query.target_column.take(be.xp.asarray(positions) if be.name == backends.GPU
                                                  else positions).reset_index(drop=True)

@@ -81,9 +81,11 @@ def _lowest_bit_index(bit, table):
 @kernel(*each_index(lambda indices: (INT64S, indices, INT64S, INT64, BOOL, INT64S, indices,
                                       INT32S_2D, FLOAT64)), parallel=True)
 def _ms_bfs(indptr, indices, sources, depth_limit, bottom_up, in_indptr, in_indices, dist, alpha):
-    """Fill ``dist`` (k x n, -1 everywhere on entry) with the hops from each of ``sources``."""
+    """Fill ``dist`` (k x n, any values on entry) with the hops from each of ``sources``."""
     n = indptr.shape[0] - 1
     k = sources.shape[0]
+    for i in numba.prange(k):  # rows in parallel: faster than NumPy's one-thread fill
+        dist[i, :] = -1
     m = indices.shape[0]
     full = np.int64(-1) if k == 64 else (np.int64(1) << k) - 1
     table = _DEBRUIJN_INDEX
@@ -102,18 +104,41 @@ def _ms_bfs(indptr, indices, sources, depth_limit, bottom_up, in_indptr, in_indi
         frontier_edges += indptr[s + 1] - indptr[s]
     level = 0
     active = k
+    next_is_clear = True  # nxt holds no bits (a top-down step ORs into it)
     while active > 0 and (depth_limit < 0 or level < depth_limit):
+        level += 1
+        active = 0
+        frontier_edges_next = 0
         if bottom_up and frontier_edges * alpha > m:
+            # Pull: each thread writes only its own vertices (nxt, seen, dist), so the new
+            # frontier is final here, with no second pass; nxt becomes the frontier.
             for v in numba.prange(n):
                 missing = full & ~seen[v]
+                new = np.int64(0)
                 if missing != 0:
                     found = np.int64(0)
                     for e in range(in_indptr[v], in_indptr[v + 1]):
                         found |= frontier[in_indices[e]]
                         if (found & missing) == missing:
                             break
-                    nxt[v] = found & missing
+                    new = found & missing
+                nxt[v] = new
+                if new != 0:
+                    seen[v] |= new
+                    active += 1
+                    frontier_edges_next += indptr[v + 1] - indptr[v]
+                    while new != 0:
+                        bit = new & -new
+                        dist[_lowest_bit_index(bit, table), v] = level
+                        new ^= bit
+            frontier, nxt = nxt, frontier
+            next_is_clear = False
         else:
+            if not next_is_clear:
+                for v in numba.prange(n):
+                    nxt[v] = 0
+            # Push: an atomic OR per edge into the target's next set, then one pass that
+            # keeps the bits not seen before.
             for u in numba.prange(n):
                 bits = frontier[u]
                 if bits != 0:
@@ -122,21 +147,20 @@ def _ms_bfs(indptr, indices, sources, depth_limit, bottom_up, in_indptr, in_indi
                         new = bits & ~seen[v]
                         if new != 0 and (nxt[v] & new) != new:
                             atomics.fetch_or(nxt, v, new)
-        level += 1
-        active = 0
-        frontier_edges = 0
-        for v in numba.prange(n):
-            new = nxt[v] & ~seen[v]
-            nxt[v] = 0
-            frontier[v] = new
-            if new != 0:
-                seen[v] |= new
-                active += 1
-                frontier_edges += indptr[v + 1] - indptr[v]
-                while new != 0:
-                    bit = new & -new
-                    dist[_lowest_bit_index(bit, table), v] = level
-                    new ^= bit
+            for v in numba.prange(n):
+                new = nxt[v] & ~seen[v]
+                nxt[v] = 0
+                frontier[v] = new
+                if new != 0:
+                    seen[v] |= new
+                    active += 1
+                    frontier_edges_next += indptr[v + 1] - indptr[v]
+                    while new != 0:
+                        bit = new & -new
+                        dist[_lowest_bit_index(bit, table), v] = level
+                        new ^= bit
+            next_is_clear = True
+        frontier_edges = frontier_edges_next
 
 
 @kernel(*each_index(lambda indices: (INT64S, indices, INT32S_2D, INT64S_2D)), parallel=True)
@@ -356,9 +380,9 @@ def bfs_batch(indptr, indices, sources, depth_limit, *, symmetric, in_indptr=Non
     if k > BFS_BATCH_WIDTH:
         raise ValueError(f"bfs_batch serves at most {BFS_BATCH_WIDTH} sources, not {k}")
     n = indptr.shape[0] - 1
-    dist = np.full((k, n), -1, dtype=np.int32)
     if k == 0:
-        return dist
+        return np.full((k, n), -1, dtype=np.int32)
+    dist = np.empty((k, n), dtype=np.int32)  # _ms_bfs fills it
     if symmetric and in_indptr is None:
         in_indptr, in_indices = indptr, indices
     bottom_up = in_indptr is not None and in_indices is not None

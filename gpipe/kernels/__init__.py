@@ -36,8 +36,8 @@ one owner's CSR (offset 0, ``indices`` global = local ids, int32 or int64), ``n`
     ``sources[i]``: ``dist[i, parent] + w(parent -> v) == dist[i, v]`` for an existing edge.
     ``max_distance`` (float or None): vertices farther than it are unreached (+inf, -1), and
     the traversal may stop once nothing nearer is left. ``negative_weights=False`` promises
-    every weight is >= 0 (Dijkstra / delta-stepping, CPU: several sources resident at once,
-    one thread each). ``negative_weights=True``: frontier Bellman-Ford per source; a negative
+    every weight is >= 0 (CPU: delta-stepping once per source; how a batch shares the work is
+    each backend's choice). ``negative_weights=True``: frontier Bellman-Ford per source; a negative
     cycle reachable from ``sources[i]`` raises :class:`gpipe.errors.NegativeCycleError` whose
     ``source_index`` attribute is ``i`` (the driver names the source by its input id).
     Negative self-loops are not in the CSR: the driver checks ``Partition.negative_loops``.

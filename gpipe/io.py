@@ -254,6 +254,8 @@ def _read_cudf(file, columns):
     with _naming_errors(file):
         # Index columns named by pandas metadata are not read: partitions get a RangeIndex.
         frame = cudf.read_parquet(file, columns=columns, use_pandas_metadata=False)
+    if list(frame.columns) != list(columns):  # cuDF adds hive partition keys (``part=1/``) of the path
+        frame = frame[list(columns)]
     for name in columns:  # a column stored as an Arrow dictionary, should cuDF keep it one
         dtype = frame[name].dtype
         if isinstance(dtype, cudf.CategoricalDtype):

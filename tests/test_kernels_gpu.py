@@ -1196,6 +1196,17 @@ def test_count_nonzero_matches_cupy(arrays, n):
     assert arrays.count_nonzero(bools) == int(cupy.count_nonzero(bools))
 
 
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint64])
+@pytest.mark.parametrize("n", [0, 1, 5, 3000, 100_003])
+def test_cumsum_in_place_matches_cupy(arrays, dtype, n):
+    values = cupy.asarray(np.random.default_rng(n).integers(0, 50, n).astype(dtype))
+    expected = cupy.cumsum(values)
+    _assert_same(arrays.cumsum_in_place(values), expected)
+    _assert_same(values, expected)  # in place
+    strided = cupy.arange(2 * n, dtype=dtype)[::2]
+    _assert_same(arrays.cumsum_in_place(strided), cupy.cumsum(cupy.arange(2 * n, dtype=dtype)[::2]))
+
+
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint64, np.int8])
 @pytest.mark.parametrize("n", [0, 1, 5, 3000])
 def test_unique_matches_cupy(arrays, dtype, n):

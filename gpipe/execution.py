@@ -12,6 +12,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import operator
+import sys
 import time
 import uuid
 import warnings
@@ -401,6 +402,8 @@ def current(client=None) -> Executor:
     """The executor for ``client``, else for the active Dask client, else :class:`InProcess`."""
     if client is not None:
         return OnCluster(client)
+    if "distributed" not in sys.modules:
+        return InProcess()  # no client without distributed; importing it costs ~0.3 s
     try:
         from distributed import get_client
 

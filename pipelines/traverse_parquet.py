@@ -51,7 +51,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import gpipe
-from gpipe import execution, progress
+from gpipe import execution, progress, sizing, validate
 from gpipe.cluster import connect, disconnect
 from gpipe.errors import InputError, report_or_raise
 from gpipe.output import restore_interrupted, summarize, write_parquet
@@ -359,6 +359,9 @@ def _validate(config):
     depth_limit = config.get("depth_limit")
     if depth_limit is not None and algorithm != "bfs":
         raise InputError("'depth_limit' applies to bfs only")
+    depth_limit = validate.depth_limit(depth_limit)  # the API's own check, before any reading
+    if config.get("partitions") is not None:
+        sizing.requested_partitions(config["partitions"])
     weight = edges.get("weight")
     if algorithm == "sssp" and weight is None:
         weight = "weight"

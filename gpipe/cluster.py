@@ -17,6 +17,9 @@ do so under ``if __name__ == "__main__":``.
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
 from collections.abc import Mapping
 
 from gpipe.errors import InputError
@@ -232,7 +235,31 @@ def _local_cpu_cluster(options):
     env = dict(options.pop("env", None) or {})
     env.setdefault("NUMBA_NUM_THREADS", str(os.cpu_count() or 1))
     env.setdefault(SHARE_ENV, str(options["threads_per_worker"]))
-    return LocalCluster(env=env, **options)
+    with workers_ignore_sigint():
+        return LocalCluster(env=env, **options)
+
+
+@contextlib.contextmanager
+def workers_ignore_sigint():
+    """Start worker processes, within this block, that ignore SIGINT.
+
+    Ctrl-C at a terminal sends SIGINT to every process of its process group, the worker
+    processes of a local cluster included: each would print its own ``KeyboardInterrupt``
+    traceback and die, and its nanny start another. A signal ignored at a fork stays ignored in
+    the child and across its exec, and Python leaves it so, so workers started here leave
+    Ctrl-C to this process, whose client raises ``KeyboardInterrupt`` and closes the cluster.
+    (A worker that a nanny restarts later gets SIGINT again.) In this process SIGINT is
+    ignored for as long as the block lasts, the cluster's start: a Ctrl-C meanwhile is lost.
+    Outside the main thread, where no signal handler can be set, it does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def disconnect(client):
@@ -256,7 +283,8 @@ def _local_cuda_cluster(options):
 
     options = dict(options)
     options["protocol"] = cuda_protocol(options.get("protocol") or "auto")
-    return LocalCUDACluster(**options)
+    with workers_ignore_sigint():
+        return LocalCUDACluster(**options)
 
 
 def _ucx_available() -> bool:

@@ -596,3 +596,60 @@ def test_an_unreachable_scheduler_is_one_line(tmp_path, capsys):
                  "--cluster", str(cluster)]) == 2
     line = one_line(capsys.readouterr().err)
     assert f"cannot connect to the Dask scheduler {address!r}" in line
+
+
+def test_sigint_during_a_cluster_query_is_one_line_and_exit_130(tmp_path):
+    """Ctrl-C at a terminal: SIGINT to the whole process group (the command and its local
+    cluster's workers) while a two-owner SSSP runs. One line, exit 130, no traceback from the
+    client or the workers, no process left, no temporary directory beside the output.
+
+    The graph is a directed path of negative weights: Bellman-Ford across two owners takes one
+    message round per vertex, so the query runs for seconds after its first progress line."""
+    import signal
+    import threading
+
+    import psutil
+
+    n = 5000
+    ids = np.arange(n - 1)
+    pd.DataFrame({"src": ids, "dst": ids + 1, "weight": -1.0}).to_parquet(tmp_path / "path.parquet", index=False)
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(yaml.safe_dump({"kind": "local-cpu", "n_workers": 2, "threads_per_worker": 1,
+                                       "dashboard_address": ":0"}))
+    out = tmp_path / "out"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    command = [sys.executable, "-m", "gpipe", "sssp", str(tmp_path / "path.parquet"), "--source", "0",
+               "--out", str(out), "--cluster", str(cluster), "--partitions", "2"]
+    proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    started = threading.Event()
+    err = []
+
+    def read_stderr():
+        for line in proc.stderr:
+            err.append(line)
+            if "sssp: at step" in line:  # the query runs: its owners' first progress event
+                started.set()
+
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
+    try:
+        assert started.wait(120), "".join(err)
+        children = psutil.Process(proc.pid).children(recursive=True)
+        assert len(children) >= 2  # the workers, at least
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C at the terminal does
+        status = proc.wait(60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    reader.join(10)
+    stderr = "".join(err)
+    assert status == 130, stderr
+    assert [line for line in stderr.splitlines() if line.strip()][-1] == "gpipe: interrupted"
+    assert stderr.count("gpipe: interrupted") == 1
+    assert "Traceback" not in stderr and "Error" not in stderr, stderr
+    assert "gpipe.pipeline traverse" not in stderr  # it was interrupted during the query
+    gone, alive = psutil.wait_procs(children, timeout=10)
+    assert alive == [], alive
+    assert not out.exists()
+    assert [name for name in os.listdir(tmp_path) if name.startswith(".")] == []

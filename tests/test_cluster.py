@@ -47,3 +47,20 @@ def test_bench_protocol_is_for_gpu_workers():
         bench.run(scale=6, protocol="ucx")
     with pytest.raises(gpipe.InputError, match="protocol"):
         bench.run(scale=6, protocol="carrier-pigeon")
+
+
+def test_processes_started_for_workers_ignore_sigint_and_this_one_does_not():
+    """Ctrl-C goes to the whole process group: local workers leave it to the client's process."""
+    import signal
+    import subprocess
+    import sys
+
+    from gpipe.cluster import workers_ignore_sigint
+
+    before = signal.getsignal(signal.SIGINT)
+    probe = [sys.executable, "-c", "import signal; print(signal.getsignal(signal.SIGINT) is signal.SIG_IGN)"]
+    with workers_ignore_sigint():
+        started_within = subprocess.run(probe, capture_output=True, text=True, check=True).stdout
+    started_after = subprocess.run(probe, capture_output=True, text=True, check=True).stdout
+    assert started_within.strip() == "True" and started_after.strip() == "False"
+    assert signal.getsignal(signal.SIGINT) is before

@@ -614,8 +614,9 @@ def test_sigint_during_a_cluster_query_is_one_line_and_exit_130(tmp_path):
     ids = np.arange(n - 1)
     pd.DataFrame({"src": ids, "dst": ids + 1, "weight": -1.0}).to_parquet(tmp_path / "path.parquet", index=False)
     cluster = tmp_path / "cluster.yaml"
+    scratch = tmp_path / "scratch"  # the workers' local directories
     cluster.write_text(yaml.safe_dump({"kind": "local-cpu", "n_workers": 2, "threads_per_worker": 1,
-                                       "dashboard_address": ":0"}))
+                                       "dashboard_address": ":0", "local_directory": str(scratch)}))
     out = tmp_path / "out"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     command = [sys.executable, "-m", "gpipe", "sssp", str(tmp_path / "path.parquet"), "--source", "0",
@@ -653,3 +654,5 @@ def test_sigint_during_a_cluster_query_is_one_line_and_exit_130(tmp_path):
     assert alive == [], alive
     assert not out.exists()
     assert [name for name in os.listdir(tmp_path) if name.startswith(".")] == []
+    left = [p.name for p in scratch.rglob("*") if p.is_dir() and p.name.startswith(("worker-", "scheduler-"))]
+    assert left == []

@@ -165,6 +165,11 @@ def run(config):
                 client = _connect(settings["cluster"])
             log.info("Dask dashboard: %s", getattr(client, "dashboard_link", None))
             stop_following = progress.follow(client, _log_progress)
+        if settings["partitions"] is not None:  # before the read: are there workers enough?
+            executor = execution.current(client)
+            sizing.check_workers_for(sizing.requested_partitions(settings["partitions"]),
+                                     len(getattr(executor, "workers", [None])),
+                                     in_process=not hasattr(executor, "workers"))
         edges_cfg = settings["edges"]
         with _step("read", timings):
             edges = gpipe.read_edges(

@@ -520,6 +520,13 @@ def test_options_out_of_range_fail_before_reading(tmp_path, capsys, argv, words)
     assert NOWHERE not in line
 
 
+def test_more_partitions_than_workers_fail_before_reading(tmp_path, capsys):
+    assert main(["-q", "bfs", NOWHERE, "--source", "0", "--out", str(tmp_path / "out"),
+                 "--partitions", "3"]) == 2
+    line = one_line(capsys.readouterr().err)
+    assert line.startswith("gpipe: error: partitions=3 needs a Dask client with 3 workers")
+
+
 def test_a_depth_limit_beyond_the_graph_is_no_limit(graph, tmp_path):
     edges, folder = graph
     source = sources_of(edges, 1)[0]

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from gpipe.errors import InputError
 
 __all__ = ["start_local_cluster", "local_cluster_kind", "cuda_protocol", "connect", "disconnect",
-           "CLUSTER_KINDS"]
+           "workers_ignore_sigint", "silenced_logging", "CLUSTER_KINDS"]
 
 PROTOCOLS = ("auto", "tcp", "ucx")
 
@@ -66,7 +66,9 @@ def start_local_cluster(kind="auto", n_workers=None, dashboard=True, protocol="a
     (cluster, client)
         The cluster and a ``distributed.Client`` connected to it, which is also made the
         default client so gpipe's calls use it. Close both when done: ``client.close()``
-        then ``cluster.close()`` (or use both as context managers).
+        then ``cluster.close()`` (or use both as context managers). The worker processes
+        ignore SIGINT (:func:`workers_ignore_sigint`): Ctrl-C interrupts this process alone,
+        whose gpipe call raises ``KeyboardInterrupt`` and stops its traversal's owners.
 
     Raises
     ------
@@ -271,6 +273,26 @@ def disconnect(client):
     client.close()
     if cluster is not None:
         cluster.close()
+
+
+@contextlib.contextmanager
+def silenced_logging(silence=True):
+    """No log records at all within the block, if ``silence``.
+
+    Interrupted (Ctrl-C), a cluster closes with its traversal still running; Dask's complaints
+    about that (tasks cancelled, a worker killed) say nothing to the user, who asked for it.
+    """
+    if not silence:
+        yield
+        return
+    import logging
+
+    previous = logging.root.manager.disable
+    logging.disable(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logging.disable(previous)
 
 
 def _local_cuda_cluster(options):

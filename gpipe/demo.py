@@ -57,7 +57,7 @@ def run_demo(scale=16, out="out/demo", *, cpu=False, edge_factor=16, seed=0, n_w
     from distributed import wait
 
     import gpipe
-    from gpipe.cluster import local_cluster_kind, start_local_cluster
+    from gpipe.cluster import local_cluster_kind, silenced_logging, start_local_cluster
     from gpipe.generators import kronecker_edges
     from gpipe.output import check_writable, summarize, write_parquet
 
@@ -116,8 +116,9 @@ def run_demo(scale=16, out="out/demo", *, cpu=False, edge_factor=16, seed=0, n_w
                   file=file, flush=True)
             input()
     finally:
-        client.close()
-        cluster.close()
+        with silenced_logging(isinstance(sys.exc_info()[1], KeyboardInterrupt)):  # Ctrl-C
+            client.close()
+            cluster.close()
     return summary
 
 

@@ -52,7 +52,7 @@ from pathlib import Path
 
 import gpipe
 from gpipe import execution, progress, sizing, validate
-from gpipe.cluster import connect, disconnect
+from gpipe.cluster import connect, disconnect, silenced_logging
 from gpipe.errors import InputError, report_or_raise
 from gpipe.output import check_writable, restore_interrupted, summarize, write_parquet
 
@@ -201,9 +201,8 @@ def run(config):
         with _step("summary", timings):
             summary = summarize(result)
     finally:
-        # Interrupted (Ctrl-C), the cluster closes with its traversal still running: Dask's
-        # complaints about that (tasks cancelled, workers killed) say nothing to the user.
-        with _silenced(isinstance(sys.exc_info()[1], KeyboardInterrupt)):
+        interrupted = isinstance(sys.exc_info()[1], KeyboardInterrupt)  # Ctrl-C: close quietly
+        with silenced_logging(interrupted):
             if stop_following is not None:
                 stop_following()
             if client is not None:
@@ -457,20 +456,6 @@ def _connect(cluster):
 def _materialize(result, client):
     """Compute the traversal once and keep it in (cluster) memory for the write and summary."""
     return execution.current(client).persist(result)
-
-
-@contextmanager
-def _silenced(silence):
-    """No log records at all within the block, if ``silence``."""
-    if not silence:
-        yield
-        return
-    previous = logging.root.manager.disable
-    logging.disable(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        logging.disable(previous)
 
 
 @contextmanager

@@ -499,6 +499,14 @@ def test_an_output_where_not_even_root_may_create_fails_before_reading(capsys):
         "gpipe: error: cannot write to /proc/gpipe-out: cannot create entries in /proc (")
 
 
+@pytest.mark.parametrize("argv", [["bench", "--scale", "30", "--json"], ["demo", "--scale", "30", "--out"]],
+                         ids=["bench-json", "demo-out"])
+def test_other_commands_check_their_outputs_before_working(a_file, capsys, argv):
+    """A scale-30 graph would take hours: the check comes first."""
+    assert main(["-q"] + argv + [str(a_file / "result")]) == 2
+    assert "is a file, not a directory" in one_line(capsys.readouterr().err)
+
+
 def test_run_checks_its_output_before_reading(a_file, tmp_path, capsys):
     config = pipeline_config(tmp_path, NOWHERE, 0, output={"path": str(a_file / "out")})
     assert main(["run", str(config)]) == 2

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
 import operator
 import time
 import uuid
@@ -200,20 +201,33 @@ class OnCluster(Executor):
             for (fn, args, owner), key in zip(calls, keys)]
         handles, first_error = [None] * len(calls), None
         pending = set(range(len(calls)))
-        while pending:
-            done, _ = concurrent.futures.wait([asked[i] for i in pending], timeout=WATCH_S,
-                                              return_when=concurrent.futures.FIRST_COMPLETED)
-            if not done:
-                self._raise_if_owner_left([], *asked)
-            for i in [i for i in pending if asked[i].done()]:
-                pending.discard(i)
-                try:
-                    handles[i] = self._answered(asked[i], keys[i], *calls[i])
-                except Exception as error:  # the others end soon (a failing owner aborts them)
-                    first_error = first_error or error
+        try:
+            while pending:
+                done, _ = concurrent.futures.wait([asked[i] for i in pending], timeout=WATCH_S,
+                                                  return_when=concurrent.futures.FIRST_COMPLETED)
+                if not done:
+                    self._raise_if_owner_left([], *asked)
+                for i in [i for i in pending if asked[i].done()]:
+                    pending.discard(i)
+                    try:
+                        handles[i] = self._answered(asked[i], keys[i], *calls[i])
+                    except Exception as error:  # the others end soon (a failing owner aborts them)
+                        first_error = first_error or error
+        except KeyboardInterrupt:  # no one will hold what the calls not yet answered keep
+            for i in range(len(calls)):
+                if handles[i] is None:
+                    asked[i].add_done_callback(functools.partial(self._release_answer, keys[i]))
+            raise
         if first_error is not None:
             raise first_error
         return handles
+
+    def _release_answer(self, key, asked) -> None:
+        """Have the cluster forget what a direct call left under ``key`` for this client."""
+        from distributed import Future
+
+        if not asked.cancelled() and asked.exception() is None and asked.result() == "OK":
+            Future(key, self.client).release()
 
     def _answered(self, asked, key, fn, args, owner):
         """The handle of one finished direct call (a task started for it if it was missing)."""

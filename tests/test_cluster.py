@@ -103,6 +103,7 @@ def test_an_interrupted_query_stops_its_owners(dask_client2, tmp_path):
             started.append(event)
             _thread.interrupt_main()  # what SIGINT does to this process
 
+    held_before = set(_sssp_keys(dask_client2))  # other tests' results, if any are still held
     stop = progress.follow(dask_client2, interrupt)
     try:
         with dask_client2.as_current(), dask.config.set({"gpipe.partitions": 2}):
@@ -117,3 +118,12 @@ def test_an_interrupted_query_stops_its_owners(dask_client2, tmp_path):
     while sum(dask_client2.run(_owners_running).values()) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert sum(dask_client2.run(_owners_running).values()) == 0
+    # And what the stopped owners left on their workers is not kept for this client.
+    while set(_sssp_keys(dask_client2)) - held_before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert set(_sssp_keys(dask_client2)) - held_before == set()
+
+
+def _sssp_keys(client):
+    return client.run_on_scheduler(
+        lambda dask_scheduler: [k for k in dask_scheduler.tasks if str(k).startswith("gpipe-sssp")])

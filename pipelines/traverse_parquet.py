@@ -165,10 +165,10 @@ def run(config):
                 client = _connect(settings["cluster"])
             log.info("Dask dashboard: %s", getattr(client, "dashboard_link", None))
             stop_following = progress.follow(client, _log_progress)
-        if settings["partitions"] is not None:  # before the read: are there workers enough?
+        requested = sizing.requested_partitions(settings["partitions"])
+        if requested is not None:  # before the read: are there workers enough?
             executor = execution.current(client)
-            sizing.check_workers_for(sizing.requested_partitions(settings["partitions"]),
-                                     len(getattr(executor, "workers", [None])),
+            sizing.check_workers_for(requested, len(getattr(executor, "workers", [None])),
                                      in_process=not hasattr(executor, "workers"))
         edges_cfg = settings["edges"]
         with _step("read", timings):

@@ -528,6 +528,12 @@ def test_options_out_of_range_fail_before_reading(tmp_path, capsys, argv, words)
     assert NOWHERE not in line
 
 
+def test_run_takes_partitions_auto(graph, tmp_path):
+    edges, folder = graph
+    config = pipeline_config(tmp_path, folder, sources_of(edges, 1)[0], partitions="auto")
+    assert main(["-q", "run", str(config)]) == 0
+
+
 def test_more_partitions_than_workers_fail_before_reading(tmp_path, capsys):
     assert main(["-q", "bfs", NOWHERE, "--source", "0", "--out", str(tmp_path / "out"),
                  "--partitions", "3"]) == 2

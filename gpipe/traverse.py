@@ -401,7 +401,7 @@ def _report_one_owner(kind, part: Partition, dist) -> None:
 def _report_end(reporter, kind, backend_name, dist, steps=None) -> None:
     """``reporter.done`` for an owner whose distances are ``dist``, if anyone looks: a BFS's
     deepest level reached (the largest distance here, None when this owner reached nothing),
-    an SSSP's ``steps``; and the vertices reached. One pass over ``dist``."""
+    an SSSP's ``steps``; and the vertices reached: a reduction or two over ``dist``."""
     if not reporter.enabled:
         return
     arrays = backends.get(backend_name).kernels  # none compiled at first use on GPU; max is CUB's

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gpipe import validate
 from gpipe.graph import Graph
 
 
@@ -40,7 +41,8 @@ def bfs(edges, source, *, directed=True, depth_limit=None, src="src", dst="dst",
     ------
     InputError
         Missing or non-integer id columns, null ids, an empty edge list, a source not in the
-        graph, a negative ``depth_limit``.
+        graph, a ``depth_limit`` that is not an integer from 0 to ``2**31 - 1`` (checked
+        before the graph is built).
 
     Notes
     -----
@@ -59,6 +61,7 @@ def bfs(edges, source, *, directed=True, depth_limit=None, src="src", dst="dst",
     >>> res["parent"].tolist()
     [<NA>, <NA>, 20, 30]
     """
+    depth_limit = validate.depth_limit(depth_limit)  # before the build, which may take long
     graph = Graph.from_edges(edges, directed=directed, src=src, dst=dst, partitions=partitions)
     return graph.bfs(source, depth_limit=depth_limit)
 

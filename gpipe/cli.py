@@ -24,7 +24,11 @@ file describes (``conf/cluster/*.yaml``). Step timings are logged to stderr; ``-
 
 Exit status: 0 on success, 2 for unusable input or options (one line on stderr), 1 for other
 gpipe errors such as a negative cycle, and for memory running out anywhere in the run, on this
-machine or on a worker (one line naming memory, no traceback; :func:`gpipe.errors.out_of_memory`).
+machine or on a worker (one line naming memory, no traceback; :func:`gpipe.errors.out_of_memory`),
+130 for SIGINT (Ctrl-C: the one line ``gpipe: interrupted``; a local cluster's workers ignore
+SIGINT and are closed with it, and the output's temporary directory is removed). Outputs
+(``--out``, ``bench --json``) are checked for writability before any work, and options
+checkable without the data (depth limit, partitions) before the edges are read.
 """
 
 from __future__ import annotations
@@ -53,7 +57,7 @@ def main(argv=None):
     pipeline.configure_logging(logging.WARNING if args.quiet else logging.INFO)
     try:
         return args.command(args, pipeline)
-    except Exception as error:
+    except (Exception, KeyboardInterrupt) as error:
         return report_or_raise(error)
 
 
@@ -130,8 +134,15 @@ def _pipeline():
     return importlib.import_module("pipelines.traverse_parquet")  # checkout / editable install
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line that names the command's ``--help`` (exit 2)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def _parser():
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="gpipe", description="BFS and SSSP over Parquet edge lists with Dask, on CPU or GPU."
     )
     parser.add_argument("--version", action="version", version=f"gpipe {__version__}")

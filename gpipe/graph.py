@@ -110,7 +110,8 @@ class Graph:
             Vertex id(s) of the input (strings when the graph's ids are strings); with several,
             each vertex's distance is to the nearest.
         depth_limit : int or None
-            Only vertices at most this many hops away are reached.
+            Only vertices at most this many hops away are reached: an integer from 0 to
+            ``2**31 - 1`` (distances are 32-bit), the same with any number of owners.
 
         Returns
         -------
@@ -124,7 +125,8 @@ class Graph:
         ------
         InputError
             A source that is not in the graph or not of the ids' kind (an integer for string
-            ids, a string for integer ids), or a negative ``depth_limit``.
+            ids, a string for integer ids), or a ``depth_limit`` that is negative, above
+            ``2**31 - 1`` or no integer (a bool, a float).
         """
         depth_limit = validate.depth_limit(depth_limit)
         frames = self._query("gpipe-bfs", source, lambda built, sources: traverse.bfs(

@@ -11,6 +11,13 @@ owner (and always the last), so a traversal of many short levels sends few event
 An event is a dict: ``traversal`` (the id of one call), ``algorithm`` (``"bfs"``/``"sssp"``),
 ``owner``, ``owners``, ``level``, ``frontier`` (vertices active on this owner), ``reached``
 (vertices this owner has reached so far, where known, else None), ``elapsed_s``, and ``done``.
+
+What ``level`` counts depends on the algorithm and on ``done``. BFS: while running, the level
+being expanded (the distance of its frontier); at the end, the deepest level reached (the
+largest distance of this owner's vertices: levels that found nothing do not count). SSSP
+(:func:`describe` says "step"): while running, the step (message round between owners)
+under way, from 0; at the end, the number of steps; None when the kernel counts none (one
+owner: the whole search is one kernel call).
 """
 
 from __future__ import annotations
@@ -52,15 +59,17 @@ class Reporter:
         self._last = now
         self._emit(level, frontier, reached, done=False)
 
-    def done(self, level: int, reached: int | None = None) -> None:
-        """Report the end of this owner's traversal, after ``level`` levels."""
+    def done(self, level: int | None, reached: int | None = None) -> None:
+        """Report the end of this owner's traversal: BFS, the deepest level reached; SSSP, the
+        steps taken, or None where they are not counted (the module docstring)."""
         if not self._start:
             self._start = time.monotonic()
         self._emit(level, 0, reached, done=True)
 
     def _emit(self, level, frontier, reached, done):
         event = {"traversal": self.traversal, "algorithm": self.algorithm, "owner": self.owner,
-                 "owners": self.owners, "level": int(level), "frontier": int(frontier),
+                 "owners": self.owners, "level": None if level is None else int(level),
+                 "frontier": int(frontier),
                  "reached": None if reached is None else int(reached),
                  "elapsed_s": time.monotonic() - self._start, "done": done}
         log.info("%s", describe(event), extra={"gpipe_progress": event})
@@ -89,12 +98,31 @@ def _on_worker():
 
 
 def describe(event: dict) -> str:
-    """One line for a progress event, e.g. ``bfs: level 12, 4,096 reached on owner 0/2``."""
+    """One line for a progress event.
+
+    Examples
+    --------
+    >>> event = {"algorithm": "bfs", "owner": 0, "owners": 2, "level": 12, "frontier": 9,
+    ...          "reached": 4096, "elapsed_s": 1.5, "done": False}
+    >>> describe(event)
+    'bfs: at level 12, 4,096 reached on owner 0/2, 1.5 s'
+    >>> describe({**event, "done": True})
+    'bfs: done, deepest level 12, 4,096 reached on owner 0/2, 1.5 s'
+    >>> describe({**event, "algorithm": "sssp", "done": True, "level": 7, "owners": 1})
+    'sssp: done after 7 steps, 4,096 reached, 1.5 s'
+    """
     where = f" on owner {event['owner']}/{event['owners']}" if event["owners"] > 1 else ""
     reached = "" if event["reached"] is None else f", {event['reached']:,} reached"
-    state = "done after" if event["done"] else "at"
-    return (f"{event['algorithm']}: {state} level {event['level']}{reached}{where}, "
-            f"{event['elapsed_s']:.1f} s")
+    level, bfs = event["level"], event["algorithm"] == "bfs"
+    if not event["done"]:
+        state = f"at {'level' if bfs else 'step'} {level}"
+    elif level is None:
+        state = "done"
+    elif bfs:
+        state = f"done, deepest level {level}"
+    else:
+        state = f"done after {level} step{'' if level == 1 else 's'}"
+    return f"{event['algorithm']}: {state}{reached}{where}, {event['elapsed_s']:.1f} s"
 
 
 def follow(client, callback):

@@ -48,7 +48,7 @@ import dask
 import numpy as np
 
 from gpipe import backend as backends
-from gpipe import progress
+from gpipe import progress, validate
 from gpipe import sources as source_ids
 from gpipe.errors import InputError, NegativeCycleError
 from gpipe.kernels import owner_state
@@ -97,6 +97,7 @@ def bfs(executor, built, sources: np.ndarray, depth_limit: int | None,
     costs one small task per owner (the owner task returns ``(frame, stats)``, split where it
     ran).
     """
+    depth_limit = validate.depth_limit(depth_limit)  # callers past Graph.bfs (bench) too
     if built.layout.n_owners == 1:  # the partition keeps the ids it needs (Partition.ids)
         return [executor.query(_bfs_one_owner, built.parts[0], sources, depth_limit,
                                built.vertex_dtype, owner=0)]
@@ -283,7 +284,7 @@ def _sssp_owner(channel, part: Partition, ids, layout: Layout, local_sources, ne
         kernels.sssp_owner_advance(state, threshold, raised)
         threshold, bucket = raised, bucket + 1
     stats.kernel_s += time.perf_counter() - clock
-    reporter.done(step)
+    _report_end(reporter, SSSP, part.backend, state.dist, steps=step + 1)
     _raise_if_negative_loop_reached(part, ids, state.dist)
     frame = owner_frame(part, ids, state.dist, state.parent, SSSP, vertex_dtype)
     return (frame, stats) if want_stats else frame
@@ -392,17 +393,24 @@ def _raise_if_negative_loop_reached(part: Partition, ids, dist) -> None:
 
 
 def _report_one_owner(kind, part: Partition, dist) -> None:
-    """The end of a one-owner traversal as a progress event, if anyone looks: the levels (BFS;
-    0 for SSSP) and the vertices reached."""
-    reporter = progress.Reporter(uuid.uuid4().hex, kind)
-    if not reporter.enabled or dist.size == 0:
+    """The end of a one-owner traversal as a progress event, if anyone looks (:func:`_report_end`;
+    an SSSP's steps are not counted by its one-kernel search)."""
+    _report_end(progress.Reporter(uuid.uuid4().hex, kind), kind, part.backend, dist)
+
+
+def _report_end(reporter, kind, backend_name, dist, steps=None) -> None:
+    """``reporter.done`` for an owner whose distances are ``dist``, if anyone looks: a BFS's
+    deepest level reached (the largest distance here, None when this owner reached nothing),
+    an SSSP's ``steps``; and the vertices reached: a reduction or two over ``dist``."""
+    if not reporter.enabled:
         return
-    arrays = backends.get(part.backend).kernels  # none compiled at first use on GPU; max is CUB's
+    arrays = backends.get(backend_name).kernels  # none compiled at first use on GPU; max is CUB's
     if kind == BFS:
-        levels, reached = int(dist.max()), arrays.count_nonzero(arrays.non_negative(dist))
+        reached = arrays.count_nonzero(arrays.non_negative(dist))
+        level = int(dist.max()) if reached else None
     else:
-        levels, reached = 0, arrays.count_nonzero(arrays.isfinite(dist))
-    reporter.done(levels, reached)
+        level, reached = steps, arrays.count_nonzero(arrays.isfinite(dist))
+    reporter.done(level, reached)
 
 
 def bfs_arrays(part: Partition, sources, depth_limit=None):
@@ -657,7 +665,7 @@ def bfs_owner_arrays(channel, part: Partition, layout: Layout, local_sources, de
             next_edges = claimed_edges + sent * mean_degree
             proposed = thresholds.go_bottom_up(next_edges, total_edges - checked_edges, n)
         level += 1
-    stats.progress.done(stats.data["levels"])
+    _report_end(stats.progress, BFS, part.backend, run.dist)
     return run.dist, run.parent, stats.data
 
 
@@ -842,4 +850,4 @@ class _LevelStats:
         data["bytes_sent"].append(self._bytes)
         data["wait_s"].append(self._wait)
         data["kernel_s"].append(time.perf_counter() - self._start - self._wait)
-        self.progress.level(data["levels"], frontier)
+        self.progress.level(data["levels"] - 1, frontier)  # the level expanded: its frontier's distance

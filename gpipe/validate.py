@@ -98,12 +98,45 @@ def sources(source, strings: bool = False) -> np.ndarray:
     return np.array([str(v) if strings else int(v) for v in values], dtype=object)
 
 
+# The deepest level a depth limit can name: distances are int32 on every backend (the GPU
+# kernels take the limit as an int32 too), so no BFS goes deeper; a limit at or beyond a graph's
+# deepest level changes nothing, whatever its size below this.
+MAX_DEPTH_LIMIT = 2**31 - 1
+
+
 def depth_limit(limit) -> int | None:
-    """``None`` or a non-negative int."""
+    """``limit`` as an int, or None for no limit; InputError for anything else.
+
+    The one check of a BFS depth limit, made at every door (:meth:`gpipe.Graph.bfs`,
+    :func:`gpipe.bfs`, the command line and pipelines before they read anything) so that a
+    limit means the same, and fails the same, with one owner or several.
+
+    Parameters
+    ----------
+    limit : int or None
+        An integer (Python or NumPy, not a bool) from 0 to :data:`MAX_DEPTH_LIMIT`.
+
+    Raises
+    ------
+    InputError
+        For a negative or larger integer, a bool, a float or anything else; the message is
+        the same for every caller.
+
+    Examples
+    --------
+    >>> depth_limit(3)
+    3
+    >>> depth_limit(2**63)
+    Traceback (most recent call last):
+        ...
+    gpipe.errors.InputError: depth_limit must be None or an integer from 0 to 2147483647, not 9223372036854775808
+    """
     if limit is None:
         return None
-    if isinstance(limit, bool) or not isinstance(limit, numbers.Integral) or limit < 0:
-        raise InputError(f"depth_limit must be None or a non-negative integer, not {limit!r}")
+    if (isinstance(limit, (bool, np.bool_)) or not isinstance(limit, numbers.Integral)
+            or not 0 <= limit <= MAX_DEPTH_LIMIT):
+        raise InputError(f"depth_limit must be None or an integer from 0 to {MAX_DEPTH_LIMIT}, "
+                         f"not {limit!r}")
     return int(limit)
 
 

@@ -445,3 +445,20 @@ def test_demo_prints_the_dashboard_first_and_can_wait_for_enter(tmp_path, monkey
     assert lines[0].startswith("gpipe demo: cpu cluster of 1 workers, dashboard")
     assert len(pressed) == 1 and "reached" in pressed[0]  # waited after the summary
     assert lines[-1].startswith("The cluster stays up") and "press Enter" in lines[-1]
+
+
+def test_no_parents_and_max_distance(graph, tmp_path):
+    edges, folder = graph
+    source = sources_of(edges, 1)[0]
+    out = tmp_path / "sssp"
+    argv = ["sssp", str(folder), "--source", str(source), "--out", str(out), "--no-parents",
+            "--max-distance", "12.5"]
+    assert main(argv) == 0
+    result = pd.read_parquet(out)
+    assert list(result.columns) == ["vertex", "distance"]
+    expected = expected_sssp(edges, [source], directed=True)
+    pd.testing.assert_series_equal(result_distances(result), expected.where(expected <= 12.5).sort_index(),
+                                   check_exact=False, rtol=1e-12)
+    out = tmp_path / "bfs"
+    assert main(["bfs", str(folder), "--source", str(source), "--out", str(out), "--no-parents"]) == 0
+    assert list(pd.read_parquet(out).columns) == ["vertex", "distance"]

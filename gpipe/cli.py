@@ -252,4 +252,7 @@ def _add_bench_parser(commands):
     bench.add_argument("--no-scipy-check", action="store_true",
                        help="skip comparing the first source's distances with SciPy (done up to 2**22 vertices)")
     bench.add_argument("--tmpdir", metavar="DIR", help="where --end-to-end writes its Parquet files")
+    bench.add_argument("--paths", action="store_true",
+                       help="also time Graph.path(s, t) to a random reached t against len() of the "
+                            "traversal, and the memory of parents=False against parents=True")
     bench.add_argument("--json", metavar="PATH", help="write the full report here")

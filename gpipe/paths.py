@@ -90,6 +90,8 @@ def walk(be, kind, dist, parent, root: int, targets: np.ndarray) -> tuple:
         return chains([be.to_host(s) for s in steps], root)
     steps = [targets]
     while not (steps[-1] == root).all():
+        if len(steps) > dist.size:
+            raise AssertionError("a parent chain does not reach the source")
         current = arrays.take(parent, current)
         steps.append(be.to_host(current))
     return chains(steps, root)
@@ -157,6 +159,8 @@ def from_result(result, source, targets, frame_type) -> object:
     current = target_pos[reached]
     steps = [current]
     while current.size and not (current == root).all():
+        if len(steps) > len(result):
+            raise AssertionError("a parent chain does not reach the source")
         current = parent_pos[current]
         steps.append(current)
     if current.size:

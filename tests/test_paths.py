@@ -205,3 +205,15 @@ def test_bad_max_distance_or_parents_is_an_input_error(bad):
         g.sssp(int(edges["src"].iloc[0]), max_distance=bad)
     with pytest.raises(gpipe.InputError, match="parents"):
         g.bfs(int(edges["src"].iloc[0]), parents="no")
+
+
+@pytest.mark.multigpu
+def test_path_over_two_gpus(multigpu_engine, two_components):
+    edges = two_components
+    g = gpipe.Graph.from_edges(multigpu_engine.frame(edges), weight="weight")
+    assert g.num_partitions == 2
+    source = int(edges["src"].iloc[0])
+    for target in reachable_targets(edges, source, directed=True, weight="weight"):
+        assert_shortest_path(g.path(source, target), edges, source, target, directed=True,
+                             weight="weight")
+    assert list(g.sssp(source, parents=False, max_distance=5.0).columns) == ["vertex", "distance"]

@@ -895,7 +895,8 @@ def _time_paths(graph, kind, input_ids, repeat, len_median_ms) -> dict:
     pairs, medians, hops = [], [], []
     for source in input_ids:
         source = _input_id(source)
-        reached = query(source, parents=False).dropna(subset=["distance"])["vertex"].compute()
+        found = query(source, parents=False)
+        reached = found[found["distance"] > 0]["vertex"].compute()  # null distances compare False
         reached = (reached.to_pandas() if hasattr(reached, "to_pandas") else reached).to_numpy()
         target = _input_id(reached[rng.integers(reached.size)])
         graph.path(source, target, unweighted=unweighted)  # untimed: the same work warmed

@@ -230,12 +230,10 @@ class Graph:
         >>> g.path(1, 3, unweighted=True)
         [1, 3]
         """
-        rows = self._paths(source, [target], unweighted)
-        vertices = rows["vertex"]
-        if len(vertices) == 0:
+        path = self._paths(source, [target], unweighted, as_list=True)
+        if not path:
             raise NoPath(f"no path from source {source!r} to target {target!r}")
-        return list(vertices.to_arrow().to_pylist() if hasattr(vertices, "to_arrow")
-                    else vertices.tolist())
+        return path
 
     def paths(self, source, targets, *, unweighted=False):
         """Shortest paths from ``source`` to each of ``targets``, as rows.
@@ -280,8 +278,9 @@ class Graph:
         rows = self._paths(source, targets, unweighted)
         return dd.from_pandas(rows, npartitions=1, sort=False)
 
-    def _paths(self, source, targets, unweighted):
-        """The paths frame (pandas or cuDF, computed) of :meth:`paths`."""
+    def _paths(self, source, targets, unweighted, as_list=False):
+        """The paths frame (pandas or cuDF, computed) of :meth:`paths`; with ``as_list``, the
+        one target's path as a list of input ids (empty when unreached)."""
         unweighted = validate.flag(unweighted, "unweighted")
         kind = result.BFS if self.weight is None or unweighted else result.SSSP
         values = validate.sources(source, strings=self._built.string_ids)
@@ -289,11 +288,12 @@ class Graph:
             raise InputError(f"a path starts at one source, got {values.size}")
         wanted = validate.sources(targets, strings=self._built.string_ids, what="target")
         if self._built.layout.n_owners == 1:
+            task = path_rows.owner_path if as_list else path_rows.owner_paths
+
             def run(built, sources):
                 return [self._executor.query(
-                    path_rows.owner_paths, built.parts[0], kind, sources,
-                    self._query_sources(wanted, "target"), built.negative_weights,
-                    built.vertex_dtype, owner=0)]
+                    task, built.parts[0], kind, sources, self._query_sources(wanted, "target"),
+                    built.negative_weights, built.vertex_dtype, owner=0)]
 
             return self._executor.gather(self._query(f"gpipe-paths-{kind}", source, run))[0]
 
@@ -305,7 +305,12 @@ class Graph:
 
         frames = self._executor.gather(self._query(f"gpipe-paths-{kind}", source, traversal))
         whole = backends.get(self._built.backend).frames.concat(frames)
-        return path_rows.from_result(whole, values[0], list(wanted), type(frames[0]))
+        rows = path_rows.from_result(whole, values[0], list(wanted), type(frames[0]))
+        if as_list:
+            vertices = rows["vertex"]
+            return (vertices.to_arrow().to_pylist() if hasattr(vertices, "to_arrow")
+                    else vertices.tolist())
+        return rows
 
     def _query(self, name, source, run) -> list:
         """``run(built, global sources)``'s frame handles, waited for, under the span ``name``.

@@ -53,6 +53,27 @@ def owner_paths(part, kind, source, targets, negative_weights, vertex_dtype):
     ``source`` and ``targets``: global ids, or :class:`gpipe.sources.InputIds` (looked up here;
     InputError naming a source or target not in the graph). Targets not reached have no rows.
     """
+    be = backends.get(part.backend)
+    targets, column, step, vertex = _owner_rows(part, kind, source, targets, negative_weights)
+    return _frame(be, part.ids, targets[column], step, vertex, vertex_dtype)
+
+
+def owner_path(part, kind, source, target, negative_weights, vertex_dtype) -> list:
+    """The one path of :func:`owner_paths` as a list of input ids (Python ints or strings),
+    empty when the target is not reached: no frame is built for it."""
+    be = backends.get(part.backend)
+    _, _, _, vertex = _owner_rows(part, kind, source, target, negative_weights)
+    ids = part.ids
+    if ids is not None and be.strings.holds(ids):
+        return be.strings.to_host(be.strings.take(ids, be.xp.asarray(vertex))).tolist()
+    if ids is not None:
+        vertex = be.to_host(be.kernels.take(ids, be.xp.asarray(vertex)))
+    return vertex.astype(numpy_dtype(vertex_dtype)).tolist()
+
+
+def _owner_rows(part, kind, source, targets, negative_weights) -> tuple:
+    """``(targets, column, step, vertex)``: the targets' global ids (host) and the rows of
+    :func:`chains` for the reached ones, ``column`` indexing ``targets``."""
     from gpipe import sources as source_ids
     from gpipe import traverse
     from gpipe.result import BFS
@@ -70,8 +91,7 @@ def owner_paths(part, kind, source, targets, negative_weights, vertex_dtype):
         traverse._raise_if_negative_loop_reached(part, part.ids, dist)
         reached = np.isfinite(be.to_host(be.kernels.take(dist, be.xp.asarray(targets))))
     column, step, vertex = walk(be, kind, dist, parent, root, targets[reached])
-    order = np.flatnonzero(reached)[column]  # back to the positions in `targets`
-    return _frame(be, part.ids, targets[order], step, vertex, vertex_dtype)
+    return targets, np.flatnonzero(reached)[column], step, vertex
 
 
 def walk(be, kind, dist, parent, root: int, targets: np.ndarray) -> tuple:

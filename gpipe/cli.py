@@ -4,7 +4,9 @@
 
     gpipe bfs EDGES --source S [--source S2 ...] --out DIR [--depth-limit K] [--undirected]
               [--src COL] [--dst COL] [--backend auto|cpu|gpu] [--overwrite] [--cluster FILE]
-    gpipe sssp EDGES --source S --out DIR [--weight COL] [...same options but --depth-limit]
+              [--no-parents]
+    gpipe sssp EDGES --source S --out DIR [--weight COL] [--max-distance D]
+               [...same options but --depth-limit]
     gpipe demo [--scale 16] [--out DIR] [--cpu] [--workers N] [--no-wait]
     gpipe run CONFIG
     gpipe warmup
@@ -76,6 +78,8 @@ def _traverse(args, pipeline):
         "partitions": args.partitions,
         "source": args.source,
         "depth_limit": getattr(args, "depth_limit", None),
+        "max_distance": getattr(args, "max_distance", None),
+        "parents": not args.no_parents,
         "output": {"path": args.out, "overwrite": args.overwrite},
     }
     pipeline.run(config)
@@ -168,6 +172,10 @@ def _parser():
             sub.add_argument("--depth-limit", type=int, metavar="K", help="visit vertices up to K hops away")
         else:
             sub.add_argument("--weight", default="weight", metavar="COL", help="weight column (default: weight)")
+            sub.add_argument("--max-distance", type=float, metavar="D",
+                             help="vertices farther than D are unreached (the search stops there)")
+        sub.add_argument("--no-parents", action="store_true",
+                         help="distances only: no parent column (less memory)")
         sub.add_argument("--undirected", action="store_true", help="each edge goes both ways")
         sub.add_argument("--src", default="src", metavar="COL", help="source-vertex column (default: src)")
         sub.add_argument("--dst", default="dst", metavar="COL", help="target-vertex column (default: dst)")
@@ -255,4 +263,7 @@ def _add_bench_parser(commands):
     bench.add_argument("--no-scipy-check", action="store_true",
                        help="skip comparing the first source's distances with SciPy (done up to 2**22 vertices)")
     bench.add_argument("--tmpdir", metavar="DIR", help="where --end-to-end writes its Parquet files")
+    bench.add_argument("--paths", action="store_true",
+                       help="also time Graph.path(s, t) to a random reached t against len() of the "
+                            "traversal, and the memory of parents=False against parents=True")
     bench.add_argument("--json", metavar="PATH", help="write the full report here")

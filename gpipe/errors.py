@@ -18,6 +18,14 @@ class NegativeCycleError(GpipeError):
     """A cycle of negative total weight is reachable from a source, so shortest paths are undefined."""
 
 
+class NoPath(GpipeError):
+    """No path leads from the source to the target (``Graph.path``); the message names both.
+
+    Like NetworkX's ``NetworkXNoPath``. The graph and the query are fine, so it is not an
+    :class:`InputError`.
+    """
+
+
 class GraphTooLarge(InputError):
     """The graph cannot fit the memory of the workers that would own it; raised before building.
 

@@ -13,13 +13,14 @@ TASK_NAMES = {
     "_survey": "survey", "_unique_ids": "ids", "_merge_unique": "ids", "_split": "shuffle",
     "build_partition": "build", "_packed_presence": "build-presence", "getitem": "shuffle-part",
     "global_ids": "sources", "_bfs_one_owner": "bfs", "_sssp_one_owner": "sssp",
-    "_bfs_owner": "bfs", "_sssp_owner": "sssp",
+    "_bfs_owner": "bfs", "_sssp_owner": "sssp", "owner_paths": "paths", "owner_path": "path",
 }
 
 
 # Tasks that run alone on their host while they run: the traversal of a one-owner graph (and
-# the bench's timing of it). Their CPU kernels take every core (gpipe.threads).
-ALONE_ON_HOST = {"_bfs_one_owner", "_sssp_one_owner", "_time_one_owner"}
+# the bench's timing of it, and a path query's). Their CPU kernels take every core (gpipe.threads).
+ALONE_ON_HOST = {"_bfs_one_owner", "_sssp_one_owner", "_time_one_owner", "owner_paths", "owner_path",
+                 "_parents_memory"}
 
 
 def task_name(fn, args=()) -> str:

@@ -33,6 +33,8 @@ from any working directory::
     partitions: null           # workers that own the graph; null: as few as hold it
     source: 0                  # one vertex id, or a list (one traversal from all of them)
     depth_limit: null          # bfs only
+    max_distance: null         # sssp only: vertices farther are unreached
+    parents: true              # false: distances only, no parent column
     output:
       path: ../out/bfs         # Parquet directory
       overwrite: false
@@ -59,7 +61,8 @@ from gpipe.output import check_writable, restore_interrupted, summarize, write_p
 log = logging.getLogger("gpipe.pipeline")
 
 ALGORITHMS = ("bfs", "sssp")
-_TOP_KEYS = {"algorithm", "cluster", "edges", "directed", "partitions", "source", "depth_limit", "output"}
+_TOP_KEYS = {"algorithm", "cluster", "edges", "directed", "partitions", "source", "depth_limit",
+             "max_distance", "parents", "output"}
 _EDGE_KEYS = {"path", "src", "dst", "weight", "backend"}
 _OUTPUT_KEYS = {"path", "overwrite"}
 
@@ -192,9 +195,11 @@ def run(config):
         log.info("graph on %d partition(s)", graph.num_partitions)
         with _step("traverse", timings):
             if settings["algorithm"] == "bfs":
-                result = graph.bfs(source, depth_limit=settings["depth_limit"])
+                result = graph.bfs(source, depth_limit=settings["depth_limit"],
+                                   parents=settings["parents"])
             else:
-                result = graph.sssp(source)
+                result = graph.sssp(source, max_distance=settings["max_distance"],
+                                    parents=settings["parents"])
             result = _materialize(result, client)
         with _step("write", timings):
             written = write_parquet(result, output["path"], overwrite=output["overwrite"])
@@ -381,6 +386,10 @@ def _validate(config):
     depth_limit = validate.depth_limit(depth_limit)  # the API's own check, before any reading
     if config.get("partitions") is not None:
         sizing.requested_partitions(config["partitions"])
+    max_distance = config.get("max_distance")
+    if max_distance is not None and algorithm != "sssp":
+        raise InputError("'max_distance' applies to sssp only")
+    max_distance = validate.max_distance(max_distance)  # before any reading, as depth_limit
     weight = edges.get("weight")
     if algorithm == "sssp" and weight is None:
         weight = "weight"
@@ -401,6 +410,8 @@ def _validate(config):
         "partitions": config.get("partitions"),
         "source": config["source"],
         "depth_limit": depth_limit,
+        "max_distance": max_distance,
+        "parents": _boolean(config.get("parents", True), "parents"),
         "output": {
             "path": str(output["path"]),
             "overwrite": _boolean(output.get("overwrite", False), "output.overwrite"),

@@ -815,3 +815,27 @@ def test_pandas_extension_id_dtypes_are_kept(cpu_engine, dtype):
     assert out["vertex"].dtype == edges["src"].dtype and out["parent"].dtype == edges["src"].dtype
     assert out["vertex"].tolist() == [5, 6, 7, 8]
     assert out["distance"].tolist() == [0, 1, 2, 3]
+
+
+# ---------------------------------------------------------------------------------------------
+# parents=False and max_distance through the one-call entry points
+# ---------------------------------------------------------------------------------------------
+
+
+def test_bfs_and_sssp_without_parents_and_with_max_distance(engine):
+    edges = reference.random_edges(40, 150, seed=21, weights="integer")
+    frame = engine.frame(edges)
+    source = int(edges["src"].iloc[0])
+    bfs = gpipe.bfs(frame, source, parents=False)
+    assert list(bfs.columns) == ["vertex", "distance"]
+    reference.assert_distances(engine.run(bfs), reference.expected_bfs(edges, [source], directed=True))
+    sssp = gpipe.sssp(frame, source, max_distance=8, parents=False)
+    assert list(sssp.columns) == ["vertex", "distance"]
+    expected = reference.expected_sssp(edges, [source], directed=True)
+    reference.assert_distances(engine.run(sssp), expected.where(expected <= 8))
+
+
+def test_sssp_checks_max_distance_before_building():
+    edges = reference.random_edges(10, 20, seed=1, weights="positive")
+    with pytest.raises(gpipe.InputError, match="max_distance"):
+        gpipe.sssp(edges, 0, max_distance=-0.5)

@@ -677,3 +677,18 @@ def test_sigint_during_a_cluster_query_is_one_line_and_exit_130(tmp_path):
     assert [name for name in os.listdir(tmp_path) if name.startswith(".")] == []
     left = [p.name for p in scratch.rglob("*") if p.is_dir() and p.name.startswith(("worker-", "scheduler-"))]
     assert left == []
+def test_no_parents_and_max_distance(graph, tmp_path):
+    edges, folder = graph
+    source = sources_of(edges, 1)[0]
+    out = tmp_path / "sssp"
+    argv = ["sssp", str(folder), "--source", str(source), "--out", str(out), "--no-parents",
+            "--max-distance", "12.5"]
+    assert main(argv) == 0
+    result = pd.read_parquet(out)
+    assert list(result.columns) == ["vertex", "distance"]
+    expected = expected_sssp(edges, [source], directed=True)
+    pd.testing.assert_series_equal(result_distances(result), expected.where(expected <= 12.5).sort_index(),
+                                   check_exact=False, rtol=1e-12)
+    out = tmp_path / "bfs"
+    assert main(["bfs", str(folder), "--source", str(source), "--out", str(out), "--no-parents"]) == 0
+    assert list(pd.read_parquet(out).columns) == ["vertex", "distance"]

@@ -643,3 +643,34 @@ def test_twin_near_mid_far_by_thresholds():
     # 3 is still on the far pile (stale now: at 4 < 5, relaxed); its minimum is what it was put at.
     assert (counts.near, counts.mid, counts.far, counts.far_min) == (0, 0, 1, 7.0)
     assert counts.relaxed == 4 and counts.repeated == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Early exit at a target, distances only, SSSP cut at max_distance (kernel_graphs has the checks)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_bfs_stops_after_the_level_of_its_target(symmetric):
+    kernel_graphs.check_bfs_stops_at_target(cpu.bfs, np.asarray, np.asarray, symmetric)
+
+
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_bfs_without_parents(symmetric):
+    kernel_graphs.check_bfs_without_parents(cpu.bfs, np.asarray, np.asarray, symmetric)
+
+
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_delta_stepping_stops_once_its_target_is_settled(symmetric):
+    def sssp(indptr, indices, weights, sources, symmetric, **options):
+        return cpu.delta_stepping(indptr, indices, weights, sources, **options)
+
+    kernel_graphs.check_sssp_stops_at_target(sssp, np.asarray, np.asarray, "buckets", symmetric)
+
+
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_delta_stepping_max_distance_and_no_parents(symmetric):
+    def sssp(indptr, indices, weights, sources, symmetric, **options):
+        return cpu.delta_stepping(indptr, indices, weights, sources, **options)
+
+    kernel_graphs.check_sssp_max_distance_and_no_parents(sssp, np.asarray, np.asarray, symmetric)

@@ -1220,3 +1220,42 @@ def test_build_csr_indptr_is_the_scan_of_the_degrees():
     dst = cupy.asarray(np.array([1, 1, 0, 3], dtype=np.int64))
     indptr, indices, _ = gpu.build_csr(src, dst, None, 4, np.int32)
     assert indptr.dtype == cupy.int64 and indptr.get().tolist() == [0, 1, 1, 4, 4]
+
+
+# ---------------------------------------------------------------------------------------------
+# Early exit at a target, distances only, SSSP cut at max_distance (kernel_graphs has the checks)
+# ---------------------------------------------------------------------------------------------
+
+
+def _host(array):
+    return array.get()
+
+
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_bfs_stops_after_the_level_of_its_target(symmetric):
+    kernel_graphs.check_bfs_stops_at_target(gpu.bfs, _host, cupy.asarray, symmetric)
+
+
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_bfs_without_parents(symmetric):
+    kernel_graphs.check_bfs_without_parents(gpu.bfs, _host, cupy.asarray, symmetric)
+
+
+def test_bfs_level_loop_target_and_no_parents():
+    from gpipe.kernels.gpu_bfs import _bfs_level_loop
+
+    def bfs(indptr, indices, sources, depth_limit, symmetric, target=-1, parents=True, stats=None):
+        return _bfs_level_loop(indptr, indices, sources, depth_limit, target, parents, stats)
+
+    kernel_graphs.check_bfs_stops_at_target(bfs, _host, cupy.asarray, False)
+    kernel_graphs.check_bfs_without_parents(bfs, _host, cupy.asarray, False)
+
+
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_near_far_stops_once_its_target_is_settled(symmetric):
+    kernel_graphs.check_sssp_stops_at_target(gpu.sssp, _host, cupy.asarray, "passes", symmetric)
+
+
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_near_far_max_distance_and_no_parents(symmetric):
+    kernel_graphs.check_sssp_max_distance_and_no_parents(gpu.sssp, _host, cupy.asarray, symmetric)

@@ -10,11 +10,19 @@ owner (and always the last), so a traversal of many short levels sends few event
 
 An event is a dict: ``traversal`` (the id of one call), ``algorithm`` (``"bfs"``/``"sssp"``),
 ``owner``, ``owners``, ``level``, ``frontier`` (vertices active on this owner), ``reached``
-(vertices this owner has reached so far, where known, else None), ``elapsed_s``, and ``done``.
+(vertices this owner has reached so far, where known, else None), ``elapsed_s``, and ``done``;
+``at`` (the wall-clock time of the event, ``time.time()``) and ``query`` (what the driver said
+about the query through :func:`query`: graph, sources, span; None where it said nothing).
+A traversal reports its start at once (:meth:`Reporter.start`, level 0), so a watcher sees it
+begin. The scheduler's gpipe page (:mod:`gpipe.dashboard`) lists the events; :func:`bar` draws
+them where a person waits. Without a worker, the events also go to the listeners of this
+process (:func:`add_listener`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
 import time
 from dataclasses import dataclass, field
@@ -24,6 +32,35 @@ EVERY_S = 0.5
 DONE_DELAY_S = 0.005  # how long after its call an owner's "done" event leaves a worker
 
 log = logging.getLogger("gpipe.progress")
+_query = contextvars.ContextVar("gpipe_progress_query", default=None)
+_listeners: list = []  # callables given every event of this process's own traversals
+
+
+@contextlib.contextmanager
+def query(info: dict | None):
+    """Within this context, traversals started here report ``info`` as their ``query`` (a
+    small msgpack-able dict: ``graph``, ``sources``, ``span``)."""
+    token = _query.set(info)
+    try:
+        yield
+    finally:
+        _query.reset(token)
+
+
+def current_query() -> dict | None:
+    """The ``info`` of the innermost :func:`query` context, else None."""
+    return _query.get()
+
+
+def add_listener(callback) -> None:
+    """Call ``callback(event)`` for every event of a traversal that runs in this process
+    without a Dask worker (a graph built without a client); :func:`remove_listener` stops it."""
+    _listeners.append(callback)
+
+
+def remove_listener(callback) -> None:
+    with contextlib.suppress(ValueError):
+        _listeners.remove(callback)
 
 
 @dataclass
@@ -34,13 +71,22 @@ class Reporter:
     algorithm: str
     owner: int = 0
     owners: int = 1
+    query: dict | None = field(default_factory=current_query, repr=False)
     _start: float = field(default=0.0, repr=False)
     _last: float = field(default=0.0, repr=False)
 
     @property
     def enabled(self) -> bool:
-        """Whether anyone can see a report: a Dask worker (events), or a log handler here."""
-        return log.isEnabledFor(logging.INFO) or _on_worker()
+        """Whether anyone can see a report: a Dask worker (events), a log handler or a
+        listener here."""
+        return log.isEnabledFor(logging.INFO) or bool(_listeners) or _on_worker() is not None
+
+    def start(self, frontier: int = 0) -> None:
+        """Report the start of this owner's traversal (level 0, ``frontier`` sources) now: one
+        event, sent from the worker's event loop, so the caller does not wait for it."""
+        self._start = self._last = time.monotonic()
+        if self.enabled:
+            self._emit(0, frontier, None, done=False, later=True)
 
     def level(self, level: int, frontier: int, reached: int | None = None) -> None:
         """Report level ``level`` if :data:`EVERY_S` passed since the last report."""
@@ -58,16 +104,21 @@ class Reporter:
             self._start = time.monotonic()
         self._emit(level, 0, reached, done=True)
 
-    def _emit(self, level, frontier, reached, done):
+    def _emit(self, level, frontier, reached, done, later=False):
         event = {"traversal": self.traversal, "algorithm": self.algorithm, "owner": self.owner,
                  "owners": self.owners, "level": int(level), "frontier": int(frontier),
                  "reached": None if reached is None else int(reached),
-                 "elapsed_s": time.monotonic() - self._start, "done": done}
+                 "elapsed_s": time.monotonic() - self._start, "done": done,
+                 "at": time.time(), "query": self.query}
         log.info("%s", describe(event), extra={"gpipe_progress": event})
         worker = _on_worker()
         if worker is None:
+            for listener in list(_listeners):
+                listener(event)
             return
-        if done:
+        if later:  # from the loop's thread, as soon as it gets to it
+            worker.loop.add_callback(worker.log_event, TOPIC, event)
+        elif done:
             # The owner's task ends right after this report. The worker sends the scheduler at
             # most one batch of messages per 2 ms, so an event sent now would hold the task's
             # end back by up to that: it goes after it instead.

@@ -228,6 +228,7 @@ def _sssp_owner(channel, part: Partition, ids, layout: Layout, local_sources, ne
     kernels = backends.get(part.backend).kernels
     stats = OwnerStats(channel.owner)
     reporter = progress.Reporter(channel.key, "sssp", channel.owner, len(channel.addresses))
+    reporter.start(len(local_sources))
     clock = time.perf_counter()
     threshold = np.inf if negative_weights else FIRST_THRESHOLD
     state = owner_state.new_state(part.xp, layout.n, part.offset, part.n_local, layout.chunk,
@@ -359,8 +360,9 @@ def _bfs_one_owner(part: Partition, sources, depth_limit, vertex_dtype):
     """The whole BFS of a one-owner graph, in this task (``sources``: global ids, or
     :class:`gpipe.sources.InputIds`, looked up in the ids the partition keeps)."""
     sources = source_ids.global_ids(part.backend, part.ids, sources)
+    reporter = _start_one_owner(BFS, sources)
     dist, parent = bfs_arrays(part, sources, depth_limit)
-    _report_one_owner(BFS, part, dist)
+    _report_one_owner(reporter, part, dist)
     return owner_frame(part, part.ids, dist, parent, BFS, vertex_dtype)
 
 
@@ -368,8 +370,9 @@ def _sssp_one_owner(part: Partition, sources, negative_weights, vertex_dtype):
     """The whole SSSP of a one-owner graph, in this task (``sources`` as for
     :func:`_bfs_one_owner`). Raises NegativeCycleError."""
     sources = source_ids.global_ids(part.backend, part.ids, sources)
+    reporter = _start_one_owner(SSSP, sources)
     dist, parent = sssp_arrays(part, sources, negative_weights)
-    _report_one_owner(SSSP, part, dist)
+    _report_one_owner(reporter, part, dist)
     _raise_if_negative_loop_reached(part, part.ids, dist)
     return owner_frame(part, part.ids, dist, parent, SSSP, vertex_dtype)
 
@@ -391,14 +394,20 @@ def _raise_if_negative_loop_reached(part: Partition, ids, dist) -> None:
         f"a negative-weight cycle is reachable from the source: the self-loop on vertex {vertex}")
 
 
-def _report_one_owner(kind, part: Partition, dist) -> None:
+def _start_one_owner(kind, sources) -> progress.Reporter:
+    """The reporter of a one-owner traversal, its start reported (one event, no device sync)."""
+    reporter = progress.Reporter(uuid.uuid4().hex, kind)
+    reporter.start(len(sources))
+    return reporter
+
+
+def _report_one_owner(reporter: progress.Reporter, part: Partition, dist) -> None:
     """The end of a one-owner traversal as a progress event, if anyone looks: the levels (BFS;
     0 for SSSP) and the vertices reached."""
-    reporter = progress.Reporter(uuid.uuid4().hex, kind)
     if not reporter.enabled or dist.size == 0:
         return
     arrays = backends.get(part.backend).kernels  # none compiled at first use on GPU; max is CUB's
-    if kind == BFS:
+    if reporter.algorithm == BFS:
         levels, reached = int(dist.max()), arrays.count_nonzero(arrays.non_negative(dist))
     else:
         levels, reached = 0, arrays.count_nonzero(arrays.isfinite(dist))
@@ -596,6 +605,7 @@ def bfs_owner_arrays(channel, part: Partition, layout: Layout, local_sources, de
     """
     run = _OwnerBfs(part, layout, getattr(channel, "device_messages", False))
     stats = _LevelStats(channel, part.owner)
+    stats.progress.start(len(local_sources))
     n = layout.n
     run.claim_sources(local_sources)
     total_edges = 0  # every owner's out-edges, learned from the first message

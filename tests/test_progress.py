@@ -20,9 +20,11 @@ def test_an_in_process_traversal_logs_its_end_with_levels_and_reached(caplog):
     with caplog.at_level(logging.INFO, logger="gpipe.progress"):
         out = graph.bfs(source).compute()
     events = [r.gpipe_progress for r in caplog.records if hasattr(r, "gpipe_progress")]
-    assert len(events) == 1 and events[0]["done"] and events[0]["algorithm"] == "bfs"
-    assert events[0]["reached"] == int(out["distance"].notna().sum())
-    assert events[0]["level"] == int(out["distance"].max())
+    assert [e["done"] for e in events] == [False, True]  # its start, at once, and its end
+    assert events[0]["level"] == 0 and events[0]["frontier"] == 1
+    assert all(e["algorithm"] == "bfs" for e in events)
+    assert events[1]["reached"] == int(out["distance"].notna().sum())
+    assert events[1]["level"] == int(out["distance"].max())
     assert "bfs: done after level" in caplog.records[-1].getMessage()
 
 

@@ -6,10 +6,11 @@
 """
 
 from gpipe.api import bfs, sssp
+from gpipe.dashboard import dashboard_link
 from gpipe.errors import ClientClosed, GpipeError, GraphLost, GraphTooLarge, InputError, NegativeCycleError, OutOfMemory
 from gpipe.graph import Graph
 from gpipe.io import read_edges
 
 __all__ = ["ClientClosed", "Graph", "GpipeError", "GraphLost", "GraphTooLarge", "InputError", "NegativeCycleError",
-           "OutOfMemory", "bfs", "read_edges", "sssp"]
+           "OutOfMemory", "bfs", "dashboard_link", "read_edges", "sssp"]
 __version__ = "0.1.0"

@@ -153,7 +153,10 @@ class OnCluster(Executor):
     worker in sorted address order."""
 
     def __init__(self, client, workers=None):
+        from gpipe import dashboard
+
         self.client = client
+        dashboard.install(client)  # once per client: the scheduler's gpipe page
         if workers is not None:
             self.workers = list(workers)
             self.n_owners = len(self.workers)

@@ -110,7 +110,8 @@ class Traversals(SchedulerPlugin):
             query = event.get("query") or {}
             at = event.get("at") or time.time()
             traversal = {"id": key, "algorithm": event["algorithm"], "owners": event["owners"],
-                         "graph": query.get("graph"), "sources": query.get("sources"),
+                         "graph": query.get("graph"), "vertices": query.get("vertices"),
+                         "sources": query.get("sources"),
                          "started": at - event.get("elapsed_s", 0.0), "owner": {}}
             self.traversals[key] = traversal
             while len(self.traversals) > KEEP:
@@ -127,8 +128,8 @@ class Traversals(SchedulerPlugin):
     def summary(self) -> dict:
         """What the page shows: ``{"now": time, "traversals": [...]}``, newest first.
 
-        Each traversal: ``id``, ``algorithm``, ``graph`` and ``sources`` (where the driver
-        told them), ``owners``, ``started`` (wall clock), ``elapsed_s``, ``done``, and
+        Each traversal: ``id``, ``algorithm``, ``graph``, ``vertices`` (its vertex ids'
+        range) and ``sources`` (where the driver told them), ``owners``, ``started`` (wall clock), ``elapsed_s``, ``done``, and
         ``owner``: one dict per owner heard from, in owner order, with ``level`` (the BFS
         level or SSSP step), ``frontier``, ``reached`` (where known), ``elapsed_s``, ``done``.
         """

@@ -190,14 +190,15 @@ class Graph:
         raise AssertionError("unreachable")
 
     def _query_info(self, name, source) -> dict:
-        """What a query's progress events say of it (:func:`gpipe.progress.query`): the graph,
-        the sources as given (the first few), and the Dask span it runs under."""
+        """What a query's progress events say of it (:func:`gpipe.progress.query`): the graph
+        (its repr, and its vertex ids' range), the sources as given (the first few), and the
+        Dask span it runs under."""
         import dask
 
         sources = list(source) if isinstance(source, (list, tuple, np.ndarray)) else [source]
         shown = ", ".join(str(s) for s in sources[:3]) + (", …" if len(sources) > 3 else "")
-        return {"name": name, "graph": repr(self), "sources": shown,
-                "span": dask.get_annotations().get("span")}
+        return {"name": name, "graph": repr(self), "vertices": self._built.layout.n,
+                "sources": shown, "span": dask.get_annotations().get("span")}
 
     def _lost(self) -> bool:
         """Whether a partition's data is gone as far as this client knows (no round trip)."""

@@ -160,3 +160,41 @@ def follow(client, callback):
 
     client.subscribe_topic(TOPIC, handler)
     return lambda: client.unsubscribe_topic(TOPIC)
+
+
+def bar(client=None, out=None, widget=None):
+    """A live progress bar of the traversals run within it, like ``dask.diagnostics.ProgressBar``.
+
+    Each traversal gets a line on ``out`` (stderr by default), rewritten in place while it
+    runs: one bar per owner, its level (BFS) or step (SSSP), the vertices it reached where
+    known, and the seconds so far. In a Jupyter notebook with ipywidgets installed it shows a
+    widget row per owner instead.
+
+    Parameters
+    ----------
+    client : distributed.Client, optional
+        The client whose cluster runs the traversals; default: the active client, if any.
+        Traversals that run in this process (graphs built without a client) are drawn too.
+    out : text stream, optional
+        Where the terminal bar goes (default ``sys.stderr``).
+    widget : bool, optional
+        Draw an ipywidgets widget (True) or a terminal line (False); default: a widget in a
+        Jupyter kernel where ipywidgets is installed.
+
+    Returns
+    -------
+    gpipe.progress_bar.ProgressBar
+        A context manager; on leaving it waits up to half a second for the last traversal's
+        end to arrive from the workers.
+
+    Examples
+    --------
+    >>> import gpipe, pandas as pd
+    >>> g = gpipe.Graph.from_edges(pd.DataFrame({"src": [0, 1], "dst": [1, 2], "w": [1.0, 1.0]}), weight="w")
+    >>> with gpipe.progress.bar():  # doctest: +SKIP
+    ...     g.sssp(0).compute()
+    sssp from 0: [####################] step 0, 3 reached done, 0.0 s
+    """
+    from gpipe.progress_bar import ProgressBar
+
+    return ProgressBar(client=client, out=out, widget=widget)

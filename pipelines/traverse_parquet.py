@@ -51,7 +51,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import gpipe
-from gpipe import execution, progress
+from gpipe import dashboard, execution, progress
 from gpipe.cluster import connect, disconnect
 from gpipe.errors import InputError, report_or_raise
 from gpipe.output import restore_interrupted, summarize, write_parquet
@@ -153,6 +153,9 @@ def run(config):
             with _step("connect", timings):
                 client = _connect(settings["cluster"])
             log.info("Dask dashboard: %s", getattr(client, "dashboard_link", None))
+            if getattr(client, "dashboard_link", None):
+                dashboard.install(client)
+                log.info("gpipe traversals: %s", gpipe.dashboard_link(client))
             stop_following = progress.follow(client, _log_progress)
         edges_cfg = settings["edges"]
         with _step("read", timings):

@@ -4,8 +4,8 @@ Owner tasks call :func:`level` after each level (or relaxation round) and :func:
 end. Each call becomes a ``logging`` record under the ``gpipe.progress`` logger of the process
 that runs the owner (the worker's log, or this process without a cluster) and, on a Dask
 worker, an event on the topic :data:`TOPIC` (``distributed.Worker.log_event``), which the
-scheduler keeps and forwards to subscribed clients: :func:`follow` subscribes, and the Dask
-dashboard lists the events. Levels are reported at most every :data:`EVERY_S` seconds per
+scheduler keeps and forwards to subscribed clients: :func:`follow` subscribes, and gpipe's
+page on the Dask dashboard (:mod:`gpipe.dashboard`) lists them. Levels are reported at most every :data:`EVERY_S` seconds per
 owner (and always the last), so a traversal of many short levels sends few events.
 
 An event is a dict: ``traversal`` (the id of one call), ``algorithm`` (``"bfs"``/``"sssp"``),
@@ -14,8 +14,7 @@ An event is a dict: ``traversal`` (the id of one call), ``algorithm`` (``"bfs"``
 ``at`` (the wall-clock time of the event, ``time.time()``) and ``query`` (what the driver said
 about the query through :func:`query`: graph, sources, span; None where it said nothing).
 A traversal reports its start at once (:meth:`Reporter.start`, level 0), so a watcher sees it
-begin. The scheduler's gpipe page (:mod:`gpipe.dashboard`) lists the events; :func:`bar` draws
-them where a person waits. Without a worker, the events also go to the listeners of this
+begin. :func:`bar` draws the events where a person waits. Without a worker, the events also go to the listeners of this
 process (:func:`add_listener`).
 """
 

@@ -119,6 +119,8 @@ class Traversals(SchedulerPlugin):
         owner = traversal["owner"].setdefault(event["owner"], {"owner": event["owner"]})
         if owner.get("done"):
             return  # a late event of a finished owner
+        if event.get("failed"):
+            owner["failed"] = event["failed"]
         owner.update(level=event["level"], frontier=event["frontier"],
                      elapsed_s=event["elapsed_s"], done=bool(event["done"]))
         if event.get("reached") is not None:
@@ -129,9 +131,11 @@ class Traversals(SchedulerPlugin):
         """What the page shows: ``{"now": time, "traversals": [...]}``, newest first.
 
         Each traversal: ``id``, ``algorithm``, ``graph``, ``vertices`` (its vertex ids'
-        range) and ``sources`` (where the driver told them), ``owners``, ``started`` (wall clock), ``elapsed_s``, ``done``, and
-        ``owner``: one dict per owner heard from, in owner order, with ``level`` (the BFS
-        level or SSSP step), ``frontier``, ``reached`` (where known), ``elapsed_s``, ``done``.
+        range) and ``sources`` (where the driver told them), ``owners``, ``started`` (wall
+        clock), ``elapsed_s``, ``done``, ``failed`` (the type of the error it raised, else
+        None), and ``owner``: one dict per owner heard from, in owner order, with ``level``
+        (the BFS level or SSSP step), ``frontier``, ``reached`` (where known), ``elapsed_s``,
+        ``done`` and ``failed`` (where it raised).
         """
         now = time.time()
         out = []
@@ -140,8 +144,9 @@ class Traversals(SchedulerPlugin):
             done = len(owners) == traversal["owners"] and all(o["done"] for o in owners)
             elapsed = (max(o["elapsed_s"] for o in owners) if done
                        else max(now - traversal["started"], 0.0))
+            failed = next((o["failed"] for o in owners if o.get("failed")), None)
             out.append({**{k: v for k, v in traversal.items() if k != "owner"},
-                        "elapsed_s": elapsed, "done": done, "owner": owners})
+                        "elapsed_s": elapsed, "done": done, "failed": failed, "owner": owners})
         return {"now": now, "traversals": out}
 
     def _track_span(self, traversal, event) -> None:

@@ -11,8 +11,9 @@ owner (and always the last), so a traversal of many short levels sends few event
 An event is a dict: ``traversal`` (the id of one call), ``algorithm`` (``"bfs"``/``"sssp"``),
 ``owner``, ``owners``, ``level``, ``frontier`` (vertices active on this owner), ``reached``
 (vertices this owner has reached so far, where known, else None), ``elapsed_s``, and ``done``;
-``at`` (the wall-clock time of the event, ``time.time()``) and ``query`` (what the driver said
-about the query through :func:`query`: graph, sources, span; None where it said nothing).
+``at`` (the wall-clock time of the event, ``time.time()``), ``query`` (what the driver said
+about the query through :func:`query`: graph, sources, span; None where it said nothing),
+and, in the end event of an owner whose traversal raised, ``failed`` (the error's type).
 A traversal reports its start at once (:meth:`Reporter.start`, level 0), so a watcher sees it
 begin. :func:`bar` draws the events where a person waits. Without a worker, the events also go to the listeners of this
 process (:func:`add_listener`).
@@ -33,6 +34,7 @@ DONE_DELAY_S = 0.005  # how long after its call an owner's "done" event leaves a
 log = logging.getLogger("gpipe.progress")
 _query = contextvars.ContextVar("gpipe_progress_query", default=None)
 _listeners: list = []  # callables given every event of this process's own traversals
+_started = contextvars.ContextVar("gpipe_progress_started", default=None)
 
 
 @contextlib.contextmanager
@@ -49,6 +51,22 @@ def query(info: dict | None):
 def current_query() -> dict | None:
     """The ``info`` of the innermost :func:`query` context, else None."""
     return _query.get()
+
+
+@contextlib.contextmanager
+def ending_on_error():
+    """Within it, reporters started here that have not reported their end report a failed one
+    (``failed``: the error's type) when the block raises; gpipe runs every task in one."""
+    started = []
+    token = _started.set(started)
+    try:
+        yield
+    except BaseException as error:
+        for reporter in started:
+            reporter.failed(error)
+        raise
+    finally:
+        _started.reset(token)
 
 
 def add_listener(callback) -> None:
@@ -73,6 +91,8 @@ class Reporter:
     query: dict | None = field(default_factory=current_query, repr=False)
     _start: float = field(default=0.0, repr=False)
     _last: float = field(default=0.0, repr=False)
+    _ended: bool = field(default=False, repr=False)
+    _level: int = field(default=0, repr=False)  # the last one reported
 
     @property
     def enabled(self) -> bool:
@@ -84,6 +104,9 @@ class Reporter:
         """Report the start of this owner's traversal (level 0, ``frontier`` sources) now: one
         event, sent from the worker's event loop, so the caller does not wait for it."""
         self._start = self._last = time.monotonic()
+        started = _started.get()
+        if started is not None:
+            started.append(self)
         if self.enabled:
             self._emit(0, frontier, None, done=False, later=True)
 
@@ -103,12 +126,20 @@ class Reporter:
             self._start = time.monotonic()
         self._emit(level, 0, reached, done=True)
 
-    def _emit(self, level, frontier, reached, done, later=False):
+    def failed(self, error: BaseException) -> None:
+        """Report the end of a traversal that raised ``error`` (unless its end was reported)."""
+        if not self._ended and self.enabled:
+            self._emit(self._level, 0, None, done=True, failed=type(error).__name__)
+
+    def _emit(self, level, frontier, reached, done, later=False, failed=None):
+        self._ended, self._level = self._ended or done, level
         event = {"traversal": self.traversal, "algorithm": self.algorithm, "owner": self.owner,
                  "owners": self.owners, "level": int(level), "frontier": int(frontier),
                  "reached": None if reached is None else int(reached),
                  "elapsed_s": time.monotonic() - self._start, "done": done,
                  "at": time.time(), "query": self.query}
+        if failed is not None:
+            event["failed"] = failed
         log.info("%s", describe(event), extra={"gpipe_progress": event})
         worker = _on_worker()
         if worker is None:

@@ -75,7 +75,7 @@ def _done(traversal) -> bool:
 def _share(event, owners) -> float | None:
     """How much of its own vertices an owner has reached: 1 when done, None when unknown."""
     if event["done"]:
-        return 1.0
+        return 0.0 if event.get("failed") else 1.0
     vertices = (event.get("query") or {}).get("vertices")
     if not vertices or event.get("reached") is None:
         return None
@@ -85,7 +85,8 @@ def _share(event, owners) -> float | None:
 def _owner_text(event) -> str:
     word = "step" if event["algorithm"] == "sssp" else "level"
     reached = "" if event.get("reached") is None else f", {event['reached']:,} reached"
-    return f"{word} {event['level']}{reached}" + (" done" if event["done"] else "")
+    end = f" failed ({event['failed']})" if event.get("failed") else " done" if event["done"] else ""
+    return f"{word} {event['level']}{reached}{end}"
 
 
 def _title(traversal) -> str:

@@ -34,13 +34,15 @@ def task_name(fn, args=()) -> str:
 
 def run_task(fn, *args):
     """``fn(*args)``, with running out of memory (host, CuPy or RMM) raised as OutOfMemory that
-    names the partition it was working on."""
+    names the partition it was working on; a traversal that raises reports its failed end
+    (:func:`gpipe.progress.ending_on_error`)."""
     from gpipe.errors import OutOfMemory
     from gpipe.partition import Partition
+    from gpipe.progress import ending_on_error
     from gpipe.threads import kernel_threads
 
     try:
-        with kernel_threads(whole_pool=getattr(fn, "__name__", None) in ALONE_ON_HOST):
+        with ending_on_error(), kernel_threads(whole_pool=getattr(fn, "__name__", None) in ALONE_ON_HOST):
             return fn(*args)
     except OutOfMemory:
         raise

@@ -8,6 +8,7 @@ import urllib.request
 
 import dask
 import dask.dataframe as dd
+import pandas as pd
 import pytest
 
 import gpipe
@@ -64,19 +65,32 @@ def test_the_data_endpoint_lists_each_traversal_with_its_owners(dask_client2):
 
 
 def test_direct_queries_are_listed_under_their_dask_spans(dask_client2):
+    def spans(dask_scheduler):
+        return {s.id: (s.name, s.start, s.stop, s.done)
+                for s in dask_scheduler.extensions["spans"].spans.values()}
+
+    before = dask_client2.run_on_scheduler(spans)
     edges = reference.random_edges(n=100, m=300, seed=52, weights="positive")
     with dask_client2.as_current():
         graph = gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=1), weight="weight",
                                        partitions=1)
         graph.sssp(int(edges["src"].iloc[0])).compute()
     _listed(dask_client2, graph, 1)
+    after = dask_client2.run_on_scheduler(spans)
+    [sssp] = [s for i, s in after.items() if i not in before and s[0] == ("gpipe-sssp",)]
+    _, start, stop, done = sssp
+    assert done and 0 < start <= stop
 
-    def spans(dask_scheduler):
-        return [(s.name, s.start, s.stop, s.done)
-                for s in dask_scheduler.extensions["spans"].spans.values()]
 
-    sssp = [s for s in dask_client2.run_on_scheduler(spans) if s[0] == ("gpipe-sssp",)]
-    assert sssp and all(done and 0 < start <= stop for _, start, stop, done in sssp)
+def test_a_traversal_that_raises_is_listed_as_failed(dask_client2):
+    edges = pd.DataFrame({"src": [0, 1, 2], "dst": [1, 2, 1], "weight": [1.0, -3.0, 1.0]})
+    with dask_client2.as_current():
+        graph = gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=1), weight="weight",
+                                       partitions=1)
+        with pytest.raises(gpipe.NegativeCycleError):
+            graph.sssp(0).compute()
+    [listed] = _listed(dask_client2, graph, 1)
+    assert listed["failed"] == "NegativeCycleError" and listed["owner"][0]["failed"]
 
 
 def test_the_page_is_served_and_listed_among_the_dashboards_pages():
@@ -194,3 +208,35 @@ def test_a_running_traversal_appears_on_the_page_in_a_browser(tmp_path):
                 browser.close()
         running.join()
     assert results["sssp"]["distance"].max() == n - 1
+
+
+def test_the_bar_in_a_notebook_is_a_widget_row_per_owner(monkeypatch):
+    """ipywidgets is not a dependency: a stand-in with its names records what the bar sets."""
+    import sys
+    import types
+
+    class Widget:
+        def __init__(self, value=None, **options):
+            self.bar_style = ""
+            self.children = tuple(value) if isinstance(value, list) else ()
+            self.value = options.get("value") if isinstance(value, list) or value is None else value
+
+    shown = []
+    fake = types.SimpleNamespace(Label=Widget, FloatProgress=Widget, HBox=Widget, VBox=Widget)
+    display = types.ModuleType("IPython.display")
+    display.display = shown.append
+    monkeypatch.setitem(sys.modules, "ipywidgets", fake)
+    ipython = types.ModuleType("IPython")
+    ipython.display = display
+    monkeypatch.setitem(sys.modules, "IPython", ipython)
+    monkeypatch.setitem(sys.modules, "IPython.display", display)
+    edges = reference.random_edges(n=100, m=300, seed=56)
+    graph = gpipe.Graph.from_edges(edges, directed=False)
+    with gpipe.progress.bar(widget=True):
+        result = graph.bfs(int(edges["src"].iloc[0])).compute()
+    [box] = shown
+    [row] = box.children
+    label, bar, text = row.children
+    assert label.value.startswith("bfs from ") and bar.value == 1.0 and bar.bar_style == "success"
+    assert text.value.startswith(f"level {int(result['distance'].max())}, "
+                                 f"{int(result['distance'].notna().sum()):,} reached done")

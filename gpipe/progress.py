@@ -103,7 +103,7 @@ class Reporter:
     def start(self, frontier: int = 0) -> None:
         """Report the start of this owner's traversal (level 0, ``frontier`` sources) now: one
         event, sent from the worker's event loop, so the caller does not wait for it."""
-        self._start = self._last = time.monotonic()
+        self._start = time.monotonic()  # the first level is reported as before, at once
         started = _started.get()
         if started is not None:
             started.append(self)

@@ -110,6 +110,7 @@ class Traversals(SchedulerPlugin):
             query = event.get("query") or {}
             at = event.get("at") or time.time()
             traversal = {"id": key, "algorithm": event["algorithm"], "owners": event["owners"],
+                         "query": event.get("query"),
                          "graph": query.get("graph"), "vertices": query.get("vertices"),
                          "sources": query.get("sources"),
                          "started": at - event.get("elapsed_s", 0.0), "owner": {}}
@@ -121,11 +122,25 @@ class Traversals(SchedulerPlugin):
             return  # a late event of a finished owner
         if event.get("failed"):
             owner["failed"] = event["failed"]
+        if event.get("worker"):
+            owner["worker"] = event["worker"]
         owner.update(level=event["level"], frontier=event["frontier"],
                      elapsed_s=event["elapsed_s"], done=bool(event["done"]))
         if event.get("reached") is not None:
             owner["reached"] = event["reached"]
         self._track_span(traversal, event)
+
+    def remove_worker(self, scheduler, worker, **kwargs) -> None:
+        """End the running owners of a worker that left (killed, crashed): no event will."""
+        for traversal in list(self.traversals.values()):
+            for owner in list(traversal["owner"].values()):
+                if owner.get("worker") == worker and not owner["done"]:
+                    elapsed = max(time.time() - traversal["started"], 0.0)
+                    self.record({"traversal": traversal["id"], "algorithm": traversal["algorithm"],
+                                 "owner": owner["owner"], "owners": traversal["owners"],
+                                 "level": owner["level"], "frontier": 0, "reached": None,
+                                 "elapsed_s": elapsed, "done": True, "at": time.time(),
+                                 "failed": "worker left", "query": traversal.get("query")})
 
     def summary(self) -> dict:
         """What the page shows: ``{"now": time, "traversals": [...]}``, newest first.
@@ -145,7 +160,7 @@ class Traversals(SchedulerPlugin):
             elapsed = (max(o["elapsed_s"] for o in owners) if done
                        else max(now - traversal["started"], 0.0))
             failed = next((o["failed"] for o in owners if o.get("failed")), None)
-            out.append({**{k: v for k, v in traversal.items() if k != "owner"},
+            out.append({**{k: v for k, v in traversal.items() if k not in ("owner", "query")},
                         "elapsed_s": elapsed, "done": done, "failed": failed, "owner": owners})
         return {"now": now, "traversals": out}
 

@@ -13,7 +13,8 @@ An event is a dict: ``traversal`` (the id of one call), ``algorithm`` (``"bfs"``
 (vertices this owner has reached so far, where known, else None), ``elapsed_s``, and ``done``;
 ``at`` (the wall-clock time of the event, ``time.time()``), ``query`` (what the driver said
 about the query through :func:`query`: graph, sources, span; None where it said nothing),
-and, in the end event of an owner whose traversal raised, ``failed`` (the error's type).
+``worker`` (the address of the owner's worker, on a cluster) and, in the end event of an
+owner whose traversal raised, ``failed`` (the error's type).
 A traversal reports its start at once (:meth:`Reporter.start`, level 0), so a watcher sees it
 begin. :func:`bar` draws the events where a person waits. Without a worker, the events also go to the listeners of this
 process (:func:`add_listener`).
@@ -146,6 +147,7 @@ class Reporter:
             for listener in list(_listeners):
                 listener(event)
             return
+        event["worker"] = worker.address
         if later:  # from the loop's thread, as soon as it gets to it
             worker.loop.add_callback(worker.log_event, TOPIC, event)
         elif done:

@@ -108,6 +108,19 @@ def test_the_page_is_served_and_listed_among_the_dashboards_pages():
     assert 'href="gpipe"' in status
 
 
+def test_an_owner_whose_worker_left_is_listed_as_failed():
+    plugin = dashboard.Traversals()
+    start = {"traversal": "t", "algorithm": "sssp", "owners": 2, "level": 0, "frontier": 1,
+             "reached": None, "elapsed_s": 0.0, "done": False, "at": time.time(), "query": None}
+    plugin.record({**start, "owner": 0, "worker": "tcp://a:1"})
+    plugin.record({**start, "owner": 1, "worker": "tcp://b:1", "level": 7})
+    plugin.remove_worker(None, "tcp://b:1")
+    [listed] = plugin.summary()["traversals"]
+    assert not listed["done"] and listed["failed"] == "worker left"
+    assert [(o["done"], o.get("failed"), o["level"]) for o in listed["owner"]] == [
+        (False, None, 0), (True, "worker left", 7)]
+
+
 def test_dashboard_link_is_next_to_the_dask_dashboard():
     class Client:
         dashboard_link = "http://10.0.0.1:8787/status"

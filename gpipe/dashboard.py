@@ -184,7 +184,7 @@ class Traversals(SchedulerPlugin):
         group, span = self._spans.get(traversal["id"], (None, None))
         if group is None:
             span = extension._ensure_span(name, ids)
-            if span.groups and not span.done:
+            if span.groups:
                 return  # tasks of its own (gpipe.direct-queries: false) time it already
             group = TaskGroup(f"{name[-1]}-direct", TaskPrefix(name[-1]))
             group.span_id = span.id

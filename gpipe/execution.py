@@ -175,11 +175,16 @@ class OnCluster(Executor):
         self.n_owners = len(self.workers)
 
     def submit(self, fn, *args, owner=None):
+        from gpipe import progress
+        from gpipe.tasks import run_query_task
+
         key = f"{task_name(fn, args)}-{'' if owner is None else f'{owner}-'}{uuid.uuid4().hex}"
+        query = progress.current_query()  # within a query: its progress events say which
+        run = (run_task,) if query is None else (run_query_task, query)
         if owner is None:
-            return self.client.submit(run_task, fn, *args, key=key)
+            return self.client.submit(*run, fn, *args, key=key)
         return self.client.submit(
-            run_task, fn, *args, key=key, workers=[self.workers[owner]], allow_other_workers=False
+            *run, fn, *args, key=key, workers=[self.workers[owner]], allow_other_workers=False
         )
 
     def query(self, fn, *args, owner=0):

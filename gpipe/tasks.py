@@ -54,3 +54,12 @@ def run_task(fn, *args):
                      f"stored edges, {part.nbytes / 2**30:.2f} GiB)")
         device = "device" if "cupy" in type(error).__module__ or "rmm" in type(error).__module__ else "host"
         raise OutOfMemory(f"{task_name(fn, args)}{where} ran out of {device} memory: {error}") from error
+
+
+def run_query_task(query, fn, *args):
+    """:func:`run_task` as a Dask task of a query: its traversal's progress events carry
+    ``query`` (:func:`gpipe.progress.query`), as a direct query's do."""
+    from gpipe import progress
+
+    with progress.query(query):
+        return run_task(fn, *args)

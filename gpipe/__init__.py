@@ -6,7 +6,6 @@
 """
 
 from gpipe.api import bfs, sssp
-from gpipe.dashboard import dashboard_link
 from gpipe.errors import ClientClosed, GpipeError, GraphLost, GraphTooLarge, InputError, NegativeCycleError, OutOfMemory
 from gpipe.graph import Graph
 from gpipe.io import read_edges
@@ -14,3 +13,11 @@ from gpipe.io import read_edges
 __all__ = ["ClientClosed", "Graph", "GpipeError", "GraphLost", "GraphTooLarge", "InputError", "NegativeCycleError",
            "OutOfMemory", "bfs", "dashboard_link", "read_edges", "sssp"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    if name == "dashboard_link":  # imported when asked for: it imports distributed
+        from gpipe.dashboard import dashboard_link
+
+        return dashboard_link
+    raise AttributeError(f"module 'gpipe' has no attribute {name!r}")

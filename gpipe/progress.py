@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -163,6 +164,8 @@ class Reporter:
 
 def _on_worker():
     """The Dask worker running this code, or None."""
+    if "distributed" not in sys.modules:  # no worker without it; importing it costs ~0.3 s
+        return None
     try:
         from distributed import get_worker
 

@@ -181,6 +181,8 @@ def _wait_subscribed(client, timeout=SUBSCRIBE_S):
 
 
 def _active_client():
+    if "distributed" not in sys.modules:  # no client without it
+        return None
     try:
         from distributed import get_client
 

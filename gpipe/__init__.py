@@ -12,5 +12,13 @@ from gpipe.graph import Graph
 from gpipe.io import read_edges
 
 __all__ = ["ClientClosed", "Graph", "GpipeError", "GraphLost", "GraphTooLarge", "InputError", "NegativeCycleError",
-           "NoPath", "OutOfMemory", "bfs", "read_edges", "sssp"]
+           "NoPath", "OutOfMemory", "bfs", "dashboard_link", "read_edges", "sssp"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    if name == "dashboard_link":  # imported when asked for: it imports distributed
+        from gpipe.dashboard import dashboard_link
+
+        return dashboard_link
+    raise AttributeError(f"module 'gpipe' has no attribute {name!r}")

@@ -83,8 +83,9 @@ def run_demo(scale=16, out="out/demo", *, cpu=False, edge_factor=16, seed=0, n_w
     try:
         workers = len(client.nthreads())
         dashboard = client.dashboard_link or ""
+        traversals = f", gpipe traversals {gpipe.dashboard_link(client)}" if dashboard else ""
         print(f"gpipe demo: {kind} cluster of {workers} workers, dashboard "
-              f"{dashboard or 'off (the dashboard needs bokeh)'}", file=file, flush=True)
+              f"{dashboard or 'off (the dashboard needs bokeh)'}{traversals}", file=file, flush=True)
         with clock("read + build"):
             frame = gpipe.read_edges(paths["edges"], weight="weight", backend="gpu" if kind == "cuda" else "cpu")
             graph = gpipe.Graph.from_edges(frame, directed=False, weight="weight")

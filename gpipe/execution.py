@@ -156,7 +156,10 @@ class OnCluster(Executor):
     worker in sorted address order."""
 
     def __init__(self, client, workers=None):
+        from gpipe import dashboard
+
         self.client = client
+        dashboard.install(client)  # once per client: the scheduler's gpipe page
         if workers is not None:
             self.workers = list(workers)
             self.n_owners = len(self.workers)
@@ -175,11 +178,16 @@ class OnCluster(Executor):
         self.n_owners = len(self.workers)
 
     def submit(self, fn, *args, owner=None):
+        from gpipe import progress
+        from gpipe.tasks import run_query_task
+
         key = f"{task_name(fn, args)}-{'' if owner is None else f'{owner}-'}{uuid.uuid4().hex}"
+        query = progress.current_query()  # within a query: its progress events say which
+        run = (run_task,) if query is None else (run_query_task, query)
         if owner is None:
-            return self.client.submit(run_task, fn, *args, key=key)
+            return self.client.submit(*run, fn, *args, key=key)
         return self.client.submit(
-            run_task, fn, *args, key=key, workers=[self.workers[owner]], allow_other_workers=False
+            *run, fn, *args, key=key, workers=[self.workers[owner]], allow_other_workers=False
         )
 
     def query(self, fn, *args, owner=0):

@@ -6,7 +6,7 @@ import numpy as np
 
 from gpipe import backend as backends
 from gpipe import build as builder
-from gpipe import execution, result, traverse, validate
+from gpipe import execution, progress, result, traverse, validate
 from gpipe import paths as path_rows
 from gpipe import sources as source_ids
 from gpipe.errors import GraphLost, InputError, NoPath
@@ -329,7 +329,7 @@ class Graph:
                 self._rebuild_from_input()
             sources = self._query_sources(source)
             try:
-                with self._executor.span(name):
+                with self._executor.span(name), progress.query(self._query_info(name, source)):
                     frames = run(self._built, sources)
                 self._executor.wait(frames)
                 return frames
@@ -337,6 +337,17 @@ class Graph:
                 if attempt:
                     raise
         raise AssertionError("unreachable")
+
+    def _query_info(self, name, source) -> dict:
+        """What a query's progress events say of it (:func:`gpipe.progress.query`): the graph
+        (its repr, and its vertex ids' range), the sources as given (the first few), and the
+        Dask span it runs under."""
+        import dask
+
+        sources = list(source) if isinstance(source, (list, tuple, np.ndarray)) else [source]
+        shown = ", ".join(str(s) for s in sources[:3]) + (", …" if len(sources) > 3 else "")
+        return {"name": name, "graph": repr(self), "vertices": self._built.layout.n,
+                "sources": shown, "span": dask.get_annotations().get("span")}
 
     def _lost(self) -> bool:
         """Whether a partition's data is gone as far as this client knows (no round trip)."""

@@ -237,6 +237,7 @@ def _sssp_owner(channel, part: Partition, ids, layout: Layout, local_sources, ne
     kernels = backends.get(part.backend).kernels
     stats = OwnerStats(channel.owner)
     reporter = progress.Reporter(channel.key, "sssp", channel.owner, len(channel.addresses))
+    reporter.start(len(local_sources))
     clock = time.perf_counter()
     threshold = np.inf if negative_weights else FIRST_THRESHOLD
     state = owner_state.new_state(part.xp, layout.n, part.offset, part.n_local, layout.chunk,
@@ -370,8 +371,9 @@ def _bfs_one_owner(part: Partition, sources, depth_limit, vertex_dtype, parents=
     """The whole BFS of a one-owner graph, in this task (``sources``: global ids, or
     :class:`gpipe.sources.InputIds`, looked up in the ids the partition keeps)."""
     sources = source_ids.global_ids(part.backend, part.ids, sources)
+    reporter = _start_one_owner(BFS, sources)
     dist, parent = bfs_arrays(part, sources, depth_limit, parents=parents)
-    _report_one_owner(BFS, part, dist)
+    _report_one_owner(reporter, part, dist)
     return owner_frame(part, part.ids, dist, parent, BFS, vertex_dtype)
 
 
@@ -380,9 +382,10 @@ def _sssp_one_owner(part: Partition, sources, negative_weights, vertex_dtype, pa
     """The whole SSSP of a one-owner graph, in this task (``sources`` as for
     :func:`_bfs_one_owner`). Raises NegativeCycleError."""
     sources = source_ids.global_ids(part.backend, part.ids, sources)
+    reporter = _start_one_owner(SSSP, sources)
     dist, parent = sssp_arrays(part, sources, negative_weights, max_distance=max_distance,
                                parents=parents)
-    _report_one_owner(SSSP, part, dist)
+    _report_one_owner(reporter, part, dist)
     _raise_if_negative_loop_reached(part, part.ids, dist)
     return owner_frame(part, part.ids, dist, parent, SSSP, vertex_dtype)
 
@@ -416,10 +419,17 @@ def _raise_if_negative_loop_reached(part: Partition, ids, dist) -> None:
         f"a negative-weight cycle is reachable from the source: the self-loop on vertex {vertex}")
 
 
-def _report_one_owner(kind, part: Partition, dist) -> None:
+def _start_one_owner(kind, sources) -> progress.Reporter:
+    """The reporter of a one-owner traversal, its start reported (one event, no device sync)."""
+    reporter = progress.Reporter(uuid.uuid4().hex, kind)
+    reporter.start(len(sources))
+    return reporter
+
+
+def _report_one_owner(reporter: progress.Reporter, part: Partition, dist) -> None:
     """The end of a one-owner traversal as a progress event, if anyone looks (:func:`_report_end`;
     an SSSP's steps are not counted by its one-kernel search)."""
-    _report_end(progress.Reporter(uuid.uuid4().hex, kind), kind, part.backend, dist)
+    _report_end(reporter, reporter.algorithm, part.backend, dist)
 
 
 def _report_end(reporter, kind, backend_name, dist, steps=None) -> None:
@@ -655,6 +665,7 @@ def bfs_owner_arrays(channel, part: Partition, layout: Layout, local_sources, de
     """
     run = _OwnerBfs(part, layout, getattr(channel, "device_messages", False))
     stats = _LevelStats(channel, part.owner)
+    stats.progress.start(len(local_sources))
     n = layout.n
     run.claim_sources(local_sources)
     total_edges = 0  # every owner's out-edges, learned from the first message

@@ -53,7 +53,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import gpipe
-from gpipe import execution, progress, sizing, validate
+from gpipe import dashboard, execution, progress, sizing, validate
 from gpipe.cluster import connect, disconnect, silenced_logging
 from gpipe.errors import InputError, report_or_raise
 from gpipe.output import check_writable, restore_interrupted, summarize, write_parquet
@@ -167,6 +167,9 @@ def run(config):
             with _step("connect", timings):
                 client = _connect(settings["cluster"])
             log.info("Dask dashboard: %s", getattr(client, "dashboard_link", None))
+            if getattr(client, "dashboard_link", None):
+                dashboard.install(client)
+                log.info("gpipe traversals: %s", gpipe.dashboard_link(client))
             stop_following = progress.follow(client, _log_progress)
         requested = sizing.requested_partitions(settings["partitions"])
         if requested is not None:  # before the read: are there workers enough?

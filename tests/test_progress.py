@@ -20,9 +20,11 @@ def test_an_in_process_traversal_logs_its_end_with_levels_and_reached(caplog):
     with caplog.at_level(logging.INFO, logger="gpipe.progress"):
         out = graph.bfs(source).compute()
     events = [r.gpipe_progress for r in caplog.records if hasattr(r, "gpipe_progress")]
-    assert len(events) == 1 and events[0]["done"] and events[0]["algorithm"] == "bfs"
-    assert events[0]["reached"] == int(out["distance"].notna().sum())
-    assert events[0]["level"] == int(out["distance"].max())  # the deepest level reached
+    assert [e["done"] for e in events] == [False, True]  # its start, at once, and its end
+    assert events[0]["level"] == 0 and events[0]["frontier"] == 1
+    assert all(e["algorithm"] == "bfs" for e in events)
+    assert events[1]["reached"] == int(out["distance"].notna().sum())
+    assert events[1]["level"] == int(out["distance"].max())  # the deepest level reached
     message = caplog.records[-1].getMessage()
     assert f"bfs: done, deepest level {int(out['distance'].max())}," in message
 
@@ -34,9 +36,9 @@ def test_an_in_process_sssp_says_done_without_steps_or_levels(caplog):
     with caplog.at_level(logging.INFO, logger="gpipe.progress"):
         out = graph.sssp(source).compute()
     events = [r.gpipe_progress for r in caplog.records if hasattr(r, "gpipe_progress")]
-    assert len(events) == 1 and events[0]["done"] and events[0]["level"] is None
+    assert [e["done"] for e in events] == [False, True] and events[1]["level"] is None
     reached = int(out["distance"].notna().sum())
-    assert events[0]["reached"] == reached
+    assert events[1]["reached"] == reached
     assert caplog.records[-1].getMessage().startswith(f"sssp: done, {reached:,} reached")
 
 

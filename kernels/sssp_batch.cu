@@ -1,0 +1,298 @@
+// sssp_batch.cu -- shortest paths from k sources at once: near-far over (source, vertex) pairs.
+//
+// What it computes
+//   For sources s_0 .. s_{k-1} of a one-owner CSR (offset 0) and weights w >= 0 (not NaN):
+//   dist[i * n + v] = length of a shortest path from s_i to v (+inf unreached, or farther than
+//   max_distance), stamp[i * n + v] = the pass that last lowered it (0 for sources), and
+//   parent[i * n + v] = some u with an edge u -> v of weight w, dist[i, u] + w == dist[i, v]
+//   exactly and stamp[i, u] < stamp[i, v] (-1 for sources and unreached vertices): recorded by
+//   the relaxation, checked by sssp_batch_check, and repaired where a race spoiled it by
+//   sssp_batch_repair_pull (symmetric graphs: v's own row holds the twins of its in-edges) or
+//   sssp_batch_repair_push (any graph: the out-edges of every vertex, for the rows of sources
+//   with a failure). gpipe/kernels/gpu_batch.py (sssp_batch) drives the passes from the host;
+//   tests/test_batch_gpu.py checks every row against scipy.sparse.csgraph.dijkstra and
+//   validates every parent.
+//
+// Technique
+//   Near-far (A. Davidson, S. Baxter, M. Garland, J. Owens, "Work-Efficient Parallel GPU
+//   Methods for Single-Source Shortest Paths", IPDPS 2014), the single-source kernel of
+//   sssp_nearfar.cu generalized to k traversals resident at once: the queue holds PAIRS
+//   p = i * n + v (source row i, vertex v), and one launch relaxes the out-edges of every
+//   queued pair, whatever its source. This is near-far on the disjoint union of k copies of
+//   the graph, so its correctness is the single-source kernel's; all sources share one
+//   threshold T, which lets a batch of sources fill the GPU from the first pass (a single
+//   source starts with one vertex) and pays the passes' fixed costs once for all k.
+//   Each RELAX pass (sssp_batch_prepare, then sssp_batch_relax): prepare records, per queue
+//   slot, the snapshot dist[p], the row base i * n, the CSR row end and the out-degree; the
+//   launcher scans the degrees (cupy.cumsum, CUB); relax gives one thread to each edge of the
+//   pass, finds its slot by binary search (prefix sum + binary search, as bfs.cu), skips the
+//   slot when dist[p] fell below its snapshot (the pair is queued again and relaxes from the
+//   lower value), and lowers dist[i, v] with the native 64-bit atomicMin on the IEEE bits
+//   (for non-negative doubles the bit order is the numeric order). A lowered pair goes to the
+//   next near queue when below T, else to the far pile; per-pair marks keep each queue free
+//   of repeats (near_mark[p] = r: queued for pass r + 1; far_mark[p] = epoch: on the pile).
+//   When the near queue is empty, a SPLIT pass (sssp_batch_split) raises T to
+//   max(T, min far) + delta and moves the far pairs with T_old <= dist < T (or dist <= the far
+//   minimum, so that progress survives rounding) to the near queue; below T_old they were
+//   settled since (dropped), the rest stay. The host reads three counters per pass (near
+//   appends, far appends, far minimum): one 24-byte read, tens of microseconds, against
+//   milliseconds of relaxation per pass for a batch.
+//   Parents: as in sssp_nearfar.cu, the lowering that set a pair's final value read its
+//   source's final value in an earlier pass, so a tight edge whose source has a smaller stamp
+//   always exists, and stamps strictly decrease along parents (no cycle, even through
+//   zero-weight cycles). The relaxation stores parent and parent_edge on each lowering (two
+//   plain stores, possibly interleaved with another thread's); the check keeps a parent whose
+//   edge is in u's row, targets v, is tight and stamp-ordered, and lists the rest.
+//   max_distance: a candidate above it is dropped, so farther pairs stay unreached and the
+//   traversal ends once nothing nearer is left.
+//
+// Array invariants (n vertices, nnz edges, k sources, P = k * n pairs; Pair is long long)
+//   indptr      int64[n + 1]; out-edges of u are indices/weights[indptr[u] : indptr[u + 1]].
+//   indices     Index[nnz] in [0, n); weights float64[nnz], >= 0, not NaN.
+//   dist        float64[P]: +inf, 0 at each (i, s_i) on entry; only lowered.
+//   stamp       int32[P] zero on entry; near_mark, far_mark int32[P] -1 on entry.
+//   queue, next, far, far_next  int64[P] pairs (each queue holds a pair at most once).
+//   snap        float64[q], base int64[q], row_end int64[q], degree int64[q]: per slot of the
+//               current queue; edge_end int64[q] the inclusive scan of degree.
+//   parent      int64[P] -1 on entry; parent_edge int64[P] (read only where parent >= 0).
+//   counters    uint64[3] = {near appends, far appends, far minimum bits}, {0, 0, +inf bits}
+//               on entry to each pass.
+//
+// Written for NVRTC (cupy.RawModule, -std=c++17): no standard headers; frontier.cuh holds the
+// warp-aggregated append and the frontier search shared with the other traversal kernels.
+
+#include "frontier.cuh"
+
+namespace {
+
+__device__ __forceinline__ unsigned long long double_bits(double x) {
+    return static_cast<unsigned long long>(__double_as_longlong(x));
+}
+
+// Append pair p to the next near queue or the far pile (never both), warp-aggregated; all lanes
+// of the warp call it together.
+__device__ __forceinline__ void route(bool lowered, long long p, double value, double threshold,
+                                     int pass, int epoch, int* near_mark, int* far_mark,
+                                     long long* next, long long* far, long long far_len,
+                                     unsigned long long* counters) {
+    bool to_near = false, to_far = false;
+    if (lowered) {
+        if (value < threshold) {
+            to_near = atomicExch(near_mark + p, pass) != pass;
+        } else {
+            atomicMin(counters + 2, double_bits(value));
+            to_far = atomicExch(far_mark + p, epoch) != epoch;
+        }
+    }
+    const unsigned long long at_near = warp_append_slot(counters + 0, to_near);
+    if (to_near) next[at_near] = p;
+    const unsigned long long at_far = warp_append_slot(counters + 1, to_far);
+    if (to_far) far[far_len + static_cast<long long>(at_far)] = p;
+}
+
+}  // namespace
+
+// Per slot of the queue: the snapshot, the row base i * n, the CSR row end and the out-degree.
+template <typename Index>
+__global__ void sssp_batch_prepare(const long long* __restrict__ indptr, long long n,
+                                   const long long* __restrict__ queue, long long q,
+                                   const double* __restrict__ dist, double* __restrict__ snap,
+                                   long long* __restrict__ base, long long* __restrict__ row_end,
+                                   long long* __restrict__ degree) {
+    for (long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; t < q;
+         t += static_cast<long long>(gridDim.x) * blockDim.x) {
+        const long long p = queue[t];
+        const long long u = p % n;
+        const long long end = indptr[u + 1];
+        snap[t] = dist[p];
+        base[t] = p - u;
+        row_end[t] = end;
+        degree[t] = end - indptr[u];
+    }
+}
+
+// One RELAX pass over every out-edge of the q queued pairs (edge_end[q - 1] edges).
+template <typename Index>
+__global__ void sssp_batch_relax(const Index* __restrict__ indices,
+                                 const double* __restrict__ weights,
+                                 const long long* __restrict__ queue, long long q,
+                                 const double* __restrict__ snap, const long long* __restrict__ base,
+                                 const long long* __restrict__ row_end,
+                                 const long long* __restrict__ edge_end, double threshold,
+                                 double max_distance, int pass, int epoch, double* dist, int* stamp,
+                                 int* near_mark, int* far_mark, long long* next, long long* far,
+                                 long long far_len, long long* parent, long long* parent_edge,
+                                 unsigned long long* counters) {
+    const long long n_edges = edge_end[q - 1];
+    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+    // Warp-uniform trip count (blockDim a multiple of 32): route needs all 32 lanes.
+    for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < n_edges;
+         first += stride) {
+        const long long e = first + threadIdx.x;
+        bool lowered = false;
+        long long target = 0;
+        double cand = 0.0;
+        if (e < n_edges) {
+            const long long t = frontier_slot(edge_end, q, e);
+            const long long p = queue[t];
+            const double from = snap[t];
+            if (__ldcg(dist + p) == from) {  // else lowered since the snapshot: queued again
+                const long long j = row_end[t] - (edge_end[t] - e);
+                cand = from + weights[j];
+                target = base[t] + static_cast<long long>(indices[j]);
+                if (cand <= max_distance && cand < __ldcg(dist + target)) {
+                    const unsigned long long old =
+                        atomicMin(reinterpret_cast<unsigned long long*>(dist + target), double_bits(cand));
+                    if (double_bits(cand) < old) {
+                        lowered = true;
+                        stamp[target] = pass;
+                        parent[target] = p - base[t];
+                        parent_edge[target] = j;
+                    }
+                }
+            }
+        }
+        route(lowered, target, cand, threshold, pass, epoch, near_mark, far_mark, next, far,
+              far_len, counters);
+    }
+}
+
+// One SPLIT pass over the far pile: see the header.
+template <typename Index>
+__global__ void sssp_batch_split(const long long* __restrict__ far, long long far_len,
+                                 const double* __restrict__ dist, double threshold_old,
+                                 double threshold, double split_floor, int pass, int* far_mark,
+                                 long long* next, long long* far_next,
+                                 unsigned long long* counters) {
+    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+    for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < far_len;
+         first += stride) {
+        const long long i = first + threadIdx.x;
+        bool move = false, keep = false;
+        long long p = 0;
+        if (i < far_len) {
+            p = far[i];
+            const double d = dist[p];
+            move = d >= threshold_old && (d < threshold || d <= split_floor);
+            keep = d >= threshold_old && !move;
+            if (keep) {
+                far_mark[p] = pass;
+                atomicMin(counters + 2, double_bits(d));
+            }
+        }
+        const unsigned long long at_near = warp_append_slot(counters + 0, move);
+        if (move) next[at_near] = p;
+        const unsigned long long at_far = warp_append_slot(counters + 1, keep);
+        if (keep) far_next[at_far] = p;
+    }
+}
+
+// Re-check every lowered pair's recorded parent (see the header); list failures in `repair`
+// (count in counters[0]) and flag their source rows in row_failed[i].
+template <typename Index>
+__global__ void sssp_batch_check(const long long* __restrict__ indptr,
+                                 const Index* __restrict__ indices,
+                                 const double* __restrict__ weights, long long n, long long pairs,
+                                 const double* __restrict__ dist, const int* __restrict__ stamp,
+                                 const long long* __restrict__ parent_edge,
+                                 const long long* __restrict__ parent, long long* repair,
+                                 int* row_failed, unsigned long long* counters) {
+    for (long long p = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; p < pairs;
+         p += static_cast<long long>(gridDim.x) * blockDim.x) {
+        const int sp = stamp[p];
+        if (sp == 0) continue;  // unreached or a source
+        const long long v = p % n;
+        const long long row = p - v;
+        const long long u = parent[p];
+        bool ok = false;
+        if (u >= 0 && u < n) {
+            const long long j = parent_edge[p];
+            ok = j >= indptr[u] && j < indptr[u + 1] && static_cast<long long>(indices[j]) == v &&
+                 dist[row + u] + weights[j] == dist[p] && stamp[row + u] < sp;
+        }
+        if (!ok) {
+            repair[atomicAdd(counters, 1ull)] = p;
+            row_failed[row / n] = 1;
+        }
+    }
+}
+
+// Repair, symmetric graphs: for each listed pair (i, v), a neighbour x of v (row order) with
+// dist[i, x] + w == dist[i, v] and stamp[i, x] < stamp[i, v]; one exists (see the header).
+template <typename Index>
+__global__ void sssp_batch_repair_pull(const long long* __restrict__ indptr,
+                                      const Index* __restrict__ indices,
+                                      const double* __restrict__ weights, long long n,
+                                      const double* __restrict__ dist, const int* __restrict__ stamp,
+                                      const long long* __restrict__ repair,
+                                      const unsigned long long* __restrict__ counters,
+                                      long long* parent) {
+    const long long count = static_cast<long long>(counters[0]);
+    for (long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; t < count;
+         t += static_cast<long long>(gridDim.x) * blockDim.x) {
+        const long long p = repair[t];
+        const long long v = p % n;
+        const long long row = p - v;
+        const double dv = dist[p];
+        const int sv = stamp[p];
+        for (long long j = indptr[v]; j < indptr[v + 1]; ++j) {
+            const long long x = static_cast<long long>(indices[j]);
+            if (dist[row + x] + weights[j] == dv && stamp[row + x] < sv) {
+                parent[p] = x;
+                break;
+            }
+        }
+    }
+}
+
+// Repair, any graph: for source row i = blockIdx.y with row_failed[i], every edge u -> v with
+// dist[i, u] + w == dist[i, v] and stamp[i, u] < stamp[i, v] sets parent[i, v] = u (plain
+// stores; every writer is valid). One thread per vertex u; rows longer than 32 go to the warp.
+template <typename Index>
+__global__ void sssp_batch_repair_push(const long long* __restrict__ indptr,
+                                      const Index* __restrict__ indices,
+                                      const double* __restrict__ weights, long long n,
+                                      const double* __restrict__ dist, const int* __restrict__ stamp,
+                                      const int* __restrict__ row_failed, long long* parent) {
+    if (row_failed[blockIdx.y] == 0) return;
+    const long long row = static_cast<long long>(blockIdx.y) * n;
+    const double* d_row = dist + row;
+    const int* s_row = stamp + row;
+    const int lane = threadIdx.x & 31;
+    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+    for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < n;
+         first += stride) {
+        const long long u = first + threadIdx.x;
+        double du = __longlong_as_double(0x7ff0000000000000ll);
+        long long begin = 0, end = 0;
+        int su = 0;
+        if (u < n) {
+            du = d_row[u];
+            su = s_row[u];
+            begin = indptr[u];
+            end = indptr[u + 1];
+        }
+        const bool reached = du < __longlong_as_double(0x7ff0000000000000ll);
+        const bool alone = reached && end - begin <= 32;
+        if (alone) {
+            for (long long j = begin; j < end; ++j) {
+                const long long v = static_cast<long long>(indices[j]);
+                if (du + weights[j] == d_row[v] && su < s_row[v]) parent[row + v] = u;
+            }
+        }
+        unsigned pending = __ballot_sync(kFullWarp, reached && !alone);
+        while (pending != 0u) {
+            const int owner = __ffs(pending) - 1;
+            pending &= pending - 1u;
+            const long long from = __shfl_sync(kFullWarp, begin, owner);
+            const long long to = __shfl_sync(kFullWarp, end, owner);
+            const double owner_d = __shfl_sync(kFullWarp, du, owner);
+            const int owner_s = __shfl_sync(kFullWarp, su, owner);
+            const long long owner_u = __shfl_sync(kFullWarp, u, owner);
+            for (long long j = from + lane; j < to; j += 32) {
+                const long long v = static_cast<long long>(indices[j]);
+                if (owner_d + weights[j] == d_row[v] && owner_s < s_row[v]) parent[row + v] = owner_u;
+            }
+        }
+    }
+}

@@ -61,6 +61,7 @@
 // Written for NVRTC (cupy.RawModule, -std=c++17): no standard headers; frontier.cuh holds the
 // warp-aggregated append and the frontier search shared with the other traversal kernels.
 
+#include "atomics.cuh"
 #include "frontier.cuh"
 
 namespace {
@@ -119,7 +120,8 @@ __global__ void sssp_batch_relax(const Index* __restrict__ indices,
                                  const double* __restrict__ snap, const long long* __restrict__ base,
                                  const long long* __restrict__ row_end,
                                  const long long* __restrict__ edge_end, double threshold,
-                                 double max_distance, int pass, int epoch, double* dist, int* stamp,
+                                 double max_distance, int pass, int epoch, int negative,
+                                 double* dist, int* stamp,
                                  int* near_mark, int* far_mark, long long* next, long long* far,
                                  long long far_len, long long* parent, long long* parent_edge,
                                  unsigned long long* counters) {
@@ -136,15 +138,22 @@ __global__ void sssp_batch_relax(const Index* __restrict__ indices,
             const long long t = frontier_slot(edge_end, q, e);
             const long long p = queue[t];
             const double from = snap[t];
-            if (__ldcg(dist + p) == from) {  // else lowered since the snapshot: queued again
+            // Lowered since the snapshot: queued again, it relaxes from the lower value. (Not
+            // with negative weights: there every pass relaxes its whole snapshot, so that pass
+            // r has found every path of r edges and the pass bound detects negative cycles.)
+            if (negative != 0 || __ldcg(dist + p) == from) {
                 const long long j = row_end[t] - (edge_end[t] - e);
                 cand = from + weights[j];
                 target = base[t] + static_cast<long long>(indices[j]);
                 if (cand <= max_distance && cand < __ldcg(dist + target)) {
-                    const unsigned long long old =
-                        atomicMin(reinterpret_cast<unsigned long long*>(dist + target), double_bits(cand));
-                    if (double_bits(cand) < old) {
-                        lowered = true;
+                    if (negative != 0) {
+                        lowered = atomic_min_double(dist + target, cand);
+                    } else {
+                        const unsigned long long old = atomicMin(
+                            reinterpret_cast<unsigned long long*>(dist + target), double_bits(cand));
+                        lowered = double_bits(cand) < old;
+                    }
+                    if (lowered) {
                         stamp[target] = pass;
                         parent[target] = p - base[t];
                         parent_edge[target] = j;

@@ -21,7 +21,8 @@
 //   from the counters of the previous level (one 32-byte read per level, ~8 levels on kron22):
 //     top-down  (bfs_batch_top_down): edge-parallel over the out-edges of the vertices whose
 //               front word is non-zero (a queue built by bfs_batch_settle), load-balanced by
-//               prefix sum + binary search as bfs.cu; atomicOr of the useful bits into next[v],
+//               prefix sum + binary search as bfs.cu, the search staged in shared memory per
+//               chunk of edges (batch.cuh); atomicOr of the useful bits into next[v],
 //               skipped when next[v] already holds them (bits only ever get added).
 //     bottom-up (bfs_batch_bottom_up): every vertex still missing some live source's bit
 //               (want = ~seen[v] & live, live = the sources whose frontier is not empty) ORs the
@@ -67,10 +68,12 @@
 // warp.cuh) hold the warp append and the frontier search shared with the other kernels.
 
 #include "frontier.cuh"
+#include "batch.cuh"
 
 namespace {
 
 constexpr long long kSeqScan = 16;  // neighbours a lane scans alone before its warp helps
+constexpr int kItems = 4;           // edges per thread per chunk of a top-down step
 
 __device__ __forceinline__ unsigned long long warp_or(unsigned long long x) {
 #pragma unroll
@@ -151,7 +154,8 @@ __global__ void bfs_batch_settle(const long long* __restrict__ indptr,
     }
 }
 
-// Top-down step: every out-edge u -> v of the queued vertices, one thread per edge.
+// Top-down step: every out-edge u -> v of the queued vertices, one thread per edge; each block
+// takes chunks of kItems * blockDim consecutive edges, their slots staged (batch.cuh).
 template <typename Index>
 __global__ void bfs_batch_top_down(const long long* __restrict__ indptr,
                                    const Index* __restrict__ indices,
@@ -160,16 +164,28 @@ __global__ void bfs_batch_top_down(const long long* __restrict__ indptr,
                                    const unsigned long long* __restrict__ seen,
                                    const unsigned long long* __restrict__ front,
                                    unsigned long long* next) {
+    __shared__ long long s_end[kStageSlots];
+    __shared__ long long s_meta[2];
     const long long n_edges = edge_end[count - 1];
-    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (long long e = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; e < n_edges;
-         e += stride) {
-        const long long i = frontier_slot(edge_end, count, e);
-        const long long u = static_cast<long long>(queue[i]);
-        const long long v = static_cast<long long>(indices[indptr[u + 1] - (edge_end[i] - e)]);
-        const unsigned long long bits = front[u] & ~seen[v];
-        // next only gains bits during the step: a value read here that holds them all is final.
-        if (bits != 0 && (bits & ~__ldcg(next + v)) != 0) atomicOr(next + v, bits);
+    const long long chunk = static_cast<long long>(blockDim.x) * kItems;
+    for (long long e0 = static_cast<long long>(blockIdx.x) * chunk; e0 < n_edges;
+         e0 += static_cast<long long>(gridDim.x) * chunk) {  // block-uniform
+        const long long e1 = e0 + chunk < n_edges ? e0 + chunk : n_edges;
+        const StagedChunk staged = stage_chunk(edge_end, count, e0, e1, s_end, s_meta);
+#pragma unroll
+        for (int item = 0; item < kItems; ++item) {
+            const long long e = e0 + static_cast<long long>(item) * blockDim.x + threadIdx.x;
+            if (e < e1) {
+                const long long i = chunk_slot(edge_end, staged, s_end, e);
+                const long long u = static_cast<long long>(queue[i]);
+                const long long v = static_cast<long long>(indices[indptr[u + 1] - (edge_end[i] - e)]);
+                const unsigned long long bits = front[u] & ~seen[v];
+                // next only gains bits during the step: a value read here that holds them all
+                // is final.
+                if (bits != 0 && (bits & ~__ldcg(next + v)) != 0) atomicOr(next + v, bits);
+            }
+        }
+        __syncthreads();  // s_end and s_meta are restaged
     }
 }
 

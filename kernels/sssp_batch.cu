@@ -25,7 +25,8 @@
 //   Each RELAX pass (sssp_batch_prepare, then sssp_batch_relax): prepare records, per queue
 //   slot, the snapshot dist[p], the row base i * n, the CSR row end and the out-degree; the
 //   launcher scans the degrees (cupy.cumsum, CUB); relax gives one thread to each edge of the
-//   pass, finds its slot by binary search (prefix sum + binary search, as bfs.cu), skips the
+//   pass, finds its slot by binary search (prefix sum + binary search, as bfs.cu, staged in
+//   shared memory per block's chunk of edges: batch.cuh), skips the
 //   slot when dist[p] fell below its snapshot (the pair is queued again and relaxes from the
 //   lower value), and lowers dist[i, v] with the native 64-bit atomicMin on the IEEE bits
 //   (for non-negative doubles the bit order is the numeric order). A lowered pair goes to the
@@ -63,8 +64,11 @@
 
 #include "atomics.cuh"
 #include "frontier.cuh"
+#include "batch.cuh"
 
 namespace {
+
+constexpr int kItems = 4;  // edges per thread per chunk of a relax pass
 
 __device__ __forceinline__ unsigned long long double_bits(double x) {
     return static_cast<unsigned long long>(__double_as_longlong(x));
@@ -125,44 +129,54 @@ __global__ void sssp_batch_relax(const Index* __restrict__ indices,
                                  int* near_mark, int* far_mark, long long* next, long long* far,
                                  long long far_len, long long* parent, long long* parent_edge,
                                  unsigned long long* counters) {
+    __shared__ long long s_end[kStageSlots];
+    __shared__ long long s_meta[2];
     const long long n_edges = edge_end[q - 1];
-    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    // Warp-uniform trip count (blockDim a multiple of 32): route needs all 32 lanes.
-    for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < n_edges;
-         first += stride) {
-        const long long e = first + threadIdx.x;
-        bool lowered = false;
-        long long target = 0;
-        double cand = 0.0;
-        if (e < n_edges) {
-            const long long t = frontier_slot(edge_end, q, e);
-            const long long p = queue[t];
-            const double from = snap[t];
-            // Lowered since the snapshot: queued again, it relaxes from the lower value. (Not
-            // with negative weights: there every pass relaxes its whole snapshot, so that pass
-            // r has found every path of r edges and the pass bound detects negative cycles.)
-            if (negative != 0 || __ldcg(dist + p) == from) {
-                const long long j = row_end[t] - (edge_end[t] - e);
-                cand = from + weights[j];
-                target = base[t] + static_cast<long long>(indices[j]);
-                if (cand <= max_distance && cand < __ldcg(dist + target)) {
-                    if (negative != 0) {
-                        lowered = atomic_min_double(dist + target, cand);
-                    } else {
-                        const unsigned long long old = atomicMin(
-                            reinterpret_cast<unsigned long long*>(dist + target), double_bits(cand));
-                        lowered = double_bits(cand) < old;
-                    }
-                    if (lowered) {
-                        stamp[target] = pass;
-                        parent[target] = p - base[t];
-                        parent_edge[target] = j;
+    const long long chunk = static_cast<long long>(blockDim.x) * kItems;
+    // Block-uniform chunks of kItems * blockDim consecutive edges, their slots staged in shared
+    // memory (batch.cuh); every lane runs every item (route needs all 32 lanes).
+    for (long long e0 = static_cast<long long>(blockIdx.x) * chunk; e0 < n_edges;
+         e0 += static_cast<long long>(gridDim.x) * chunk) {
+        const long long e1 = e0 + chunk < n_edges ? e0 + chunk : n_edges;
+        const StagedChunk staged = stage_chunk(edge_end, q, e0, e1, s_end, s_meta);
+        for (int item = 0; item < kItems; ++item) {
+            const long long e = e0 + static_cast<long long>(item) * blockDim.x + threadIdx.x;
+            bool lowered = false;
+            long long target = 0;
+            double cand = 0.0;
+            if (e < e1) {
+                const long long t = chunk_slot(edge_end, staged, s_end, e);
+                const long long p = queue[t];
+                const double from = snap[t];
+                // Lowered since the snapshot: queued again, it relaxes from the lower value.
+                // (Not with negative weights: there every pass relaxes its whole snapshot, so
+                // that pass r has found every path of r edges and the pass bound detects
+                // negative cycles.)
+                if (negative != 0 || __ldcg(dist + p) == from) {
+                    const long long j = row_end[t] - (edge_end[t] - e);
+                    cand = from + weights[j];
+                    target = base[t] + static_cast<long long>(indices[j]);
+                    if (cand <= max_distance && cand < __ldcg(dist + target)) {
+                        if (negative != 0) {
+                            lowered = atomic_min_double(dist + target, cand);
+                        } else {
+                            const unsigned long long old = atomicMin(
+                                reinterpret_cast<unsigned long long*>(dist + target),
+                                double_bits(cand));
+                            lowered = double_bits(cand) < old;
+                        }
+                        if (lowered) {
+                            stamp[target] = pass;
+                            parent[target] = p - base[t];
+                            parent_edge[target] = j;
+                        }
                     }
                 }
             }
+            route(lowered, target, cand, threshold, pass, epoch, near_mark, far_mark, next, far,
+                  far_len, counters);
         }
-        route(lowered, target, cand, threshold, pass, epoch, near_mark, far_mark, next, far,
-              far_len, counters);
+        __syncthreads();  // s_end and s_meta are restaged
     }
 }
 

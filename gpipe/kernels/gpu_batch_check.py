@@ -2,6 +2,7 @@
 
     python -m gpipe.kernels.gpu_batch_check                     # kron22, 1,024 BFS / 64 SSSP sources
     python -m gpipe.kernels.gpu_batch_check --scale 16 --sources 128 --sssp-sources 64
+    python -m gpipe.kernels.gpu_batch_check --delta-factors 0.25,0.5,2,4   # SSSP delta sweep
 
 Builds a Graph500 Kronecker graph on the GPU (undirected, or ``--directed`` with its in-edges),
 then for random sources that have edges:
@@ -86,6 +87,9 @@ def main(argv=None) -> int:
     parser.add_argument("--sssp-sources", type=int, default=64)
     parser.add_argument("--check", type=int, default=4, help="rows checked against single-source")
     parser.add_argument("--directed", action="store_true")
+    parser.add_argument("--delta-factors", default="",
+                        help="also time sssp_batch with these multiples of the default delta, "
+                             "e.g. 0.25,0.5,2,4")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
     symmetric = not args.directed
@@ -142,6 +146,22 @@ def main(argv=None) -> int:
     print(f"sssp_batch: {sssp_sources.size} sources in {ms:.1f} ms = "
           f"{ms / sssp_sources.size:.3f} ms per source; {stats}")
     sdist_h, sparent_h = sdist.get(), sparent.get()
+    del sdist, sparent
+    if args.delta_factors:
+        from gpipe.kernels.gpu_sssp import default_delta
+
+        base = default_delta(indptr, weights)
+        for factor in (float(f) for f in args.delta_factors.split(",")):
+            stats = {}
+            ms, out = _elapsed_ms(lambda: gpu.sssp_batch(indptr, indices, weights, sssp_sources,
+                                                         symmetric=symmetric, delta=base * factor,
+                                                         stats=stats))
+            same = np.array_equal(out[0].get(), sdist_h)
+            del out
+            print(f"  delta = {factor:g} x default ({base * factor:.3g}): {ms:.1f} ms = "
+                  f"{ms / sssp_sources.size:.3f} ms per source; {stats}; same distances: {same}")
+            if not same:
+                failures.append(f"sssp_batch with delta {base * factor} differs")
     single = 0.0
     for i in range(min(args.check, sssp_sources.size)):
         sms, (one, _) = _elapsed_ms(lambda: gpu.sssp(indptr, indices, weights, sssp_sources[i:i + 1],

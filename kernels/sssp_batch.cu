@@ -45,7 +45,13 @@
 //   plain stores, possibly interleaved with another thread's); the check keeps a parent whose
 //   edge is in u's row, targets v, is tight and stamp-ordered, and lists the rest.
 //   max_distance: a candidate above it is dropped, so farther pairs stay unreached and the
-//   traversal ends once nothing nearer is left.
+//   traversal ends once nothing nearer is left. With negative weights a path may climb above
+//   the cutoff and come back, so there the traversal runs without it and sssp_batch_cut
+//   marks the farther pairs unreached afterwards (as the CPU kernels do).
+//   Negative weights (negative != 0): frontier Bellman-Ford passes (the launcher sets
+//   delta = inf, so every lowered pair is near), the minimum by a compare-and-swap loop on
+//   doubles (atomics.cuh), and no skipping of stale slots: pass r has then found every path
+//   of at most r edges, so a pair lowered in pass n lies on a negative cycle's reach.
 //
 // Array invariants (n vertices, nnz edges, k sources, P = k * n pairs; Pair is long long)
 //   indptr      int64[n + 1]; out-edges of u are indices/weights[indptr[u] : indptr[u + 1]].
@@ -316,6 +322,19 @@ __global__ void sssp_batch_repair_push(const long long* __restrict__ indptr,
                 const long long v = static_cast<long long>(indices[j]);
                 if (owner_d + weights[j] == d_row[v] && owner_s < s_row[v]) parent[row + v] = owner_u;
             }
+        }
+    }
+}
+
+// max_distance with negative weights (the traversal ran without it, since a path may climb
+// above the cutoff and come back below): pairs farther than `limit` become unreached.
+template <typename Index>
+__global__ void sssp_batch_cut(long long pairs, double limit, double* dist, long long* parent) {
+    for (long long p = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; p < pairs;
+         p += static_cast<long long>(gridDim.x) * blockDim.x) {
+        if (dist[p] > limit) {
+            dist[p] = __longlong_as_double(0x7ff0000000000000ll);
+            parent[p] = -1;
         }
     }
 }

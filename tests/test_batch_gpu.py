@@ -383,6 +383,21 @@ def test_sssp_batch_negative_weights(index_dtype):
     check_sssp(graph, pick_sources(graph, 64, 12), negative=True)
 
 
+def test_sssp_batch_negative_weights_max_distance():
+    # The cutoff applies to the final distances (a path may climb above it and come back).
+    src, dst, w = kernel_graphs.random_edges(13, n=300, m=1500, dag=True, integer=True)
+    graph = Graph(src, dst, w, 300)
+    sources = pick_sources(graph, 64, 13)
+    dist, parent = gpu.sssp_batch(graph.indptr, graph.indices, graph.weights, cupy.asarray(sources),
+                                  symmetric=False, negative_weights=True, max_distance=4.0)
+    dist, parent = dist.get(), parent.get()
+    want = scipy_lengths(graph, sources, negative=True)
+    want[want > 4.0] = np.inf
+    np.testing.assert_array_equal(dist, want)
+    assert (parent[np.isinf(dist)] == -1).all()
+    assert np.isinf(dist).any() and (dist < 0).any()
+
+
 def test_sssp_batch_negative_cycle_names_its_source():
     # A negative cycle 10 -> 11 -> 12 -> 10 reachable only from vertex 9; the batch's row of
     # source 9 is named, whichever other sources share the batch.

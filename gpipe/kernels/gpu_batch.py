@@ -278,7 +278,9 @@ def sssp_batch(indptr, indices, weights, sources, *, symmetric, negative_weights
         :class:`gpipe.errors.NegativeCycleError` with ``source_index = i``.
     max_distance : float, optional
         Vertices farther than this stay unreached (``inf``, parent -1); the traversal stops
-        once nothing nearer is left.
+        once nothing nearer is left. With ``negative_weights`` the traversal runs to the end
+        and the farther vertices are cut afterwards (as the CPU kernels do; a kept vertex's
+        parent may then be a cut one).
     delta : float, optional
         Width of the near band (default :func:`gpipe.kernels.gpu_sssp.default_delta`).
     stats : dict, optional
@@ -327,8 +329,6 @@ def sssp_batch(indptr, indices, weights, sources, *, symmetric, negative_weights
     parent = cupy.empty((k, max(n, 0)), dtype=cupy.int64)
     if k == 0 or n <= 0:
         return dist, parent
-    if negative_weights and max_distance is not None:
-        raise NotImplementedError("sssp_batch: max_distance with negative weights")
     if delta is None:
         from gpipe.kernels.gpu_sssp import default_delta
 
@@ -360,6 +360,9 @@ def _sssp_pairs(indptr, indices, weights, sources, first_row, symmetric, negativ
     n, k = int(indptr.size) - 1, int(sources.size)
     pairs = k * n
     kernel = lambda name: _kernel(_SSSP, name, indices)  # noqa: E731
+    # With negative weights a path may climb above the cutoff and come back below it: the
+    # traversal runs without it and the farther pairs are cut afterwards.
+    cutoff, limit = (limit, np.inf) if negative else (np.inf, limit)
     dist = dist_out.reshape(pairs)
     parent = parent_out.reshape(pairs)
     _filled(dist, np.inf)
@@ -436,6 +439,9 @@ def _sssp_pairs(indptr, indices, weights, sources, first_row, symmetric, negativ
             break
     _sssp_parents(indptr, indices, weights, n, k, symmetric, dist, stamp, parent, parent_edge,
                   queues[:pairs], totals)
+    if cutoff < np.inf:
+        kernel("sssp_batch_cut")(cuda.grid(pairs), (cuda.BLOCK,),
+                                 (cupy.int64(pairs), cupy.float64(cutoff), dist, parent))
 
 
 def _filled(array, value):

@@ -1,11 +1,13 @@
 // sssp_batch.cu -- shortest paths from k sources at once: near-far over (source, vertex) pairs.
 //
 // What it computes
-//   For sources s_0 .. s_{k-1} of a one-owner CSR (offset 0) and weights w >= 0 (not NaN):
-//   dist[i * n + v] = length of a shortest path from s_i to v (+inf unreached, or farther than
-//   max_distance), stamp[i * n + v] = the pass that last lowered it (0 for sources), and
-//   parent[i * n + v] = some u with an edge u -> v of weight w, dist[i, u] + w == dist[i, v]
-//   exactly and stamp[i, u] < stamp[i, v] (-1 for sources and unreached vertices): recorded by
+//   For sources s_0 .. s_{k-1} of a one-owner CSR (offset 0) and weights w >= 0 (not NaN),
+//   writing (i, v) for the entry of source i and vertex v (at (v << shift) + i while the kernels
+//   run, at i * n + v in the result): dist(i, v) = length of a shortest path from s_i to v
+//   (+inf unreached, or farther than max_distance), stamp(i, v) = the pass that last lowered
+//   it (0 for sources), and parent(i, v) = some u with an edge u -> v of weight w,
+//   dist(i, u) + w == dist(i, v) exactly and stamp(i, u) < stamp(i, v) (-1 for sources and
+//   unreached vertices): recorded by
 //   the relaxation, checked by sssp_batch_check, and repaired where a race spoiled it by
 //   sssp_batch_repair_pull (symmetric graphs: v's own row holds the twins of its in-edges) or
 //   sssp_batch_repair_push (any graph: the out-edges of every vertex, for the rows of sources
@@ -17,18 +19,19 @@
 //   Near-far (A. Davidson, S. Baxter, M. Garland, J. Owens, "Work-Efficient Parallel GPU
 //   Methods for Single-Source Shortest Paths", IPDPS 2014), the single-source kernel of
 //   sssp_nearfar.cu generalized to k traversals resident at once: the queue holds PAIRS
-//   p = i * n + v (source row i, vertex v), and one launch relaxes the out-edges of every
-//   queued pair, whatever its source. This is near-far on the disjoint union of k copies of
-//   the graph, so its correctness is the single-source kernel's; all sources share one
+//   p = (v << shift) + i (vertex v, source column i < k <= 1 << shift), and one launch relaxes
+//   the out-edges of every queued pair, whatever its source. This is near-far on the disjoint
+//   union of k copies of the graph, so its correctness is the single-source kernel's; all
+//   sources share one
 //   threshold T, which lets a batch of sources fill the GPU from the first pass (a single
 //   source starts with one vertex) and pays the passes' fixed costs once for all k.
 //   Each RELAX pass (sssp_batch_prepare, then sssp_batch_relax): prepare records, per queue
-//   slot, the snapshot dist[p], the row base i * n, the CSR row end and the out-degree; the
+//   slot, the snapshot dist[p], the source column i, the CSR row end and the out-degree; the
 //   launcher scans the degrees (cupy.cumsum, CUB); relax gives one thread to each edge of the
 //   pass, finds its slot by binary search (prefix sum + binary search, as bfs.cu, staged in
 //   shared memory per block's chunk of edges: batch.cuh), skips the
 //   slot when dist[p] fell below its snapshot (the pair is queued again and relaxes from the
-//   lower value), and lowers dist[i, v] with the native 64-bit atomicMin on the IEEE bits
+//   lower value), and lowers dist(i, v) with the native 64-bit atomicMin on the IEEE bits
 //   (for non-negative doubles the bit order is the numeric order). A lowered pair goes to the
 //   next near queue when below T, else to the far pile; per-pair marks keep each queue free
 //   of repeats (near_mark[p] = r: queued for pass r + 1; far_mark[p] = epoch: on the pile).
@@ -38,6 +41,11 @@
 //   settled since (dropped), the rest stay. The host reads three counters per pass (near
 //   appends, far appends, far minimum): one 24-byte read, tens of microseconds, against
 //   milliseconds of relaxation per pass for a batch.
+//   Layout: vertex-major. The k sources' entries of one vertex are adjacent (512 bytes of
+//   distances for 64 sources), so the relaxations of one pass that reach a popular vertex
+//   from several sources share cache lines, and the batch's working set behaves more like one
+//   source's (a source-major table would spread them over k regions of 8 * n bytes, each
+//   relaxation a cache miss of its own). sssp_batch_transpose writes the (k, n) result once.
 //   Parents: as in sssp_nearfar.cu, the lowering that set a pair's final value read its
 //   source's final value in an earlier pass, so a tight edge whose source has a smaller stamp
 //   always exists, and stamps strictly decrease along parents (no cycle, even through
@@ -53,20 +61,24 @@
 //   doubles (atomics.cuh), and no skipping of stale slots: pass r has then found every path
 //   of at most r edges, so a pair lowered in pass n lies on a negative cycle's reach.
 //
-// Array invariants (n vertices, nnz edges, k sources, P = k * n pairs; Pair is long long)
+// Array invariants (n vertices, nnz edges, k sources, stride = 1 << shift >= k, P = n * stride
+// pairs; pair ids are long long; columns i >= k are never touched but stay +inf / 0 / -1)
 //   indptr      int64[n + 1]; out-edges of u are indices/weights[indptr[u] : indptr[u + 1]].
 //   indices     Index[nnz] in [0, n); weights float64[nnz], >= 0, not NaN.
 //   dist        float64[P]: +inf, 0 at each (i, s_i) on entry; only lowered.
+//               (The result: float64[k * n] distances and int64[k * n] parents, source-major.)
 //   stamp       int32[P] zero on entry; near_mark, far_mark int32[P] -1 on entry.
 //   queue, next, far, far_next  int64[P] pairs (each queue holds a pair at most once).
-//   snap        float64[q], base int64[q], row_end int64[q], degree int64[q]: per slot of the
+//   snap        float64[q], base int64[q] (the source column i), row_end int64[q],
+//               degree int64[q]: per slot of the
 //               current queue; edge_end int64[q] the inclusive scan of degree.
 //   parent      int64[P] -1 on entry; parent_edge int64[P] (read only where parent >= 0).
 //   counters    uint64[3] = {near appends, far appends, far minimum bits}, {0, 0, +inf bits}
 //               on entry to each pass.
 //
 // Written for NVRTC (cupy.RawModule, -std=c++17): no standard headers; frontier.cuh holds the
-// warp-aggregated append and the frontier search shared with the other traversal kernels.
+// warp-aggregated append and the frontier search shared with the other traversal kernels,
+// batch.cuh the staged slot search, atomics.cuh the compare-and-swap minimum on doubles.
 
 #include "atomics.cuh"
 #include "frontier.cuh"
@@ -103,9 +115,9 @@ __device__ __forceinline__ void route(bool lowered, long long p, double value, d
 
 }  // namespace
 
-// Per slot of the queue: the snapshot, the row base i * n, the CSR row end and the out-degree.
+// Per slot of the queue: the snapshot, the source column i, the CSR row end and the out-degree.
 template <typename Index>
-__global__ void sssp_batch_prepare(const long long* __restrict__ indptr, long long n,
+__global__ void sssp_batch_prepare(const long long* __restrict__ indptr, int shift,
                                    const long long* __restrict__ queue, long long q,
                                    const double* __restrict__ dist, double* __restrict__ snap,
                                    long long* __restrict__ base, long long* __restrict__ row_end,
@@ -113,10 +125,10 @@ __global__ void sssp_batch_prepare(const long long* __restrict__ indptr, long lo
     for (long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; t < q;
          t += static_cast<long long>(gridDim.x) * blockDim.x) {
         const long long p = queue[t];
-        const long long u = p % n;
+        const long long u = p >> shift;
         const long long end = indptr[u + 1];
         snap[t] = dist[p];
-        base[t] = p - u;
+        base[t] = p & ((1ll << shift) - 1);
         row_end[t] = end;
         degree[t] = end - indptr[u];
     }
@@ -129,7 +141,7 @@ __global__ void sssp_batch_relax(const Index* __restrict__ indices,
                                  const long long* __restrict__ queue, long long q,
                                  const double* __restrict__ snap, const long long* __restrict__ base,
                                  const long long* __restrict__ row_end,
-                                 const long long* __restrict__ edge_end, double threshold,
+                                 const long long* __restrict__ edge_end, int shift, double threshold,
                                  double max_distance, int pass, int epoch, int negative,
                                  double* dist, int* stamp,
                                  int* near_mark, int* far_mark, long long* next, long long* far,
@@ -161,7 +173,7 @@ __global__ void sssp_batch_relax(const Index* __restrict__ indices,
                 if (negative != 0 || __ldcg(dist + p) == from) {
                     const long long j = row_end[t] - (edge_end[t] - e);
                     cand = from + weights[j];
-                    target = base[t] + static_cast<long long>(indices[j]);
+                    target = (static_cast<long long>(indices[j]) << shift) + base[t];
                     if (cand <= max_distance && cand < __ldcg(dist + target)) {
                         if (negative != 0) {
                             lowered = atomic_min_double(dist + target, cand);
@@ -173,7 +185,7 @@ __global__ void sssp_batch_relax(const Index* __restrict__ indices,
                         }
                         if (lowered) {
                             stamp[target] = pass;
-                            parent[target] = p - base[t];
+                            parent[target] = p >> shift;
                             parent_edge[target] = j;
                         }
                     }
@@ -221,8 +233,9 @@ __global__ void sssp_batch_split(const long long* __restrict__ far, long long fa
 template <typename Index>
 __global__ void sssp_batch_check(const long long* __restrict__ indptr,
                                  const Index* __restrict__ indices,
-                                 const double* __restrict__ weights, long long n, long long pairs,
-                                 const double* __restrict__ dist, const int* __restrict__ stamp,
+                                 const double* __restrict__ weights, long long n, int shift,
+                                 long long pairs, const double* __restrict__ dist,
+                                 const int* __restrict__ stamp,
                                  const long long* __restrict__ parent_edge,
                                  const long long* __restrict__ parent, long long* repair,
                                  int* row_failed, unsigned long long* counters) {
@@ -230,18 +243,19 @@ __global__ void sssp_batch_check(const long long* __restrict__ indptr,
          p += static_cast<long long>(gridDim.x) * blockDim.x) {
         const int sp = stamp[p];
         if (sp == 0) continue;  // unreached or a source
-        const long long v = p % n;
-        const long long row = p - v;
+        const long long v = p >> shift;
+        const long long i = p & ((1ll << shift) - 1);
         const long long u = parent[p];
         bool ok = false;
         if (u >= 0 && u < n) {
             const long long j = parent_edge[p];
+            const long long pu = (u << shift) + i;
             ok = j >= indptr[u] && j < indptr[u + 1] && static_cast<long long>(indices[j]) == v &&
-                 dist[row + u] + weights[j] == dist[p] && stamp[row + u] < sp;
+                 dist[pu] + weights[j] == dist[p] && stamp[pu] < sp;
         }
         if (!ok) {
             repair[atomicAdd(counters, 1ull)] = p;
-            row_failed[row / n] = 1;
+            row_failed[i] = 1;
         }
     }
 }
@@ -251,7 +265,7 @@ __global__ void sssp_batch_check(const long long* __restrict__ indptr,
 template <typename Index>
 __global__ void sssp_batch_repair_pull(const long long* __restrict__ indptr,
                                       const Index* __restrict__ indices,
-                                      const double* __restrict__ weights, long long n,
+                                      const double* __restrict__ weights, int shift,
                                       const double* __restrict__ dist, const int* __restrict__ stamp,
                                       const long long* __restrict__ repair,
                                       const unsigned long long* __restrict__ counters,
@@ -260,14 +274,14 @@ __global__ void sssp_batch_repair_pull(const long long* __restrict__ indptr,
     for (long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; t < count;
          t += static_cast<long long>(gridDim.x) * blockDim.x) {
         const long long p = repair[t];
-        const long long v = p % n;
-        const long long row = p - v;
+        const long long v = p >> shift;
+        const long long i = p & ((1ll << shift) - 1);
         const double dv = dist[p];
         const int sv = stamp[p];
         for (long long j = indptr[v]; j < indptr[v + 1]; ++j) {
-            const long long x = static_cast<long long>(indices[j]);
-            if (dist[row + x] + weights[j] == dv && stamp[row + x] < sv) {
-                parent[p] = x;
+            const long long px = (static_cast<long long>(indices[j]) << shift) + i;
+            if (dist[px] + weights[j] == dv && stamp[px] < sv) {
+                parent[p] = static_cast<long long>(indices[j]);
                 break;
             }
         }
@@ -280,13 +294,14 @@ __global__ void sssp_batch_repair_pull(const long long* __restrict__ indptr,
 template <typename Index>
 __global__ void sssp_batch_repair_push(const long long* __restrict__ indptr,
                                       const Index* __restrict__ indices,
-                                      const double* __restrict__ weights, long long n,
+                                      const double* __restrict__ weights, long long n, int shift,
                                       const double* __restrict__ dist, const int* __restrict__ stamp,
                                       const int* __restrict__ row_failed, long long* parent) {
     if (row_failed[blockIdx.y] == 0) return;
-    const long long row = static_cast<long long>(blockIdx.y) * n;
-    const double* d_row = dist + row;
-    const int* s_row = stamp + row;
+    // Source i's entries: vertex x at (x << shift) + i.
+    const double* d_row = dist + blockIdx.y;
+    const int* s_row = stamp + blockIdx.y;
+    long long* p_row = parent + blockIdx.y;
     const int lane = threadIdx.x & 31;
     const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
     for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < n;
@@ -296,8 +311,8 @@ __global__ void sssp_batch_repair_push(const long long* __restrict__ indptr,
         long long begin = 0, end = 0;
         int su = 0;
         if (u < n) {
-            du = d_row[u];
-            su = s_row[u];
+            du = d_row[u << shift];
+            su = s_row[u << shift];
             begin = indptr[u];
             end = indptr[u + 1];
         }
@@ -306,7 +321,7 @@ __global__ void sssp_batch_repair_push(const long long* __restrict__ indptr,
         if (alone) {
             for (long long j = begin; j < end; ++j) {
                 const long long v = static_cast<long long>(indices[j]);
-                if (du + weights[j] == d_row[v] && su < s_row[v]) parent[row + v] = u;
+                if (du + weights[j] == d_row[v << shift] && su < s_row[v << shift]) p_row[v << shift] = u;
             }
         }
         unsigned pending = __ballot_sync(kFullWarp, reached && !alone);
@@ -320,7 +335,9 @@ __global__ void sssp_batch_repair_push(const long long* __restrict__ indptr,
             const long long owner_u = __shfl_sync(kFullWarp, u, owner);
             for (long long j = from + lane; j < to; j += 32) {
                 const long long v = static_cast<long long>(indices[j]);
-                if (owner_d + weights[j] == d_row[v] && owner_s < s_row[v]) parent[row + v] = owner_u;
+                if (owner_d + weights[j] == d_row[v << shift] && owner_s < s_row[v << shift]) {
+                    p_row[v << shift] = owner_u;
+                }
             }
         }
     }
@@ -336,5 +353,30 @@ __global__ void sssp_batch_cut(long long pairs, double limit, double* dist, long
             dist[p] = __longlong_as_double(0x7ff0000000000000ll);
             parent[p] = -1;
         }
+    }
+}
+
+// The working layout (vertex-major, `stride` = 1 << shift entries per vertex) to the result's
+// (source-major): out[i * n + v] = work[(v << shift) + i] for i < k, through 32 x 32 tiles in
+// shared memory so that both the reads (32 sources of one vertex) and the writes (32 vertices
+// of one source) are coalesced. blockDim (32, 8); grid (ceil(n / 32), ceil(k / 32)). Moves
+// 64-bit words: float64 distances and int64 parents alike.
+template <typename Index>
+__global__ void sssp_batch_transpose(long long n, int k, int shift,
+                                     const unsigned long long* __restrict__ work,
+                                     unsigned long long* __restrict__ out) {
+    __shared__ unsigned long long tile[32][33];
+    const long long v0 = static_cast<long long>(blockIdx.x) * 32;
+    const int i0 = blockIdx.y * 32;
+    for (int r = threadIdx.y; r < 32; r += blockDim.y) {
+        const long long v = v0 + r;
+        const int i = i0 + threadIdx.x;
+        if (v < n && i < k) tile[r][threadIdx.x] = work[(v << shift) + i];
+    }
+    __syncthreads();
+    for (int r = threadIdx.y; r < 32; r += blockDim.y) {
+        const int i = i0 + r;
+        const long long v = v0 + threadIdx.x;
+        if (v < n && i < k) out[static_cast<long long>(i) * n + v] = tile[threadIdx.x][r];
     }
 }

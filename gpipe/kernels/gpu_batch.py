@@ -34,9 +34,12 @@ GAMMA = 8.0
 
 _INF_BITS = 0x7FF0000000000000
 # Device bytes per (source, vertex) pair of an sssp_batch traversal: dist, parent, parent edge
-# (8 each), stamp and two marks (4 each), four pair queues (32), and per queue slot at most
-# snapshot, row base, row end, degree and edge end (40).
-_SSSP_BYTES_PER_PAIR = 8 * 3 + 4 * 3 + 32 + 40
+# (8 each), stamp and two marks (4 each), four pair queues (32), per queue slot at most
+# snapshot, source column, row end, degree and edge end (40); and the result (16).
+_SSSP_BYTES_PER_PAIR = 8 * 3 + 4 * 3 + 32 + 40 + 16
+# Multiple of gpu_sssp.default_delta that sssp_batch uses by default (tune with
+# ``python -m gpipe.kernels.gpu_batch_check --delta-factors ...``).
+SSSP_DELTA_FACTOR = 1.0
 
 
 def _kernel(source, name, indices):
@@ -318,8 +321,11 @@ def sssp_batch(indptr, indices, weights, sources, *, symmetric, negative_weights
     (source, vertex) pairs and one launch relaxes every source's near queue, all sharing one
     threshold; passes are driven from the host (one 24-byte read each). Parents are recorded
     by the relaxation with pass stamps, checked afterwards and the few that lost a race
-    repaired (see ``kernels/sssp_batch.cu``). Device memory: about 108 bytes per
-    (source, vertex) pair besides the graph, the 16 of the result included.
+    repaired (see ``kernels/sssp_batch.cu``). The traversal keeps each vertex's entries of all
+    sources side by side (vertex-major), so that the sources' relaxations of one pass share
+    cache lines, and writes the (k, n) result at the end. Device memory: about 124 bytes per
+    (source, vertex) pair besides the graph, the 16 of the result included (sources counted
+    up to the next power of two).
     """
     _check_csr(indptr, indices, "sssp_batch")
     n = int(indptr.size) - 1
@@ -332,7 +338,7 @@ def sssp_batch(indptr, indices, weights, sources, *, symmetric, negative_weights
     if delta is None:
         from gpipe.kernels.gpu_sssp import default_delta
 
-        delta = np.inf if negative_weights else default_delta(indptr, weights)
+        delta = np.inf if negative_weights else default_delta(indptr, weights) * SSSP_DELTA_FACTOR
     limit = np.inf if max_distance is None else float(max_distance)
     width = _sssp_width(n, k)
     totals = {"passes": 0, "relax_passes": 0, "splits": 0, "repairs": 0}
@@ -350,26 +356,29 @@ def _sssp_width(n: int, k: int) -> int:
     free, _ = cupy.cuda.Device().mem_info
     free += cupy.get_default_memory_pool().free_bytes()
     fit = int(0.8 * free) // (_SSSP_BYTES_PER_PAIR * n)
+    if fit < min(k, SSSP_BATCH_WIDTH):  # the pairs of a traversal are n * (next power of 2)
+        fit = 1 << max(0, fit.bit_length() - 1)
     return max(1, min(k, SSSP_BATCH_WIDTH, fit))
 
 
 def _sssp_pairs(indptr, indices, weights, sources, first_row, symmetric, negative, limit, delta,
                 dist_out, parent_out, totals):
     """One near-far traversal of the pairs of ``sources`` into ``dist_out``/``parent_out``
-    ((k, n) C-contiguous slices of the result); ``first_row`` names sources in errors."""
+    ((k, n) C-contiguous slices of the result); ``first_row`` names sources in errors.
+
+    The traversal works vertex-major: pair ``(v << shift) + i`` for vertex v and source
+    column i, ``1 << shift`` columns per vertex (see ``kernels/sssp_batch.cu``)."""
     n, k = int(indptr.size) - 1, int(sources.size)
-    pairs = k * n
+    shift = (k - 1).bit_length()
+    pairs = n << shift
     kernel = lambda name: _kernel(_SSSP, name, indices)  # noqa: E731
     # With negative weights a path may climb above the cutoff and come back below it: the
     # traversal runs without it and the farther pairs are cut afterwards.
     cutoff, limit = (limit, np.inf) if negative else (np.inf, limit)
-    dist = dist_out.reshape(pairs)
-    parent = parent_out.reshape(pairs)
-    _filled(dist, np.inf)
-    start = np.arange(k, dtype=np.int64) * n + cupy.asnumpy(sources)
-    start_pairs = cupy.asarray(start)
-    gpu_arrays.scatter(dist, start_pairs, 0.0)
-    _filled(parent, -1)
+    dist = _filled(cupy.empty(pairs, dtype=cupy.float64), np.inf)
+    start = (cupy.asnumpy(sources) << shift) + np.arange(k, dtype=np.int64)
+    gpu_arrays.scatter(dist, cupy.asarray(start), 0.0)
+    parent = _filled(cupy.empty(pairs, dtype=cupy.int64), -1)
     stamp = cupy.zeros(pairs, dtype=cupy.int32)
     marks = gpu_arrays.full(2 * pairs, -1, cupy.int32)
     near_mark, far_mark = marks[:pairs], marks[pairs:]
@@ -385,8 +394,8 @@ def _sssp_pairs(indptr, indices, weights, sources, first_row, symmetric, negativ
     while True:
         r += 1
         if negative and r > n:  # a pair still lowered after n passes: a negative cycle
-            rows = cupy.asnumpy(queue[:near_len]) // n
-            i = int(rows.min())
+            columns = cupy.asnumpy(queue[:near_len]) & ((1 << shift) - 1)
+            i = int(columns.min())
             error = NegativeCycleError(
                 f"a negative-weight cycle is reachable from source {int(sources[i])} "
                 f"(batch row {first_row + i})")
@@ -396,18 +405,18 @@ def _sssp_pairs(indptr, indices, weights, sources, first_row, symmetric, negativ
         if relax:
             q = near_len
             per_slot = cupy.empty(4 * q, dtype=cupy.int64)
-            snap, base, row_end, degree = (per_slot[i * q:(i + 1) * q] for i in range(4))
+            snap, column, row_end, degree = (per_slot[i * q:(i + 1) * q] for i in range(4))
             snap = snap.view(cupy.float64)
             kernel("sssp_batch_prepare")(
                 cuda.grid(q), (cuda.BLOCK,),
-                (indptr, cupy.int64(n), queue, cupy.int64(q), dist, snap, base, row_end, degree))
+                (indptr, cupy.int32(shift), queue, cupy.int64(q), dist, snap, column, row_end, degree))
             edge_end = cupy.cumsum(degree)
             kernel("sssp_batch_relax")(
                 grid_max, (cuda.BLOCK,),
-                (indices, weights, queue, cupy.int64(q), snap, base, row_end, edge_end,
-                 cupy.float64(threshold), cupy.float64(limit), cupy.int32(r), cupy.int32(epoch),
-                 cupy.int32(negative), dist, stamp, near_mark, far_mark, nxt, far,
-                 cupy.int64(far_len), parent, parent_edge, counters))
+                (indices, weights, queue, cupy.int64(q), snap, column, row_end, edge_end,
+                 cupy.int32(shift), cupy.float64(threshold), cupy.float64(limit), cupy.int32(r),
+                 cupy.int32(epoch), cupy.int32(negative), dist, stamp, near_mark, far_mark, nxt,
+                 far, cupy.int64(far_len), parent, parent_edge, counters))
             totals["relax_passes"] += 1
         else:
             kernel("sssp_batch_split")(
@@ -437,11 +446,18 @@ def _sssp_pairs(indptr, indices, weights, sources, first_row, symmetric, negativ
             relax = False
         else:
             break
-    _sssp_parents(indptr, indices, weights, n, k, symmetric, dist, stamp, parent, parent_edge,
-                  queues[:pairs], totals)
+    _sssp_parents(indptr, indices, weights, n, k, shift, symmetric, dist, stamp, parent,
+                  parent_edge, queues[:pairs], totals)
     if cutoff < np.inf:
         kernel("sssp_batch_cut")(cuda.grid(pairs), (cuda.BLOCK,),
                                  (cupy.int64(pairs), cupy.float64(cutoff), dist, parent))
+    del marks, near_mark, far_mark, queues, queue, nxt, far, far_next, stamp, parent_edge
+    tiles = (-(-n // 32), -(-k // 32))
+    for work, out in ((dist, dist_out), (parent, parent_out)):
+        kernel("sssp_batch_transpose")(
+            tiles, (32, 8),
+            (cupy.int64(n), cupy.int32(k), cupy.int32(shift), work.view(cupy.uint64),
+             out.view(cupy.uint64)))
 
 
 def _filled(array, value):
@@ -452,17 +468,17 @@ def _filled(array, value):
     return array
 
 
-def _sssp_parents(indptr, indices, weights, n, k, symmetric, dist, stamp, parent, parent_edge,
-                  repair, totals):
+def _sssp_parents(indptr, indices, weights, n, k, shift, symmetric, dist, stamp, parent,
+                  parent_edge, repair, totals):
     """Check the recorded parents; repair the failures (one host read of their count)."""
-    pairs = k * n
+    pairs = n << shift
     kernel = lambda name: _kernel(_SSSP, name, indices)  # noqa: E731
     counters = cupy.zeros(1, dtype=cupy.uint64)
     row_failed = cupy.zeros(k, dtype=cupy.int32)
     kernel("sssp_batch_check")(
         cuda.grid(pairs), (cuda.BLOCK,),
-        (indptr, indices, weights, cupy.int64(n), cupy.int64(pairs), dist, stamp, parent_edge,
-         parent, repair, row_failed, counters))
+        (indptr, indices, weights, cupy.int64(n), cupy.int32(shift), cupy.int64(pairs), dist,
+         stamp, parent_edge, parent, repair, row_failed, counters))
     failures = int(counters.get()[0])
     totals["repairs"] += failures
     if failures == 0:
@@ -470,8 +486,9 @@ def _sssp_parents(indptr, indices, weights, n, k, symmetric, dist, stamp, parent
     if symmetric:
         kernel("sssp_batch_repair_pull")(
             cuda.grid(failures), (cuda.BLOCK,),
-            (indptr, indices, weights, cupy.int64(n), dist, stamp, repair, counters, parent))
+            (indptr, indices, weights, cupy.int32(shift), dist, stamp, repair, counters, parent))
     else:
         kernel("sssp_batch_repair_push")(
             (_row_grid(n), k), (cuda.BLOCK,),
-            (indptr, indices, weights, cupy.int64(n), dist, stamp, row_failed, parent))
+            (indptr, indices, weights, cupy.int64(n), cupy.int32(shift), dist, stamp, row_failed,
+             parent))

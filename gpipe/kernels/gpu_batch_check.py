@@ -124,6 +124,19 @@ def main(argv=None) -> int:
                                                             symmetric=symmetric, **extra))
     print(f"bfs_batch one batch of {first.size}: {ms:.2f} ms; bfs_batch_parents: {pms:.2f} ms")
     dist_h, parent_h = dist.get(), parent.get()
+    if symmetric or extra:  # bottom-up steps possible: time each direction rule on this batch
+        for name, switches in (("heuristic", {}), ("top-down only", {"alpha": 0.0}),
+                               ("bottom-up from level 0", {"alpha": np.inf, "beta": np.inf,
+                                                           "gamma": np.inf})):
+            trace = []
+            dms, other = _elapsed_ms(lambda: gpu.bfs_batch(indptr, indices, first, symmetric=symmetric,
+                                                           trace=trace, **switches, **extra))
+            same = np.array_equal(other.get(), dist_h)
+            del other
+            steps = " ".join(f"{'BU' if t[1] else 'TD'}({t[2]:,}v,{t[3]:,}e)" for t in trace)
+            print(f"  {name}: {dms:.2f} ms, same: {same}; levels: {steps}")
+            if not same:
+                failures.append(f"bfs_batch {name} differs from the default")
     single = 0.0
     for i in range(min(args.check, first.size)):
         sms, (one, _) = _elapsed_ms(lambda: gpu.bfs(indptr, indices, first[i:i + 1], symmetric=symmetric))

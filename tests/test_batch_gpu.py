@@ -474,3 +474,29 @@ def test_a_first_batch_call_compiles_nothing(tmp_path):
     saved = list(cache.rglob("*.cu")) if cache.exists() else []
     heads = "\n\n".join(p.read_text(errors="replace")[:600] for p in saved)
     assert not saved, f"CuPy compiled {len(saved)} kernels at first use:\n{heads}"
+
+
+def test_compiled_at_first_use_gives_the_shipped_answers(monkeypatch):
+    """Where no shipped binary serves the device, the sources compile at first use (CuPy's
+    NVRTC) and give the same tables."""
+    from gpipe.kernels import cuda, cuda_sources
+
+    graph = random_graph(14, False, n=500, m=3000)
+    sources = cupy.asarray(pick_sources(graph, 64, 14))
+
+    def run():
+        dist = gpu.bfs_batch(graph.indptr, graph.indices, sources, -1, symmetric=True)
+        parent = gpu.bfs_batch_parents(graph.indptr, graph.indices, dist, sources, symmetric=True)
+        sdist, _ = gpu.sssp_batch(graph.indptr, graph.indices, graph.weights, sources, symmetric=True)
+        return dist.get(), parent.get(), sdist.get()
+
+    shipped = run()
+    cuda._module.cache_clear()
+    monkeypatch.setattr(cuda_sources, "shipped_binary", lambda *args: None)
+    try:
+        jit = run()
+    finally:
+        cuda._module.cache_clear()
+    np.testing.assert_array_equal(shipped[0], jit[0])
+    np.testing.assert_array_equal(shipped[2], jit[2])
+    check_bfs_parents(graph, sources.get(), jit[0], jit[1])

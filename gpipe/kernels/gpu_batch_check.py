@@ -31,7 +31,7 @@ import numpy as np
 import cupy
 
 from gpipe import generators
-from gpipe.kernels import gpu, gpu_batch
+from gpipe.kernels import gpu
 from gpipe.kernels.gpu_csr import build_csr
 
 
@@ -112,10 +112,10 @@ def main(argv=None) -> int:
     bfs_sources = sources_d[:args.sources]
     total = 0.0
     for lo in range(0, bfs_sources.size, width):
-        ms, dist = _elapsed_ms(lambda: gpu.bfs_batch(indptr, indices, bfs_sources[lo:lo + width],
-                                                     symmetric=symmetric, **extra))
+        ms, batch = _elapsed_ms(lambda: gpu.bfs_batch(indptr, indices, bfs_sources[lo:lo + width],
+                                                      symmetric=symmetric, **extra))
         total += ms
-        del dist
+        del batch
     print(f"bfs_batch: {bfs_sources.size} sources in {total:.1f} ms = "
           f"{total / bfs_sources.size:.4f} ms per source (batches of {width})")
     first = bfs_sources[:width]

@@ -120,8 +120,8 @@ def main(argv=None) -> int:
           f"{total / bfs_sources.size:.4f} ms per source (batches of {width})")
     first = bfs_sources[:width]
     ms, dist = _elapsed_ms(lambda: gpu.bfs_batch(indptr, indices, first, symmetric=symmetric, **extra))
-    pms, parent = _elapsed_ms(lambda: gpu.bfs_batch_parents(indptr, indices, dist, first,
-                                                            symmetric=symmetric, **extra))
+    pms, parent = _elapsed_ms(lambda table=dist: gpu.bfs_batch_parents(
+        indptr, indices, table, first, symmetric=symmetric, **extra))
     print(f"bfs_batch one batch of {first.size}: {ms:.2f} ms; bfs_batch_parents: {pms:.2f} ms")
     dist_h, parent_h = dist.get(), parent.get()
     if symmetric or extra:  # bottom-up steps possible: time each direction rule on this batch

@@ -375,10 +375,10 @@ def _sssp_pairs(indptr, indices, weights, sources, first_row, symmetric, negativ
     # With negative weights a path may climb above the cutoff and come back below it: the
     # traversal runs without it and the farther pairs are cut afterwards.
     cutoff, limit = (limit, np.inf) if negative else (np.inf, limit)
-    dist = _filled(cupy.empty(pairs, dtype=cupy.float64), np.inf)
+    dist = gpu_arrays.full(pairs, np.inf, cupy.float64)
     start = (cupy.asnumpy(sources) << shift) + np.arange(k, dtype=np.int64)
     gpu_arrays.scatter(dist, cupy.asarray(start), 0.0)
-    parent = _filled(cupy.empty(pairs, dtype=cupy.int64), -1)
+    parent = gpu_arrays.full(pairs, -1, cupy.int64)
     stamp = cupy.zeros(pairs, dtype=cupy.int32)
     marks = gpu_arrays.full(2 * pairs, -1, cupy.int32)
     near_mark, far_mark = marks[:pairs], marks[pairs:]
@@ -458,14 +458,6 @@ def _sssp_pairs(indptr, indices, weights, sources, first_row, symmetric, negativ
             tiles, (32, 8),
             (cupy.int64(n), cupy.int32(k), cupy.int32(shift), work.view(cupy.uint64),
              out.view(cupy.uint64)))
-
-
-def _filled(array, value):
-    """``array`` (1-D, contiguous) filled with ``value`` by gpu_arrays' fill kernel."""
-    bits, ctype = gpu_arrays._bits(array)
-    gpu_arrays._launch(gpu_arrays._kernel("fill", ctype), array.size,
-                       (bits, np.int64(array.size), gpu_arrays._bit_pattern(value, array.dtype)))
-    return array
 
 
 def _sssp_parents(indptr, indices, weights, n, k, shift, symmetric, dist, stamp, parent,

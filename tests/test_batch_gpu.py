@@ -329,6 +329,12 @@ def test_sssp_batch_delta(delta, directed):
         assert stats["splits"] > 0
 
 
+@pytest.mark.parametrize("directed", [True, False])
+def test_sssp_batch_sorted_queues(directed):
+    graph = random_graph(15, directed, n=400, m=2500)
+    check_sssp(graph, pick_sources(graph, 64, 15), symmetric=not directed, sort_queue=True)
+
+
 def test_sssp_batch_real_weights():
     graph = random_graph(4, True, n=500, m=4000, integer=False)
     check_sssp(graph, pick_sources(graph, 64, 4), exact=False)

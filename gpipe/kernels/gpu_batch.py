@@ -260,7 +260,7 @@ def _check_csr(indptr, indices, name):
 
 
 def sssp_batch(indptr, indices, weights, sources, *, symmetric, negative_weights=False,
-               max_distance=None, delta=None, stats=None):
+               max_distance=None, delta=None, sort_queue=False, stats=None):
     """Shortest-path distances and trees from each of ``sources``: near-far over pairs.
 
     Parameters
@@ -285,7 +285,12 @@ def sssp_batch(indptr, indices, weights, sources, *, symmetric, negative_weights
         and the farther vertices are cut afterwards (as the CPU kernels do; a kept vertex's
         parent may then be a cut one).
     delta : float, optional
-        Width of the near band (default :func:`gpipe.kernels.gpu_sssp.default_delta`).
+        Width of the near band (default :func:`gpipe.kernels.gpu_sssp.default_delta` times
+        :data:`SSSP_DELTA_FACTOR`).
+    sort_queue : bool, optional (default=False)
+        Sort each relax pass's queue of pairs (``cupy.sort``), so that the pairs of one vertex
+        (its sources) are adjacent and read its row back to back. An experiment: whether the
+        sort pays for itself is for ``gpipe.kernels.gpu_batch_check --sort-queue`` to show.
     stats : dict, optional
         Diagnostics: receives ``passes``, ``relax_passes``, ``splits`` and ``repairs``.
 
@@ -345,7 +350,8 @@ def sssp_batch(indptr, indices, weights, sources, *, symmetric, negative_weights
     for lo in range(0, k, width):
         hi = min(k, lo + width)
         _sssp_pairs(indptr, indices, weights, sources[lo:hi], lo, bool(symmetric),
-                    bool(negative_weights), limit, float(delta), dist[lo:hi], parent[lo:hi], totals)
+                    bool(negative_weights), limit, float(delta), bool(sort_queue), dist[lo:hi],
+                    parent[lo:hi], totals)
     if stats is not None:
         stats.update(totals)
     return dist, parent
@@ -362,7 +368,7 @@ def _sssp_width(n: int, k: int) -> int:
 
 
 def _sssp_pairs(indptr, indices, weights, sources, first_row, symmetric, negative, limit, delta,
-                dist_out, parent_out, totals):
+                sort_queue, dist_out, parent_out, totals):
     """One near-far traversal of the pairs of ``sources`` into ``dist_out``/``parent_out``
     ((k, n) C-contiguous slices of the result); ``first_row`` names sources in errors.
 
@@ -404,16 +410,19 @@ def _sssp_pairs(indptr, indices, weights, sources, first_row, symmetric, negativ
         counters = cupy.asarray(np.array([0, 0, _INF_BITS], dtype=np.uint64))
         if relax:
             q = near_len
+            # Sorted: a vertex's pairs (its sources) adjacent, its row read back to back.
+            pass_queue = cupy.sort(queue[:q]) if sort_queue and q > 1 else queue
             per_slot = cupy.empty(4 * q, dtype=cupy.int64)
             snap, column, row_end, degree = (per_slot[i * q:(i + 1) * q] for i in range(4))
             snap = snap.view(cupy.float64)
             kernel("sssp_batch_prepare")(
                 cuda.grid(q), (cuda.BLOCK,),
-                (indptr, cupy.int32(shift), queue, cupy.int64(q), dist, snap, column, row_end, degree))
+                (indptr, cupy.int32(shift), pass_queue, cupy.int64(q), dist, snap, column, row_end,
+                 degree))
             edge_end = cupy.cumsum(degree)
             kernel("sssp_batch_relax")(
                 grid_max, (cuda.BLOCK,),
-                (indices, weights, queue, cupy.int64(q), snap, column, row_end, edge_end,
+                (indices, weights, pass_queue, cupy.int64(q), snap, column, row_end, edge_end,
                  cupy.int32(shift), cupy.float64(threshold), cupy.float64(limit), cupy.int32(r),
                  cupy.int32(epoch), cupy.int32(negative), dist, stamp, near_mark, far_mark, nxt,
                  far, cupy.int64(far_len), parent, parent_edge, counters))

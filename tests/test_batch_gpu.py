@@ -441,6 +441,39 @@ def test_sssp_batch_empty_and_no_edges():
 
 
 # ---------------------------------------------------------------------------------------------
+# The checks shared with the CPU kernels' tests (tests/kernel_graphs.py of branch i16-each;
+# skipped until that branch is merged)
+# ---------------------------------------------------------------------------------------------
+
+
+def _shared(name):
+    check = getattr(kernel_graphs, name, None)
+    if check is None:
+        pytest.skip(f"kernel_graphs.{name} is not here (it comes with the CPU batch kernels)")
+    return check
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+@pytest.mark.parametrize("directed", [True, False], ids=["directed", "undirected"])
+@pytest.mark.parametrize("k, depth_limit", [(1, -1), (64, -1), (150, -1), (40, 2), (64, 0)])
+def test_shared_bfs_batch_checks(index_dtype, directed, k, depth_limit):
+    _shared("check_bfs_batch")(gpu, cupy.asarray, cupy.asnumpy, index_dtype, directed, k, depth_limit)
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+@pytest.mark.parametrize("directed", [True, False], ids=["directed", "undirected"])
+@pytest.mark.parametrize("max_distance", [None, 12.0])
+def test_shared_sssp_batch_checks(index_dtype, directed, max_distance):
+    _shared("check_sssp_batch")(gpu, cupy.asarray, cupy.asnumpy, index_dtype, directed, 37, max_distance)
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+def test_shared_sssp_batch_negative_checks(index_dtype):
+    _shared("check_sssp_batch_negative")(gpu, cupy.asarray, cupy.asnumpy, index_dtype)
+    _shared("check_sssp_batch_negative_cycle")(gpu, cupy.asarray, index_dtype)
+
+
+# ---------------------------------------------------------------------------------------------
 # A first call compiles nothing
 # ---------------------------------------------------------------------------------------------
 

@@ -56,6 +56,11 @@
 //   traversal ends once nothing nearer is left. With negative weights a path may climb above
 //   the cutoff and come back, so there the traversal runs without it and sssp_batch_cut
 //   marks the farther pairs unreached afterwards (as the CPU kernels do).
+//   Shared edge scans (the *_shared kernels, sssp_batch(shared_scans=True)): the near queue
+//   holds vertices, each with a 64-bit mask of the sources whose pair is queued, so one read of
+//   a vertex's row relaxes it for all of them (MS-BFS's shared scans, for weights); the far
+//   pile, marks of pairs, stamps and parents are the same. Which variant is faster depends on
+//   how much the sources' frontiers overlap; gpipe.kernels.gpu_batch_check times both.
 //   Negative weights (negative != 0): frontier Bellman-Ford passes (the launcher sets
 //   delta = inf, so every lowered pair is near), the minimum by a compare-and-swap loop on
 //   doubles (atomics.cuh), and no skipping of stale slots: pass r has then found every path
@@ -378,5 +383,148 @@ __global__ void sssp_batch_transpose(long long n, int k, int shift,
         const int i = i0 + r;
         const long long v = v0 + threadIdx.x;
         if (v < n && i < k) out[static_cast<long long>(i) * n + v] = tile[threadIdx.x][r];
+    }
+}
+
+// ---- Shared edge scans (sssp_batch(shared_scans=True)): the near queue holds VERTICES, each
+// with a mask of the sources (bit i = column i, shift <= 6) whose pair is queued; one scan of a
+// queued vertex's row relaxes the edge for every source of its mask. The far pile, the marks of
+// pairs, dist, stamps and parents are those above; only the near queue changes:
+//   vqueue/vnext  int64[n] vertices, each at most once per queue (near_vmark[v] = r: queued for
+//                 pass r + 1); mask uint64[n]: bits of the next queue, read and cleared by
+//                 sssp_batch_prepare_shared; snap float64[q << shift]: slot t's snapshot of
+//                 column i at (t << shift) + i.
+
+// Append pair (v, i) to the next near queue: its bit into mask[v], v into vnext once a pass.
+__device__ __forceinline__ void queue_pair_shared(long long v, int i, int pass,
+                                                  unsigned long long* mask, int* near_vmark,
+                                                  long long* vnext, unsigned long long* counters) {
+    atomicOr(mask + v, 1ull << i);
+    if (atomicExch(near_vmark + v, pass) != pass) {
+        vnext[atomicAdd(counters + 0, 1ull)] = v;
+    }
+}
+
+// Per slot: the mask (mask[u] then cleared), each masked column's snapshot, row end, degree.
+template <typename Index>
+__global__ void sssp_batch_prepare_shared(const long long* __restrict__ indptr, int shift,
+                                          const long long* __restrict__ vqueue, long long q,
+                                          const double* __restrict__ dist,
+                                          unsigned long long* mask,
+                                          unsigned long long* __restrict__ slot_mask,
+                                          double* __restrict__ snap,
+                                          long long* __restrict__ row_end,
+                                          long long* __restrict__ degree) {
+    for (long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; t < q;
+         t += static_cast<long long>(gridDim.x) * blockDim.x) {
+        const long long u = vqueue[t];
+        const unsigned long long m = mask[u];
+        mask[u] = 0;
+        slot_mask[t] = m;
+        for (unsigned long long rest = m; rest != 0; rest &= rest - 1) {
+            const int i = __ffsll(static_cast<long long>(rest)) - 1;
+            snap[(t << shift) + i] = dist[(u << shift) + i];
+        }
+        const long long end = indptr[u + 1];
+        row_end[t] = end;
+        degree[t] = end - indptr[u];
+    }
+}
+
+// One RELAX pass: every out-edge of the q queued vertices, for every source of their masks.
+template <typename Index>
+__global__ void sssp_batch_relax_shared(const Index* __restrict__ indices,
+                                        const double* __restrict__ weights,
+                                        const long long* __restrict__ vqueue, long long q,
+                                        const unsigned long long* __restrict__ slot_mask,
+                                        const double* __restrict__ snap,
+                                        const long long* __restrict__ row_end,
+                                        const long long* __restrict__ edge_end, int shift,
+                                        double threshold, double max_distance, int pass, int epoch,
+                                        int negative, double* dist, int* stamp,
+                                        unsigned long long* mask, int* near_vmark, int* far_mark,
+                                        long long* vnext, long long* far, long long far_len,
+                                        long long* parent, long long* parent_edge,
+                                        unsigned long long* counters) {
+    __shared__ long long s_end[kStageSlots];
+    __shared__ long long s_meta[2];
+    const long long n_edges = edge_end[q - 1];
+    const long long chunk = static_cast<long long>(blockDim.x) * kItems;
+    for (long long e0 = static_cast<long long>(blockIdx.x) * chunk; e0 < n_edges;
+         e0 += static_cast<long long>(gridDim.x) * chunk) {  // block-uniform
+        const long long e1 = e0 + chunk < n_edges ? e0 + chunk : n_edges;
+        const StagedChunk staged = stage_chunk(edge_end, q, e0, e1, s_end, s_meta);
+        for (int item = 0; item < kItems; ++item) {
+            const long long e = e0 + static_cast<long long>(item) * blockDim.x + threadIdx.x;
+            if (e >= e1) continue;
+            const long long t = chunk_slot(edge_end, staged, s_end, e);
+            const long long u = vqueue[t];
+            const long long j = row_end[t] - (edge_end[t] - e);
+            const long long v = static_cast<long long>(indices[j]);
+            const double w = weights[j];
+            for (unsigned long long rest = slot_mask[t]; rest != 0; rest &= rest - 1) {
+                const int i = __ffsll(static_cast<long long>(rest)) - 1;
+                const double from = snap[(t << shift) + i];
+                // Stale (lowered since the snapshot): queued again; not with negative weights.
+                if (negative == 0 && __ldcg(dist + (u << shift) + i) != from) continue;
+                const double cand = from + w;
+                const long long target = (v << shift) + i;
+                if (!(cand <= max_distance && cand < __ldcg(dist + target))) continue;
+                bool lowered;
+                if (negative != 0) {
+                    lowered = atomic_min_double(dist + target, cand);
+                } else {
+                    const unsigned long long old = atomicMin(
+                        reinterpret_cast<unsigned long long*>(dist + target), double_bits(cand));
+                    lowered = double_bits(cand) < old;
+                }
+                if (!lowered) continue;
+                stamp[target] = pass;
+                parent[target] = u;
+                parent_edge[target] = j;
+                if (cand < threshold) {
+                    queue_pair_shared(v, i, pass, mask, near_vmark, vnext, counters);
+                } else {
+                    atomicMin(counters + 2, double_bits(cand));
+                    if (atomicExch(far_mark + target, epoch) != epoch) {
+                        far[far_len + static_cast<long long>(atomicAdd(counters + 1, 1ull))] = target;
+                    }
+                }
+            }
+        }
+        __syncthreads();  // s_end and s_meta are restaged
+    }
+}
+
+// One SPLIT pass over the far pile of pairs: moved pairs join the vertex queue with their bit.
+template <typename Index>
+__global__ void sssp_batch_split_shared(const long long* __restrict__ far, long long far_len,
+                                        const double* __restrict__ dist, int shift,
+                                        double threshold_old, double threshold, double split_floor,
+                                        int pass, int* far_mark, unsigned long long* mask,
+                                        int* near_vmark, long long* vnext, long long* far_next,
+                                        unsigned long long* counters) {
+    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+    for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < far_len;
+         first += stride) {
+        const long long f = first + threadIdx.x;
+        bool keep = false;
+        long long p = 0;
+        if (f < far_len) {
+            p = far[f];
+            const double d = dist[p];
+            const bool move = d >= threshold_old && (d < threshold || d <= split_floor);
+            keep = d >= threshold_old && !move;
+            if (move) {
+                queue_pair_shared(p >> shift, static_cast<int>(p & ((1ll << shift) - 1)), pass,
+                                  mask, near_vmark, vnext, counters);
+            }
+            if (keep) {
+                far_mark[p] = pass;
+                atomicMin(counters + 2, double_bits(d));
+            }
+        }
+        const unsigned long long at_far = warp_append_slot(counters + 1, keep);
+        if (keep) far_next[at_far] = p;
     }
 }

@@ -335,6 +335,31 @@ def test_sssp_batch_sorted_queues(directed):
     check_sssp(graph, pick_sources(graph, 64, 15), symmetric=not directed, sort_queue=True)
 
 
+@pytest.mark.parametrize("delta", [None, np.inf, 1e-9])
+@pytest.mark.parametrize("k", [1, 5, 64])
+@pytest.mark.parametrize("directed", [True, False])
+def test_sssp_batch_shared_scans(directed, k, delta):
+    # Queues of vertices with masks of sources (one row scan for all of them): same answers.
+    graph = random_graph(16, directed, n=400, m=2500)
+    sources = pick_sources(graph, k, 16, [graph.n - 1])
+    check_sssp(graph, sources, symmetric=not directed, shared_scans=True, delta=delta)
+    check_sssp(graph, sources, symmetric=not directed, shared_scans=True, max_distance=15.0)
+
+
+def test_sssp_batch_shared_scans_negative_weights_and_cycles():
+    src, dst, w = kernel_graphs.random_edges(12, n=300, m=1500, dag=True, integer=True)
+    graph = Graph(src, dst, w, 300)
+    check_sssp(graph, pick_sources(graph, 64, 12), negative=True, shared_scans=True)
+    src = np.array([0, 1, 9, 10, 11, 12, 5], dtype=np.int64)
+    dst = np.array([1, 2, 10, 11, 12, 10, 6], dtype=np.int64)
+    w = np.array([1.0, 1.0, 1.0, 1.0, 1.0, -5.0, 2.0])
+    graph = Graph(src, dst, w, 20)
+    with pytest.raises(NegativeCycleError) as caught:
+        gpu.sssp_batch(graph.indptr, graph.indices, graph.weights, cupy.array([0, 5, 9, 3]),
+                       symmetric=False, negative_weights=True, shared_scans=True)
+    assert caught.value.source_index == 2
+
+
 def test_sssp_batch_real_weights():
     graph = random_graph(4, True, n=500, m=4000, integer=False)
     check_sssp(graph, pick_sources(graph, 64, 4), exact=False)

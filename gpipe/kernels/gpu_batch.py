@@ -260,7 +260,7 @@ def _check_csr(indptr, indices, name):
 
 
 def sssp_batch(indptr, indices, weights, sources, *, symmetric, negative_weights=False,
-               max_distance=None, delta=None, sort_queue=False, stats=None):
+               max_distance=None, delta=None, sort_queue=False, shared_scans=False, stats=None):
     """Shortest-path distances and trees from each of ``sources``: near-far over pairs.
 
     Parameters
@@ -291,6 +291,11 @@ def sssp_batch(indptr, indices, weights, sources, *, symmetric, negative_weights
         Sort each relax pass's queue of pairs (``cupy.sort``), so that the pairs of one vertex
         (its sources) are adjacent and read its row back to back. An experiment: whether the
         sort pays for itself is for ``gpipe.kernels.gpu_batch_check --sort-queue`` to show.
+    shared_scans : bool, optional (default=False)
+        Queue vertices, each with a mask of its queued sources, instead of (source, vertex)
+        pairs: one scan of a vertex's row relaxes it for all of them (shared edge scans). Same
+        answers; which is faster is for ``gpipe.kernels.gpu_batch_check --shared-scans`` to
+        show.
     stats : dict, optional
         Diagnostics: receives ``passes``, ``relax_passes``, ``splits`` and ``repairs``.
 
@@ -350,8 +355,8 @@ def sssp_batch(indptr, indices, weights, sources, *, symmetric, negative_weights
     for lo in range(0, k, width):
         hi = min(k, lo + width)
         _sssp_pairs(indptr, indices, weights, sources[lo:hi], lo, bool(symmetric),
-                    bool(negative_weights), limit, float(delta), bool(sort_queue), dist[lo:hi],
-                    parent[lo:hi], totals)
+                    bool(negative_weights), limit, float(delta),
+                    (bool(sort_queue), bool(shared_scans)), dist[lo:hi], parent[lo:hi], totals)
     if stats is not None:
         stats.update(totals)
     return dist, parent
@@ -367,13 +372,60 @@ def _sssp_width(n: int, k: int) -> int:
     return max(1, min(k, SSSP_BATCH_WIDTH, fit))
 
 
+class _Passes:
+    """The host side of a near-far traversal: threshold, queue lengths, far pile, pass number."""
+
+    def __init__(self, delta, near_len):
+        self.delta, self.threshold, self.threshold_old, self.split_floor = delta, delta, 0.0, 0.0
+        self.near_len, self.far_len, self.far_min = near_len, 0, np.inf
+        self.epoch, self.r, self.relax = 0, 0, True
+
+    def advance(self, counters, totals) -> bool:
+        """Read a pass's counters (one sync); decide the next pass. False: the traversal is over."""
+        near_out, far_out, min_out = (int(c) for c in counters.get())
+        totals["passes"] += 1
+        totals["relax_passes" if self.relax else "splits"] += 1
+        min_value = float(np.array(min_out, dtype=np.uint64).view(np.float64))
+        self.near_len = near_out
+        if self.relax:
+            self.far_len += far_out
+            self.far_min = min(self.far_min, min_value)
+        else:
+            self.far_len, self.far_min = far_out, min_value
+            self.epoch = self.r
+        if self.near_len > 0:
+            self.relax = True
+        elif self.far_len > 0:
+            self.threshold_old = self.threshold
+            self.threshold = max(self.far_min, self.threshold) + self.delta
+            self.split_floor = self.far_min
+            self.relax = False
+        else:
+            return False
+        return True
+
+
+def _counters():
+    return cupy.asarray(np.array([0, 0, _INF_BITS], dtype=np.uint64))
+
+
+def _negative_cycle(sources, first_row, columns):
+    i = int(columns.min())
+    error = NegativeCycleError(f"a negative-weight cycle is reachable from source {int(sources[i])} "
+                               f"(batch row {first_row + i})")
+    error.source_index = first_row + i
+    return error
+
+
 def _sssp_pairs(indptr, indices, weights, sources, first_row, symmetric, negative, limit, delta,
-                sort_queue, dist_out, parent_out, totals):
+                options, dist_out, parent_out, totals):
     """One near-far traversal of the pairs of ``sources`` into ``dist_out``/``parent_out``
     ((k, n) C-contiguous slices of the result); ``first_row`` names sources in errors.
 
     The traversal works vertex-major: pair ``(v << shift) + i`` for vertex v and source
-    column i, ``1 << shift`` columns per vertex (see ``kernels/sssp_batch.cu``)."""
+    column i, ``1 << shift`` columns per vertex (see ``kernels/sssp_batch.cu``). ``options``:
+    ``(sort_queue, shared_scans)``."""
+    sort_queue, shared_scans = options
     n, k = int(indptr.size) - 1, int(sources.size)
     shift = (k - 1).bit_length()
     pairs = n << shift
@@ -383,33 +435,53 @@ def _sssp_pairs(indptr, indices, weights, sources, first_row, symmetric, negativ
     cutoff, limit = (limit, np.inf) if negative else (np.inf, limit)
     dist = gpu_arrays.full(pairs, np.inf, cupy.float64)
     start = (cupy.asnumpy(sources) << shift) + np.arange(k, dtype=np.int64)
-    gpu_arrays.scatter(dist, cupy.asarray(start), 0.0)
+    start_pairs = cupy.asarray(start)
+    gpu_arrays.scatter(dist, start_pairs, 0.0)
     parent = gpu_arrays.full(pairs, -1, cupy.int64)
     stamp = cupy.zeros(pairs, dtype=cupy.int32)
+    parent_edge = cupy.empty(pairs, dtype=cupy.int64)
+    state = (dist, stamp, parent, parent_edge)
+    common = (indptr, indices, weights, sources, first_row, negative, limit, delta, shift, state)
+    if shared_scans:
+        repair = _vertex_passes(*common, start_pairs, totals)
+    else:
+        repair = _pair_passes(*common, start, sort_queue, totals)
+    _sssp_parents(indptr, indices, weights, n, k, shift, symmetric, dist, stamp, parent,
+                  parent_edge, repair, totals)
+    if cutoff < np.inf:
+        kernel("sssp_batch_cut")(cuda.grid(pairs), (cuda.BLOCK,),
+                                 (cupy.int64(pairs), cupy.float64(cutoff), dist, parent))
+    del repair, stamp, parent_edge
+    tiles = (-(-n // 32), -(-k // 32))
+    for work, out in ((dist, dist_out), (parent, parent_out)):
+        kernel("sssp_batch_transpose")(
+            tiles, (32, 8),
+            (cupy.int64(n), cupy.int32(k), cupy.int32(shift), work.view(cupy.uint64),
+             out.view(cupy.uint64)))
+
+
+def _pair_passes(indptr, indices, weights, sources, first_row, negative, limit, delta, shift, state,
+                 start, sort_queue, totals):
+    """The passes with a queue of pairs; returns a free int64 array of ``pairs`` entries."""
+    dist, stamp, parent, parent_edge = state
+    n, k = int(indptr.size) - 1, int(sources.size)
+    pairs = n << shift
+    kernel = lambda name: _kernel(_SSSP, name, indices)  # noqa: E731
     marks = gpu_arrays.full(2 * pairs, -1, cupy.int32)
     near_mark, far_mark = marks[:pairs], marks[pairs:]
     queues = cupy.empty(4 * pairs, dtype=cupy.int64)
     queue, nxt, far, far_next = (queues[i * pairs:(i + 1) * pairs] for i in range(4))
     queue[:k].set(start)
-    parent_edge = cupy.empty(pairs, dtype=cupy.int64)
     grid_max = cuda.grid(max(pairs, int(indices.size)))
-    threshold, threshold_old, split_floor = delta, 0.0, 0.0
-    near_len, far_len, far_min = k, 0, np.inf
-    epoch, r = 0, 0
-    relax = True
+    host = _Passes(delta, k)
     while True:
-        r += 1
-        if negative and r > n:  # a pair still lowered after n passes: a negative cycle
-            columns = cupy.asnumpy(queue[:near_len]) & ((1 << shift) - 1)
-            i = int(columns.min())
-            error = NegativeCycleError(
-                f"a negative-weight cycle is reachable from source {int(sources[i])} "
-                f"(batch row {first_row + i})")
-            error.source_index = first_row + i
-            raise error
-        counters = cupy.asarray(np.array([0, 0, _INF_BITS], dtype=np.uint64))
-        if relax:
-            q = near_len
+        host.r += 1
+        if negative and host.r > n:  # a pair still lowered after n passes: a negative cycle
+            raise _negative_cycle(sources, first_row,
+                                  cupy.asnumpy(queue[:host.near_len]) & ((1 << shift) - 1))
+        counters = _counters()
+        if host.relax:
+            q = host.near_len
             # Sorted: a vertex's pairs (its sources) adjacent, its row read back to back.
             pass_queue = cupy.sort(queue[:q]) if sort_queue and q > 1 else queue
             per_slot = cupy.empty(4 * q, dtype=cupy.int64)
@@ -423,50 +495,90 @@ def _sssp_pairs(indptr, indices, weights, sources, first_row, symmetric, negativ
             kernel("sssp_batch_relax")(
                 grid_max, (cuda.BLOCK,),
                 (indices, weights, pass_queue, cupy.int64(q), snap, column, row_end, edge_end,
-                 cupy.int32(shift), cupy.float64(threshold), cupy.float64(limit), cupy.int32(r),
-                 cupy.int32(epoch), cupy.int32(negative), dist, stamp, near_mark, far_mark, nxt,
-                 far, cupy.int64(far_len), parent, parent_edge, counters))
-            totals["relax_passes"] += 1
+                 cupy.int32(shift), cupy.float64(host.threshold), cupy.float64(limit),
+                 cupy.int32(host.r), cupy.int32(host.epoch), cupy.int32(negative), dist, stamp,
+                 near_mark, far_mark, nxt, far, cupy.int64(host.far_len), parent, parent_edge,
+                 counters))
         else:
             kernel("sssp_batch_split")(
-                cuda.grid(far_len), (cuda.BLOCK,),
-                (far, cupy.int64(far_len), dist, cupy.float64(threshold_old),
-                 cupy.float64(threshold), cupy.float64(split_floor), cupy.int32(r), far_mark,
-                 nxt, far_next, counters))
-            totals["splits"] += 1
-        totals["passes"] += 1
-        near_out, far_out, min_out = (int(c) for c in counters.get())
+                cuda.grid(host.far_len), (cuda.BLOCK,),
+                (far, cupy.int64(host.far_len), dist, cupy.float64(host.threshold_old),
+                 cupy.float64(host.threshold), cupy.float64(host.split_floor), cupy.int32(host.r),
+                 far_mark, nxt, far_next, counters))
+        split = not host.relax
+        going = host.advance(counters, totals)
         queue, nxt = nxt, queue
-        near_len = near_out
-        min_value = float(np.array(min_out, dtype=np.uint64).view(np.float64))
-        if relax:
-            far_len += far_out
-            far_min = min(far_min, min_value)
-        else:
-            far_len, far_min = far_out, min_value
+        if split:
             far, far_next = far_next, far
-            epoch = r
-        if near_len > 0:
-            relax = True
-        elif far_len > 0:
-            threshold_old = threshold
-            threshold = max(far_min, threshold) + delta
-            split_floor = far_min
-            relax = False
+        if not going:
+            return queues[:pairs]
+
+
+def _vertex_passes(indptr, indices, weights, sources, first_row, negative, limit, delta, shift,
+                   state, start_pairs, totals):
+    """The passes with shared edge scans: a queue of vertices, each with a mask of its queued
+    sources (``kernels/sssp_batch.cu``, ``*_shared``); returns a free int64 array of ``pairs``
+    entries."""
+    dist, stamp, parent, parent_edge = state
+    n, k = int(indptr.size) - 1, int(sources.size)
+    pairs = n << shift
+    kernel = lambda name: _kernel(_SSSP, name, indices)  # noqa: E731
+    far_mark = gpu_arrays.full(pairs, -1, cupy.int32)
+    near_vmark = gpu_arrays.full(n, -1, cupy.int32)
+    mask = cupy.zeros(n, dtype=cupy.uint64)
+    piles = cupy.empty(2 * pairs, dtype=cupy.int64)
+    far, far_next = piles[:pairs], piles[pairs:]
+    vqueues = cupy.empty(2 * n, dtype=cupy.int64)
+    vqueue, vnext = vqueues[:n], vqueues[n:]
+    grid_max = cuda.grid(max(pairs, int(indices.size)))
+    host = _Passes(delta, 0)
+    # The sources enter as a split of a pile of their pairs (all at 0: all move), pass 0.
+    counters = _counters()
+    kernel("sssp_batch_split_shared")(
+        cuda.grid(k), (cuda.BLOCK,),
+        (start_pairs, cupy.int64(k), dist, cupy.int32(shift), cupy.float64(0.0),
+         cupy.float64(delta), cupy.float64(0.0), cupy.int32(0), far_mark, mask, near_vmark, vqueue,
+         far_next, counters))
+    host.near_len = int(counters.get()[0])
+    while True:
+        host.r += 1
+        if negative and host.r > n:  # a pair still lowered after n passes: a negative cycle
+            masks = cupy.asnumpy(gpu_arrays.take(mask, vqueue[:host.near_len]))
+            lowest = [(int(m) & -int(m)).bit_length() - 1 for m in masks if int(m)]
+            raise _negative_cycle(sources, first_row, np.array(lowest))
+        counters = _counters()
+        if host.relax:
+            q = host.near_len
+            per_slot = cupy.empty(3 * q, dtype=cupy.int64)
+            slot_mask, row_end, degree = (per_slot[i * q:(i + 1) * q] for i in range(3))
+            snap = cupy.empty(q << shift, dtype=cupy.float64)
+            kernel("sssp_batch_prepare_shared")(
+                cuda.grid(q), (cuda.BLOCK,),
+                (indptr, cupy.int32(shift), vqueue, cupy.int64(q), dist, mask,
+                 slot_mask.view(cupy.uint64), snap, row_end, degree))
+            edge_end = cupy.cumsum(degree)
+            kernel("sssp_batch_relax_shared")(
+                grid_max, (cuda.BLOCK,),
+                (indices, weights, vqueue, cupy.int64(q), slot_mask.view(cupy.uint64), snap, row_end,
+                 edge_end, cupy.int32(shift), cupy.float64(host.threshold), cupy.float64(limit),
+                 cupy.int32(host.r), cupy.int32(host.epoch), cupy.int32(negative), dist, stamp,
+                 mask, near_vmark, far_mark, vnext, far, cupy.int64(host.far_len), parent,
+                 parent_edge, counters))
         else:
-            break
-    _sssp_parents(indptr, indices, weights, n, k, shift, symmetric, dist, stamp, parent,
-                  parent_edge, queues[:pairs], totals)
-    if cutoff < np.inf:
-        kernel("sssp_batch_cut")(cuda.grid(pairs), (cuda.BLOCK,),
-                                 (cupy.int64(pairs), cupy.float64(cutoff), dist, parent))
-    del marks, near_mark, far_mark, queues, queue, nxt, far, far_next, stamp, parent_edge
-    tiles = (-(-n // 32), -(-k // 32))
-    for work, out in ((dist, dist_out), (parent, parent_out)):
-        kernel("sssp_batch_transpose")(
-            tiles, (32, 8),
-            (cupy.int64(n), cupy.int32(k), cupy.int32(shift), work.view(cupy.uint64),
-             out.view(cupy.uint64)))
+            kernel("sssp_batch_split_shared")(
+                cuda.grid(host.far_len), (cuda.BLOCK,),
+                (far, cupy.int64(host.far_len), dist, cupy.int32(shift),
+                 cupy.float64(host.threshold_old), cupy.float64(host.threshold),
+                 cupy.float64(host.split_floor), cupy.int32(host.r), far_mark, mask, near_vmark,
+                 vnext, far_next, counters))
+        split = not host.relax
+        going = host.advance(counters, totals)
+        vqueue, vnext = vnext, vqueue
+        if split:
+            far, far_next = far_next, far
+        if not going:
+            del far_mark, near_vmark, mask, vqueues
+            return piles[:pairs]
 
 
 def _sssp_parents(indptr, indices, weights, n, k, shift, symmetric, dist, stamp, parent,

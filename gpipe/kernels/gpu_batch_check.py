@@ -3,7 +3,7 @@
     python -m gpipe.kernels.gpu_batch_check                     # kron22, 1,024 BFS / 64 SSSP sources
     python -m gpipe.kernels.gpu_batch_check --scale 16 --sources 128 --sssp-sources 64
     python -m gpipe.kernels.gpu_batch_check --delta-factors 0.25,0.5,2,4   # SSSP delta sweep
-    python -m gpipe.kernels.gpu_batch_check --sort-queue                   # SSSP sorted queues
+    python -m gpipe.kernels.gpu_batch_check --sort-queue --shared-scans    # SSSP variants
 
 Builds a Graph500 Kronecker graph on the GPU (undirected, or ``--directed`` with its in-edges),
 then for random sources that have edges:
@@ -93,6 +93,8 @@ def main(argv=None) -> int:
                              "e.g. 0.25,0.5,2,4")
     parser.add_argument("--sort-queue", action="store_true",
                         help="also time sssp_batch with each relax pass's queue sorted")
+    parser.add_argument("--shared-scans", action="store_true",
+                        help="also time sssp_batch with shared edge scans (vertex queues)")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
     symmetric = not args.directed
@@ -163,17 +165,20 @@ def main(argv=None) -> int:
           f"{ms / sssp_sources.size:.3f} ms per source; {stats}")
     sdist_h, sparent_h = sdist.get(), sparent.get()
     del sdist, sparent
-    if args.sort_queue:
+    variants = (("sorted queues", {"sort_queue": True}, args.sort_queue),
+                ("shared edge scans", {"shared_scans": True}, args.shared_scans))
+    for name, option, wanted in variants:
+        if not wanted:
+            continue
         stats = {}
         ms, out = _elapsed_ms(lambda: gpu.sssp_batch(indptr, indices, weights, sssp_sources,
-                                                     symmetric=symmetric, sort_queue=True,
-                                                     stats=stats))
+                                                     symmetric=symmetric, stats=stats, **option))
         same = np.array_equal(out[0].get(), sdist_h)
         del out
-        print(f"  sorted queues: {ms:.1f} ms = {ms / sssp_sources.size:.3f} ms per source; "
+        print(f"  {name}: {ms:.1f} ms = {ms / sssp_sources.size:.3f} ms per source; {stats}; "
               f"same distances: {same}")
         if not same:
-            failures.append("sssp_batch with sorted queues differs")
+            failures.append(f"sssp_batch with {name} differs")
     if args.delta_factors:
         from gpipe.kernels.gpu_sssp import default_delta
 

@@ -150,7 +150,7 @@ def _cudf_result(cp, vertex, distance, parent, parent_missing):
     if parent is None:  # distances only
         distance = _with_nulls(plc, plc.Column.from_array(distance), reached)
         if isinstance(vertex, cp.ndarray):  # integer ids
-            columns = [plc.Column.from_array(vertex.copy()), distance]
+            columns = [plc.Column.from_array(gpu_arrays.copy(vertex)), distance]
             return cudf.DataFrame.from_pylibcudf(plc.Table(columns), {"columns": ["vertex", "distance"]})
         distance = cudf.DataFrame.from_pylibcudf(plc.Table([distance]), {"columns": ["distance"]})["distance"]
         return cudf.DataFrame({"vertex": vertex.copy(), "distance": distance})
@@ -161,7 +161,7 @@ def _cudf_result(cp, vertex, distance, parent, parent_missing):
         return cudf.DataFrame({"vertex": vertex.copy(), "distance": distance, "parent": parent})
     has_parent = gpu_arrays.logical_not(parent_missing, out=parent_missing)
     columns = [
-        plc.Column.from_array(vertex.copy()),  # the shared column stays the partition's own
+        plc.Column.from_array(gpu_arrays.copy(vertex)),  # the shared column stays the partition's own
         _with_nulls(plc, plc.Column.from_array(distance), reached),
         _with_nulls(plc, plc.Column.from_array(parent), has_parent),
     ]

@@ -512,7 +512,7 @@ sources = cupy.array([0, 2], dtype=cupy.int64)
 dist = gpu.bfs_batch(indptr, indices, sources, -1, symmetric=False)
 parent = gpu.bfs_batch_parents(indptr, indices, dist, sources)
 sdist, sparent = gpu.sssp_batch(indptr, indices, weights, sources, symmetric=False)
-print(dist.get().tolist(), parent.get().tolist(), sdist.get().tolist(), sparent.get().tolist())
+print([dist.get().tolist(), parent.get().tolist(), sdist.get().tolist(), sparent.get().tolist()])
 """
 
 

@@ -1200,11 +1200,21 @@ def test_count_nonzero_matches_cupy(arrays, n):
 @pytest.mark.parametrize("n", [0, 1, 5, 3000, 100_003])
 def test_cumsum_in_place_matches_cupy(arrays, dtype, n):
     values = cupy.asarray(np.random.default_rng(n).integers(0, 50, n).astype(dtype))
-    expected = cupy.cumsum(values)
+    expected = cupy.cumsum(values, dtype=dtype)  # in place: the array's own dtype
     _assert_same(arrays.cumsum_in_place(values), expected)
-    _assert_same(values, expected)  # in place
+    _assert_same(values, expected)
     strided = cupy.arange(2 * n, dtype=dtype)[::2]
-    _assert_same(arrays.cumsum_in_place(strided), cupy.cumsum(cupy.arange(2 * n, dtype=dtype)[::2]))
+    _assert_same(arrays.cumsum_in_place(strided), cupy.cumsum(cupy.arange(2 * n, dtype=dtype)[::2], dtype=dtype))
+
+
+@pytest.mark.parametrize("dtype", ARRAY_DTYPES)
+@pytest.mark.parametrize("n", SIZES)
+def test_copy_matches_cupy(arrays, dtype, n):
+    values = _values(dtype, n)
+    copied = arrays.copy(values)
+    _assert_same(copied, values.copy())
+    if n:
+        assert copied.data.ptr != values.data.ptr
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint64, np.int8])

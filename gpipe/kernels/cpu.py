@@ -80,7 +80,7 @@ from gpipe.kernels import atomics
 from gpipe.kernels.cpu_jit import BOOL, BOOLS, FLOAT64S, INT32S, INT64, INT64S, each_index, kernel
 from gpipe.kernels.cpu_csr import build_csr  # noqa: F401 (the contract)
 from gpipe.kernels.cpu_arrays import (  # noqa: F401 (the contract: array operations)
-    arange, astype, count_nonzero, flatnonzero, full, isfinite, logical_not, negative, non_negative,
+    arange, astype, copy, count_nonzero, cumsum_in_place, flatnonzero, full, isfinite, logical_not, negative, non_negative,
     packbits_little, scatter, take, unique)
 from gpipe.kernels.cpu_bfs_owners import (  # noqa: F401 (the contract: BFS over several owners)
     BITMAP_BITS, BITMAP_DTYPE, FRONTIER, FRONTIER_EDGES, NEXT, NEXT_EDGES, QUEUES,

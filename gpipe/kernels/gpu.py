@@ -29,7 +29,7 @@ module; :mod:`gpipe.kernels.cuda` finds, compiles and caches the sources.
 """
 
 from gpipe.kernels.cuda import source_dir, warmup
-from gpipe.kernels.gpu_arrays import (arange, astype, count_nonzero, flatnonzero, full, isfinite,
+from gpipe.kernels.gpu_arrays import (arange, astype, copy, count_nonzero, cumsum_in_place, flatnonzero, full, isfinite,
                                       logical_not, negative, non_negative, packbits_little, scatter,
                                       take, unique)
 from gpipe.kernels.gpu_batch import (BFS_BATCH_WIDTH, SSSP_BATCH_WIDTH, bfs_batch, bfs_batch_parents,

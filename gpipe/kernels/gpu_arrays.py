@@ -203,8 +203,20 @@ def packbits_little(bools) -> cupy.ndarray:
     return out
 
 
+def copy(array) -> cupy.ndarray:
+    """``array.copy()``: a new C-contiguous array of the same values, by one device memcpy where
+    ``array`` is C-contiguous (CuPy's ``copy`` launches a generated elementwise kernel)."""
+    if not array.flags.c_contiguous:
+        return array.copy()
+    out = cupy.empty(array.shape, dtype=array.dtype)
+    if array.nbytes:
+        out.data.copy_from_device_async(array.data, array.nbytes)
+    return out
+
+
 def cumsum_in_place(values) -> cupy.ndarray:
-    """``values`` replaced by ``cupy.cumsum(values)`` (inclusive), returned: CUB's device scan,
+    """``values`` replaced by its inclusive prefix sum in its own dtype (``cupy.cumsum(values,
+    dtype=values.dtype)``), returned: CUB's device scan,
     shipped compiled in CuPy, on a 1-D C-contiguous integer array; CuPy's own call elsewhere."""
     if values.ndim == 1 and values.flags.c_contiguous and 0 < values.size < 2**31:  # CUB counts in int
         from cupy.cuda import cub
@@ -252,7 +264,7 @@ def unique(values) -> cupy.ndarray:
     if values.dtype.kind not in "iu" or values.ndim != 1:
         return cupy.unique(values)
     if values.size == 0:
-        return values.copy()
+        return copy(values)
     ordered = cupy.sort(values)
     starts = cupy.empty(ordered.size, dtype=np.bool_)
     bits, ctype = _bits(ordered)

@@ -92,7 +92,7 @@ def build_csr(src_local, dst, weights, n_local, index_dtype, *, symmetric=False,
     indices = cupy.empty(nnz, dtype=index_dtype)
     w_out = cupy.empty(nnz, dtype=cupy.float64) if weighted else None
     if nnz:
-        cursor = indptr[:-1].copy()
+        cursor = gpu_arrays.copy(indptr[:-1])
         cuda.function(_SOURCE, "csr_scatter", indices_kind)(
             grid, (cuda.BLOCK,),
             common + (w_in, cupy.int32(weighted)) + flags

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from gpipe import validate
 from gpipe.graph import Graph
 
 
-def bfs(edges, source, *, directed=True, depth_limit=None, src="src", dst="dst", partitions=None):
+def bfs(edges, source, *, directed=True, depth_limit=None, src="src", dst="dst", partitions=None,
+        parents=True):
     """Breadth-first search over an edge list: hop distance and parent of every vertex.
 
     Parameters
@@ -25,6 +27,8 @@ def bfs(edges, source, *, directed=True, depth_limit=None, src="src", dst="dst",
     partitions : int or None
         Owners of the graph on a Dask cluster; None: the fewest workers whose memory holds it
         (see :meth:`gpipe.Graph.from_edges`).
+    parents : bool, default True
+        False: distances only, no ``parent`` column (see :meth:`gpipe.Graph.bfs`).
 
     Returns
     -------
@@ -40,7 +44,8 @@ def bfs(edges, source, *, directed=True, depth_limit=None, src="src", dst="dst",
     ------
     InputError
         Missing or non-integer id columns, null ids, an empty edge list, a source not in the
-        graph, a negative ``depth_limit``.
+        graph, a ``depth_limit`` that is not an integer from 0 to ``2**31 - 1`` (checked
+        before the graph is built).
 
     Notes
     -----
@@ -59,11 +64,13 @@ def bfs(edges, source, *, directed=True, depth_limit=None, src="src", dst="dst",
     >>> res["parent"].tolist()
     [<NA>, <NA>, 20, 30]
     """
+    depth_limit = validate.depth_limit(depth_limit)  # before the build, which may take long
     graph = Graph.from_edges(edges, directed=directed, src=src, dst=dst, partitions=partitions)
-    return graph.bfs(source, depth_limit=depth_limit)
+    return graph.bfs(source, depth_limit=depth_limit, parents=parents)
 
 
-def sssp(edges, source, *, directed=True, src="src", dst="dst", weight="weight", partitions=None):
+def sssp(edges, source, *, directed=True, src="src", dst="dst", weight="weight", partitions=None,
+         max_distance=None, parents=True):
     """Single-source shortest paths over a weighted edge list.
 
     Parameters
@@ -80,6 +87,11 @@ def sssp(edges, source, *, directed=True, src="src", dst="dst", weight="weight",
     partitions : int or None
         Owners of the graph on a Dask cluster; None: the fewest workers whose memory holds it
         (see :meth:`gpipe.Graph.from_edges`).
+    max_distance : float or None
+        Vertices farther than this are unreached; the traversal stops there where it can
+        (see :meth:`gpipe.Graph.sssp`).
+    parents : bool, default True
+        False: distances only, no ``parent`` column.
 
     Returns
     -------
@@ -91,7 +103,8 @@ def sssp(edges, source, *, directed=True, src="src", dst="dst", weight="weight",
     ------
     InputError
         Missing columns (the weight column included), non-integer ids, NaN or infinite
-        weights, an empty edge list, a source not in the graph.
+        weights, an empty edge list, a source not in the graph, a negative or NaN
+        ``max_distance``.
     NegativeCycleError
         A negative-weight cycle is reachable from a source (in an undirected graph any
         reachable negative edge is one, and so is a self-loop of negative weight).
@@ -109,13 +122,15 @@ def sssp(edges, source, *, directed=True, src="src", dst="dst", weight="weight",
     >>> gpipe.sssp(edges, 0).compute().sort_values("vertex")["distance"].tolist()
     [0.0, 1.0, 2.5]
     """
-    if weight is None:
-        from gpipe.errors import InputError
+    from gpipe import validate
+    from gpipe.errors import InputError
 
+    if weight is None:
         raise InputError("sssp needs a weight column: pass weight='<column>'")
+    validate.max_distance(max_distance)  # before the build
     graph = Graph.from_edges(edges, directed=directed, src=src, dst=dst, weight=weight,
                              partitions=partitions)
-    return graph.sssp(source)
+    return graph.sssp(source, max_distance=max_distance, parents=parents)
 
 
 def bfs_each(edges, sources, *, directed=True, depth_limit=None, targets=None, parents=False,

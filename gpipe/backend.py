@@ -92,7 +92,8 @@ class Backend:
         ``Int64`` (nullable) or float64 with NaN and ``parent`` the nullable twin of the
         vertex dtype (``Int64``, ``UInt32``...); in cuDF, both are their plain dtype with nulls.
         String ids: ``vertex`` and ``parent`` are columns of ``strings.to_column``, ``parent``
-        with its nulls already, and ``parent_missing`` is None.
+        with its nulls already, and ``parent_missing`` is None. ``parent`` None: a frame of
+        ``vertex`` and ``distance`` only (a query with ``parents=False``).
         """
         if self.name == GPU:
             return _cudf_result(self.xp, vertex, distance, parent, parent_missing)
@@ -100,12 +101,17 @@ class Backend:
             distance[distance == np.inf] = np.nan  # in place: the unreached become NaN
         else:
             distance = pd.arrays.IntegerArray(distance, distance < 0)
+        if parent is None:
+            return pd.DataFrame({"vertex": vertex, "distance": distance}, copy=False)
         if parent_missing is not None:
             parent = pd.arrays.IntegerArray(parent, parent_missing)
         return pd.DataFrame({"vertex": vertex, "distance": distance, "parent": parent}, copy=False)
 
-    def empty_result(self, vertex_dtype, distance_dtype):
-        """The zero-row frame with the dtypes :meth:`result_frame` produces (Dask's ``meta``)."""
+    def empty_result(self, vertex_dtype, distance_dtype, parents: bool = True):
+        """The zero-row frame with the dtypes :meth:`result_frame` produces (Dask's ``meta``);
+        without its ``parent`` column when not ``parents``."""
+        if not parents:
+            return self.empty_result(vertex_dtype, distance_dtype)[["vertex", "distance"]]
         if is_string_dtype(vertex_dtype):
             empty = self.strings.empty(vertex_dtype)
             if self.name == GPU:
@@ -136,11 +142,18 @@ def _cudf_result(cp, vertex, distance, parent, parent_missing):
     from gpipe.kernels import gpu_arrays
 
     if vertex.size == 0:
-        return gpu_backend().empty_result(vertex.dtype, distance.dtype)
+        return gpu_backend().empty_result(vertex.dtype, distance.dtype, parent is not None)
     if distance.dtype.kind == "f":
         reached = gpu_arrays.isfinite(distance)
     else:
         reached = gpu_arrays.non_negative(distance)
+    if parent is None:  # distances only
+        distance = _with_nulls(plc, plc.Column.from_array(distance), reached)
+        if isinstance(vertex, cp.ndarray):  # integer ids
+            columns = [plc.Column.from_array(gpu_arrays.copy(vertex)), distance]
+            return cudf.DataFrame.from_pylibcudf(plc.Table(columns), {"columns": ["vertex", "distance"]})
+        distance = cudf.DataFrame.from_pylibcudf(plc.Table([distance]), {"columns": ["distance"]})["distance"]
+        return cudf.DataFrame({"vertex": vertex.copy(), "distance": distance})
     if parent_missing is None:  # string ids: vertex and parent are cuDF string columns
         distance = cudf.DataFrame.from_pylibcudf(
             plc.Table([_with_nulls(plc, plc.Column.from_array(distance), reached)]),
@@ -148,7 +161,7 @@ def _cudf_result(cp, vertex, distance, parent, parent_missing):
         return cudf.DataFrame({"vertex": vertex.copy(), "distance": distance, "parent": parent})
     has_parent = gpu_arrays.logical_not(parent_missing, out=parent_missing)
     columns = [
-        plc.Column.from_array(vertex.copy()),  # the shared column stays the partition's own
+        plc.Column.from_array(gpu_arrays.copy(vertex)),  # the shared column stays the partition's own
         _with_nulls(plc, plc.Column.from_array(distance), reached),
         _with_nulls(plc, plc.Column.from_array(parent), has_parent),
     ]

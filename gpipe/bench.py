@@ -106,7 +106,7 @@ BUILD_TARGETS = {("kron23", "gpu"): (0.4, 2.5)}
 def run(*, scale=None, grid=None, edges=None, src="src", dst="dst", weight=None, weights=False,
         ids="dense", seed=0, algo="bfs", sources=4, repeat=1, backend="auto", workers=0, partitions=None,
         shared_gpu=False, protocol="auto", compare_scipy=False, end_to_end=False, build_repeat=1,
-        scipy_check=True, tmpdir=None, command=None) -> dict:
+        scipy_check=True, tmpdir=None, command=None, paths=False) -> dict:
     """Build one graph, time BFS and/or SSSP from several sources, validate, and report.
 
     Parameters
@@ -168,6 +168,12 @@ def run(*, scale=None, grid=None, edges=None, src="src", dst="dst", weight=None,
         ``2**22`` vertices.
     tmpdir : str, optional
         Where the end-to-end Parquet files go (default: the system's temporary directory).
+    paths : bool
+        Per algorithm, also time ``Graph.path(s, t)`` from each source to a random vertex it
+        reaches (drawn from an untimed traversal), next to ``len(graph.bfs(s))`` (``sssp``) of
+        the same sources (``result["path"]``); and on a one-owner graph the traversal's
+        memory with parents and without (``result["parents_memory"]``: CuPy pool high-water
+        on the GPU, result arrays' bytes on both).
     command : str, optional
         The command line to record (default: the ``gpipe bench`` command with these options).
 
@@ -230,7 +236,7 @@ def run(*, scale=None, grid=None, edges=None, src="src", dst="dst", weight=None,
                    ids=ids, seed=seed, algo=algo, sources=sources, repeat=repeat, backend=backend_name,
                    workers=workers, partitions=partitions, shared_gpu=shared_gpu, protocol=protocol,
                    compare_scipy=compare_scipy, end_to_end=end_to_end,
-                   build_repeat=build_repeat, scipy_check=scipy_check)
+                   build_repeat=build_repeat, scipy_check=scipy_check, paths=paths)
     report = {
         "machine": _machine(backend_name),
         "command": command if command is not None else _command_line(options),
@@ -249,6 +255,10 @@ def main(args) -> int:
 
     Writes the full report as JSON to ``args.json`` when given. Returns the exit status (0).
     """
+    from gpipe.output import check_writable
+
+    if args.json:
+        check_writable(args.json)  # before the run, not after it
     protocols = ["tcp", "ucx"] if args.protocol == "both" else [args.protocol]
     reports = []
     for protocol in protocols:
@@ -259,6 +269,7 @@ def main(args) -> int:
             partitions=args.partitions, shared_gpu=args.shared_gpu, protocol=protocol,
             compare_scipy=args.compare_scipy, end_to_end=args.end_to_end,
             build_repeat=args.build_repeat, scipy_check=not args.no_scipy_check, tmpdir=args.tmpdir,
+            paths=args.paths,
         )
         reports.append(report)
         print(format_table(report), flush=True)
@@ -410,6 +421,13 @@ class _Bench:
                     and not graph._built.negative_weights):
                 _check_with_scipy(host_csr, kind, int(chosen[0]), first_dist)
                 result["scipy_checked"] = True
+            if self.report["options"].get("paths"):
+                result["path"] = _time_paths(graph, kind, input_ids, self.repeat, result["public_len_median_ms"])
+                if graph.num_partitions == 1:
+                    built = graph._built
+                    result["parents_memory"] = graph._executor.gather([graph._executor.submit(
+                        _parents_memory, built.parts[0], kind, int(chosen[0]), built.negative_weights,
+                        owner=0)])[0]
             if self.compare_scipy:
                 result["scipy"] = _time_scipy(host_csr, kind, chosen, result.pop("scipy_times", None))
                 result["scipy"]["ratio"] = result["scipy"]["median_s"] / result["median_s"]
@@ -871,6 +889,51 @@ def _time_public(graph, kind, input_ids, repeat, finish=None, pause=False) -> li
     return medians
 
 
+def _time_paths(graph, kind, input_ids, repeat, len_median_ms) -> dict:
+    """Per source, the median seconds of ``graph.path(s, t)`` to a random vertex ``t`` that
+    ``s`` reaches (searched as ``kind``: ``unweighted`` for BFS), and the path's hops; with
+    the median over sources next to ``len()``'s of the same sources (``ratio`` = path / len)."""
+    rng = np.random.default_rng(len(input_ids))
+    query = graph.bfs if kind == BFS else graph.sssp
+    unweighted = kind == BFS
+    pairs, medians, hops = [], [], []
+    for source in input_ids:
+        source = _input_id(source)
+        found = query(source, parents=False)
+        reached = found[found["distance"] > 0]["vertex"].compute()  # null distances compare False
+        reached = (reached.to_pandas() if hasattr(reached, "to_pandas") else reached).to_numpy()
+        target = _input_id(reached[rng.integers(reached.size)])
+        graph.path(source, target, unweighted=unweighted)  # untimed: the same work warmed
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            path = graph.path(source, target, unweighted=unweighted)
+            times.append(time.perf_counter() - t0)
+        pairs.append([source, target])
+        hops.append(len(path) - 1)
+        medians.append(statistics.median(times))
+    median_ms = statistics.median(medians) * 1e3
+    return {"pairs": pairs, "hops": hops, "times_s": medians, "median_ms": median_ms,
+            "len_median_ms": len_median_ms, "ratio": median_ms / len_median_ms}
+
+
+def _parents_memory(part, kind, source, negative_weights) -> dict:
+    """One traversal from ``source`` with parents and one without, on the owner: per run the
+    pool's high-water (GPU, None on CPU) and the result arrays' bytes."""
+    out = {}
+    for label, parents in (("parents", True), ("no_parents", False)):
+        mark = _pool_mark(part.backend)
+        if kind == BFS:
+            dist, parent = traverse.bfs_arrays(part, [source], parents=parents)
+        else:
+            dist, parent = traverse.sssp_arrays(part, [source], negative_weights, parents=parents)
+        _sync(part.backend)
+        out[label] = {"peak_device_bytes": _pool_peak(part.backend, mark),
+                      "array_bytes": int(dist.nbytes + (parent.nbytes if parent is not None else 0))}
+        dist = parent = None
+    return out
+
+
 def _owner_steps(graph, kind, global_sources):
     """Per owner, what one more (untimed) traversal did step by step, as a dict with ``steps``,
     ``rounds``, ``bytes_sent``, ``labels``, ``kernel_s`` and ``wait_s`` (BFS: one step a level,
@@ -1099,7 +1162,8 @@ def _command_line(options) -> str:
             continue  # no workers, no transport
         if value is not None and defaults.get(key, object()) != value:
             words += [flag, str(value)]
-    switches = {"weights": "--weights", "shared_gpu": "--shared-gpu", "compare_scipy": "--compare-scipy", "end_to_end": "--end-to-end"}
+    switches = {"weights": "--weights", "shared_gpu": "--shared-gpu", "compare_scipy": "--compare-scipy",
+                "end_to_end": "--end-to-end", "paths": "--paths"}
     words += [flag for key, flag in switches.items() if options[key]]
     if not options["scipy_check"]:
         words.append("--no-scipy-check")
@@ -1211,6 +1275,17 @@ def format_table(report) -> str:
     for r in report["results"]:
         lines.append(f"{r['algo']}: warm-up {r['warmup_s'] * 1e3:.1f} ms; per source ms: "
                      + ", ".join(f"{s['time_s'] * 1e3:.2f}" for s in r["sources"]))
+        if "path" in r:
+            p = r["path"]
+            lines.append(f"{r['algo']}: path(s, t) median {p['median_ms']:.2f} ms over {len(p['pairs'])} "
+                         f"pair(s) (hops {p['hops']}), len() {p['len_median_ms']:.2f} ms: "
+                         f"ratio {p['ratio']:.2f} (target <= 1)")
+        if "parents_memory" in r:
+            m = r["parents_memory"]
+            lines.append(f"{r['algo']}: memory with parents: peak {_bytes(m['parents']['peak_device_bytes'])}, "
+                         f"arrays {_bytes(m['parents']['array_bytes'])}; parents=False: peak "
+                         f"{_bytes(m['no_parents']['peak_device_bytes'])}, arrays "
+                         f"{_bytes(m['no_parents']['array_bytes'])}")
         if "public_len_back_to_back_median_ms" in r:
             lines.append(f"{r['algo']}: len() back to back (each query within Dask's client batching "
                          f"window of the last): {r['public_len_back_to_back_median_ms']:.2f} ms")

@@ -4,7 +4,9 @@
 
     gpipe bfs EDGES --source S [--source S2 ...] --out DIR [--depth-limit K] [--undirected]
               [--src COL] [--dst COL] [--backend auto|cpu|gpu] [--overwrite] [--cluster FILE]
-    gpipe sssp EDGES --source S --out DIR [--weight COL] [...same options but --depth-limit]
+              [--no-parents]
+    gpipe sssp EDGES --source S --out DIR [--weight COL] [--max-distance D]
+               [...same options but --depth-limit]
     gpipe demo [--scale 16] [--out DIR] [--cpu] [--workers N] [--no-wait]
     gpipe run CONFIG
     gpipe warmup
@@ -25,7 +27,11 @@ file describes (``conf/cluster/*.yaml``). Step timings are logged to stderr; ``-
 
 Exit status: 0 on success, 2 for unusable input or options (one line on stderr), 1 for other
 gpipe errors such as a negative cycle, and for memory running out anywhere in the run, on this
-machine or on a worker (one line naming memory, no traceback; :func:`gpipe.errors.out_of_memory`).
+machine or on a worker (one line naming memory, no traceback; :func:`gpipe.errors.out_of_memory`),
+130 for SIGINT (Ctrl-C: the one line ``gpipe: interrupted``; a local cluster's workers ignore
+SIGINT and are closed with it, and the output's temporary directory is removed). Outputs
+(``--out``, ``bench --json``) are checked for writability before any work, and options
+checkable without the data (depth limit, partitions) before the edges are read.
 """
 
 from __future__ import annotations
@@ -54,7 +60,7 @@ def main(argv=None):
     pipeline.configure_logging(logging.WARNING if args.quiet else logging.INFO)
     try:
         return args.command(args, pipeline)
-    except Exception as error:
+    except (Exception, KeyboardInterrupt) as error:
         return report_or_raise(error)
 
 
@@ -73,6 +79,8 @@ def _traverse(args, pipeline):
         "partitions": args.partitions,
         "source": args.source,
         "depth_limit": getattr(args, "depth_limit", None),
+        "max_distance": getattr(args, "max_distance", None),
+        "parents": not args.no_parents,
         "output": {"path": args.out, "overwrite": args.overwrite},
     }
     pipeline.run(config)
@@ -135,8 +143,15 @@ def _pipeline():
     return importlib.import_module("pipelines.traverse_parquet")  # checkout / editable install
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line that names the command's ``--help`` (exit 2)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def _parser():
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="gpipe", description="BFS and SSSP over Parquet edge lists with Dask, on CPU or GPU."
     )
     parser.add_argument("--version", action="version", version=f"gpipe {__version__}")
@@ -162,6 +177,10 @@ def _parser():
             sub.add_argument("--depth-limit", type=int, metavar="K", help="visit vertices up to K hops away")
         else:
             sub.add_argument("--weight", default="weight", metavar="COL", help="weight column (default: weight)")
+            sub.add_argument("--max-distance", type=float, metavar="D",
+                             help="vertices farther than D are unreached (the search stops there)")
+        sub.add_argument("--no-parents", action="store_true",
+                         help="distances only: no parent column (less memory)")
         sub.add_argument("--undirected", action="store_true", help="each edge goes both ways")
         sub.add_argument("--src", default="src", metavar="COL", help="source-vertex column (default: src)")
         sub.add_argument("--dst", default="dst", metavar="COL", help="target-vertex column (default: dst)")
@@ -255,4 +274,7 @@ def _add_bench_parser(commands):
     bench.add_argument("--each-parquet", action="store_true",
                        help="--each: also time bfs_each(depth_limit=2).to_parquet (rows/s, peak memory)")
     bench.add_argument("--tmpdir", metavar="DIR", help="where --end-to-end writes its Parquet files")
+    bench.add_argument("--paths", action="store_true",
+                       help="also time Graph.path(s, t) to a random reached t against len() of the "
+                            "traversal, and the memory of parents=False against parents=True")
     bench.add_argument("--json", metavar="PATH", help="write the full report here")

@@ -17,12 +17,15 @@ do so under ``if __name__ == "__main__":``.
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
 from collections.abc import Mapping
 
 from gpipe.errors import InputError
 
 __all__ = ["start_local_cluster", "local_cluster_kind", "cuda_protocol", "connect", "disconnect",
-           "CLUSTER_KINDS"]
+           "workers_ignore_sigint", "silenced_logging", "CLUSTER_KINDS"]
 
 PROTOCOLS = ("auto", "tcp", "ucx")
 
@@ -63,7 +66,9 @@ def start_local_cluster(kind="auto", n_workers=None, dashboard=True, protocol="a
     (cluster, client)
         The cluster and a ``distributed.Client`` connected to it, which is also made the
         default client so gpipe's calls use it. Close both when done: ``client.close()``
-        then ``cluster.close()`` (or use both as context managers).
+        then ``cluster.close()`` (or use both as context managers). The worker processes
+        ignore SIGINT (:func:`workers_ignore_sigint`): Ctrl-C interrupts this process alone,
+        whose gpipe call raises ``KeyboardInterrupt`` and stops its traversal's owners.
 
     Raises
     ------
@@ -232,7 +237,31 @@ def _local_cpu_cluster(options):
     env = dict(options.pop("env", None) or {})
     env.setdefault("NUMBA_NUM_THREADS", str(os.cpu_count() or 1))
     env.setdefault(SHARE_ENV, str(options["threads_per_worker"]))
-    return LocalCluster(env=env, **options)
+    with workers_ignore_sigint():
+        return LocalCluster(env=env, **options)
+
+
+@contextlib.contextmanager
+def workers_ignore_sigint():
+    """Start worker processes, within this block, that ignore SIGINT.
+
+    Ctrl-C at a terminal sends SIGINT to every process of its process group, the worker
+    processes of a local cluster included: each would print its own ``KeyboardInterrupt``
+    traceback and die, and its nanny start another. A signal ignored at a fork stays ignored in
+    the child and across its exec, and Python leaves it so, so workers started here leave
+    Ctrl-C to this process, whose client raises ``KeyboardInterrupt`` and closes the cluster.
+    (A worker that a nanny restarts later gets SIGINT again.) In this process SIGINT is
+    ignored for as long as the block lasts, the cluster's start: a Ctrl-C meanwhile is lost.
+    Outside the main thread, where no signal handler can be set, it does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def disconnect(client):
@@ -246,6 +275,26 @@ def disconnect(client):
         cluster.close()
 
 
+@contextlib.contextmanager
+def silenced_logging(silence=True):
+    """No log records at all within the block, if ``silence``.
+
+    Interrupted (Ctrl-C), a cluster closes with its traversal still running; Dask's complaints
+    about that (tasks cancelled, a worker killed) say nothing to the user, who asked for it.
+    """
+    if not silence:
+        yield
+        return
+    import logging
+
+    previous = logging.root.manager.disable
+    logging.disable(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logging.disable(previous)
+
+
 def _local_cuda_cluster(options):
     if not _cuda_cluster_available():
         raise InputError(
@@ -256,7 +305,8 @@ def _local_cuda_cluster(options):
 
     options = dict(options)
     options["protocol"] = cuda_protocol(options.get("protocol") or "auto")
-    return LocalCUDACluster(**options)
+    with workers_ignore_sigint():
+        return LocalCUDACluster(**options)
 
 
 def _ucx_available() -> bool:

@@ -57,13 +57,15 @@ def run_demo(scale=16, out="out/demo", *, cpu=False, edge_factor=16, seed=0, n_w
     from distributed import wait
 
     import gpipe
-    from gpipe.cluster import local_cluster_kind, start_local_cluster
+    from gpipe.cluster import local_cluster_kind, silenced_logging, start_local_cluster
     from gpipe.generators import kronecker_edges
-    from gpipe.output import summarize, write_parquet
+    from gpipe.output import check_writable, summarize, write_parquet
 
     file = sys.stdout if file is None else file
     out = Path(out)
     paths = {name: out / name for name in ("edges", "bfs", "sssp")}
+    for path in paths.values():
+        check_writable(path)  # before the work
     seconds = {}
     clock = _Clock(seconds)
 
@@ -81,8 +83,9 @@ def run_demo(scale=16, out="out/demo", *, cpu=False, edge_factor=16, seed=0, n_w
     try:
         workers = len(client.nthreads())
         dashboard = client.dashboard_link or ""
+        traversals = f", gpipe traversals {gpipe.dashboard_link(client)}" if dashboard else ""
         print(f"gpipe demo: {kind} cluster of {workers} workers, dashboard "
-              f"{dashboard or 'off (the dashboard needs bokeh)'}", file=file, flush=True)
+              f"{dashboard or 'off (the dashboard needs bokeh)'}{traversals}", file=file, flush=True)
         with clock("read + build"):
             frame = gpipe.read_edges(paths["edges"], weight="weight", backend="gpu" if kind == "cuda" else "cpu")
             graph = gpipe.Graph.from_edges(frame, directed=False, weight="weight")
@@ -114,8 +117,9 @@ def run_demo(scale=16, out="out/demo", *, cpu=False, edge_factor=16, seed=0, n_w
                   file=file, flush=True)
             input()
     finally:
-        client.close()
-        cluster.close()
+        with silenced_logging(isinstance(sys.exc_info()[1], KeyboardInterrupt)):  # Ctrl-C
+            client.close()
+            cluster.close()
     return summary
 
 

@@ -45,9 +45,10 @@ class Held:
     key: str
 
 
-async def _serve(worker, fn, args, key, client):
+async def _serve(worker, fn, args, key, client, query=None):
     """The worker's comm handler for :data:`HANDLER`: ``fn(*args)`` kept under ``key`` for
-    ``client``; :data:`MISSING` when an argument is not in this worker's memory."""
+    ``client``; :data:`MISSING` when an argument is not in this worker's memory. ``query`` is
+    what the client's :func:`gpipe.progress.query` said, for the traversal's progress events."""
     try:
         values = [worker.data[a.key] if isinstance(a, Held) else a for a in args]
     except KeyError:
@@ -55,7 +56,7 @@ async def _serve(worker, fn, args, key, client):
     context = contextvars.copy_context()
     try:
         frame = await asyncio.get_running_loop().run_in_executor(
-            None, context.run, _run_on_worker, worker, fn, values)
+            None, context.run, _run_on_worker, worker, fn, values, query)
     except Exception as error:  # the traversal's own: answered, so that the caller can tell
         return {FAILED: to_serialize(error)}  # it from a connection that broke (both OSErrors)
     worker.update_data({key: frame}, stimulus_id=f"gpipe-direct-{key}")
@@ -64,12 +65,16 @@ async def _serve(worker, fn, args, key, client):
     return "OK"
 
 
-def _run_on_worker(worker, fn, values):
+def _run_on_worker(worker, fn, values, query=None):
     """``fn(*values)`` as gpipe runs a task (:func:`gpipe.tasks.run_task`), with
-    ``distributed.get_worker()`` finding this worker, as it would in a task (progress events)."""
+    ``distributed.get_worker()`` finding this worker, as it would in a task (progress events),
+    and :func:`gpipe.progress.current_query` the client's ``query``."""
     from distributed.worker import _worker_cvar
 
+    from gpipe import progress
+
     _worker_cvar.set(worker)  # this thread's own copy of the context
+    progress._query.set(query)
     return run_task(fn, *values)
 
 
@@ -80,8 +85,8 @@ class DirectQueries(WorkerPlugin):
     idempotent = True
 
     def setup(self, worker):
-        async def handler(fn, args, key, client):
-            return await _serve(worker, fn, args, key, client)
+        async def handler(fn, args, key, client, query=None):
+            return await _serve(worker, fn, args, key, client, query)
 
         worker.handlers[HANDLER] = handler
 
@@ -89,7 +94,10 @@ class DirectQueries(WorkerPlugin):
 def request(client, address, fn, args, key):
     """The coroutine that asks the worker at ``address`` for ``fn(*args)`` under ``key``
     (futures among ``args`` go as :class:`Held`); it returns ``"OK"``, :data:`MISSING` or
-    ``{FAILED: error}``."""
+    ``{FAILED: error}``. The query's :func:`gpipe.progress.current_query` goes along."""
+    from gpipe import progress
+
     held = [Held(a.key) if isinstance(a, Future) else a for a in args]
     return getattr(client.rpc(address), HANDLER)(fn=to_serialize(fn), args=to_serialize(held),
-                                                 key=key, client=client.id)
+                                                 key=key, client=client.id,
+                                                 query=progress.current_query())

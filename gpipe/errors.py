@@ -18,6 +18,14 @@ class NegativeCycleError(GpipeError):
     """A cycle of negative total weight is reachable from a source, so shortest paths are undefined."""
 
 
+class NoPath(GpipeError):
+    """No path leads from the source to the target (``Graph.path``); the message names both.
+
+    Like NetworkX's ``NetworkXNoPath``. The graph and the query are fine, so it is not an
+    :class:`InputError`.
+    """
+
+
 class GraphTooLarge(InputError):
     """The graph cannot fit the memory of the workers that would own it; raised before building.
 
@@ -54,9 +62,13 @@ def command_report(error: BaseException) -> tuple[int, str] | None:
     """How a command reports `error`: its exit status and one line for stderr, or None for a bug.
 
     ``(2, "gpipe: error: ...")`` for an :class:`InputError`, ``(1, ...)`` for another
-    :class:`GpipeError` and for memory running out (:func:`out_of_memory`). Anything else is
-    None: the caller lets it through, with its traceback.
+    :class:`GpipeError` and for memory running out (:func:`out_of_memory`),
+    ``(130, "gpipe: interrupted")`` for ``KeyboardInterrupt`` (SIGINT, Ctrl-C: 128 + 2, as
+    shells report a command that SIGINT ended). Anything else is None: the caller lets it
+    through, with its traceback.
     """
+    if isinstance(error, KeyboardInterrupt):
+        return 130, "gpipe: interrupted"
     if isinstance(error, InputError):
         return 2, f"gpipe: error: {error}"
     if isinstance(error, GpipeError):

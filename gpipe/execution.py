@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
 import operator
+import sys
 import time
 import uuid
 import warnings
@@ -24,6 +26,7 @@ from gpipe.tasks import run_task, task_name
 
 WORKER_WAIT_S = 30  # how long a client without workers is given to get one
 WATCH_S = 1.0  # while waiting, how often the owners' workers are looked for in the cluster
+ABORT_S = 2.0  # how long an interrupted client waits for the owners to get its abort
 # After a direct query's connection broke: how long the scheduler is given to see its worker
 # gone (a killed process is noticed within a second), and how often it is asked.
 GONE_S = 5.0
@@ -153,7 +156,10 @@ class OnCluster(Executor):
     worker in sorted address order."""
 
     def __init__(self, client, workers=None):
+        from gpipe import dashboard
+
         self.client = client
+        dashboard.install(client)  # once per client: the scheduler's gpipe page
         if workers is not None:
             self.workers = list(workers)
             self.n_owners = len(self.workers)
@@ -172,11 +178,16 @@ class OnCluster(Executor):
         self.n_owners = len(self.workers)
 
     def submit(self, fn, *args, owner=None):
+        from gpipe import progress
+        from gpipe.tasks import run_query_task
+
         key = f"{task_name(fn, args)}-{'' if owner is None else f'{owner}-'}{uuid.uuid4().hex}"
+        query = progress.current_query()  # within a query: its progress events say which
+        run = (run_task,) if query is None else (run_query_task, query)
         if owner is None:
-            return self.client.submit(run_task, fn, *args, key=key)
+            return self.client.submit(*run, fn, *args, key=key)
         return self.client.submit(
-            run_task, fn, *args, key=key, workers=[self.workers[owner]], allow_other_workers=False
+            *run, fn, *args, key=key, workers=[self.workers[owner]], allow_other_workers=False
         )
 
     def query(self, fn, *args, owner=0):
@@ -199,20 +210,33 @@ class OnCluster(Executor):
             for (fn, args, owner), key in zip(calls, keys)]
         handles, first_error = [None] * len(calls), None
         pending = set(range(len(calls)))
-        while pending:
-            done, _ = concurrent.futures.wait([asked[i] for i in pending], timeout=WATCH_S,
-                                              return_when=concurrent.futures.FIRST_COMPLETED)
-            if not done:
-                self._raise_if_owner_left([], *asked)
-            for i in [i for i in pending if asked[i].done()]:
-                pending.discard(i)
-                try:
-                    handles[i] = self._answered(asked[i], keys[i], *calls[i])
-                except Exception as error:  # the others end soon (a failing owner aborts them)
-                    first_error = first_error or error
+        try:
+            while pending:
+                done, _ = concurrent.futures.wait([asked[i] for i in pending], timeout=WATCH_S,
+                                                  return_when=concurrent.futures.FIRST_COMPLETED)
+                if not done:
+                    self._raise_if_owner_left([], *asked)
+                for i in [i for i in pending if asked[i].done()]:
+                    pending.discard(i)
+                    try:
+                        handles[i] = self._answered(asked[i], keys[i], *calls[i])
+                    except Exception as error:  # the others end soon (a failing owner aborts them)
+                        first_error = first_error or error
+        except KeyboardInterrupt:  # no one will hold what the calls not yet answered keep
+            for i in range(len(calls)):
+                if handles[i] is None:
+                    asked[i].add_done_callback(functools.partial(self._release_answer, keys[i]))
+            raise
         if first_error is not None:
             raise first_error
         return handles
+
+    def _release_answer(self, key, asked) -> None:
+        """Have the cluster forget what a direct call left under ``key`` for this client."""
+        from distributed import Future
+
+        if not asked.cancelled() and asked.exception() is None and asked.result() == "OK":
+            Future(key, self.client).release()
 
     def _answered(self, asked, key, fn, args, owner):
         """The handle of one finished direct call (a task started for it if it was missing)."""
@@ -376,8 +400,29 @@ class OnCluster(Executor):
         timeout = parse_timedelta(dask.config.get(peers.TIMEOUT_KEY, peers.DEFAULT_TIMEOUT))
         addresses = self.workers[:len(per_owner_args)]
         channels = [peers.Channel(key, p, addresses, timeout) for p in range(len(per_owner_args))]
-        return self._direct([(peers.run_owner, (fn, channel, *args), channel.owner)
-                             for channel, args in zip(channels, per_owner_args)])
+        try:
+            return self._direct([(peers.run_owner, (fn, channel, *args), channel.owner)
+                                 for channel, args in zip(channels, per_owner_args)])
+        except KeyboardInterrupt:  # stop the owners too: they would run on, holding their workers
+            self._abort_owners(key, addresses)
+            raise
+
+    def _abort_owners(self, key, addresses) -> None:
+        """Tell every owner of traversal ``key`` to stop, as a failing peer would (best effort,
+        within :data:`ABORT_S`): each stops at its next exchange, without a result."""
+        from gpipe import peers
+
+        async def abort():
+            await asyncio.gather(*(
+                getattr(self.client.rpc(address), peers.HANDLER)(
+                    key=key, receiver=owner, tag=peers.ABORT, sender="the client", payload=None)
+                for owner, address in enumerate(addresses)), return_exceptions=True)
+
+        sent = asyncio.run_coroutine_threadsafe(abort(), self.client.loop.asyncio_loop)
+        try:
+            sent.result(timeout=ABORT_S)
+        except Exception:  # noqa: BLE001 (closing anyway: a worker that missed it is closed)
+            sent.cancel()
 
     def persist(self, frame):
         from distributed import wait
@@ -433,6 +478,8 @@ def current(client=None) -> Executor:
     """The executor for ``client``, else for the active Dask client, else :class:`InProcess`."""
     if client is not None:
         return OnCluster(client)
+    if "distributed" not in sys.modules:
+        return InProcess()  # no client without distributed; importing it costs ~0.3 s
     try:
         from distributed import get_client
 

@@ -6,9 +6,10 @@ import numpy as np
 
 from gpipe import backend as backends
 from gpipe import build as builder
-from gpipe import execution, result, traverse, validate
+from gpipe import execution, progress, result, traverse, validate
+from gpipe import paths as path_rows
 from gpipe import sources as source_ids
-from gpipe.errors import GraphLost, InputError
+from gpipe.errors import GraphLost, InputError, NoPath
 
 
 class Graph:
@@ -114,7 +115,7 @@ class Graph:
         """``"gpu"`` when the partitions hold cuDF/CuPy data, else ``"cpu"``."""
         return self._built.backend
 
-    def bfs(self, source, *, depth_limit=None):
+    def bfs(self, source, *, depth_limit=None, parents=True):
         """Breadth-first search from ``source``: hop distances and a BFS tree.
 
         Parameters
@@ -123,7 +124,13 @@ class Graph:
             Vertex id(s) of the input (strings when the graph's ids are strings); with several,
             each vertex's distance is to the nearest.
         depth_limit : int or None
-            Only vertices at most this many hops away are reached.
+            Only vertices at most this many hops away are reached: an integer from 0 to
+            ``2**31 - 1`` (distances are 32-bit), the same with any number of owners.
+        parents : bool, default True
+            False: distances only. The result has no ``parent`` column, and a graph on one
+            owner allocates no parent array for the traversal (8 bytes per vertex less on
+            its device); over several owners the parents are still exchanged while the
+            levels run and only left out of the result.
 
         Returns
         -------
@@ -137,14 +144,16 @@ class Graph:
         ------
         InputError
             A source that is not in the graph or not of the ids' kind (an integer for string
-            ids, a string for integer ids), or a negative ``depth_limit``.
+            ids, a string for integer ids), or a ``depth_limit`` that is negative, above
+            ``2**31 - 1`` or no integer (a bool, a float).
         """
         depth_limit = validate.depth_limit(depth_limit)
+        parents = validate.flag(parents, "parents")
         frames = self._query("gpipe-bfs", source, lambda built, sources: traverse.bfs(
-            self._executor, built, sources, depth_limit))
-        return self._frame(frames, result.BFS)
+            self._executor, built, sources, depth_limit, parents=parents))
+        return self._frame(frames, result.BFS, parents)
 
-    def sssp(self, source):
+    def sssp(self, source, *, max_distance=None, parents=True):
         """Single-source shortest paths from ``source`` by edge weight.
 
         Non-negative weights take the fast path; negative weights are handled by
@@ -157,6 +166,19 @@ class Graph:
         source : int or str, or a list of them
             Vertex id(s) of the input (strings when the graph's ids are strings); with several,
             each distance is to the nearest.
+        max_distance : float or None
+            Vertices farther than this are unreached (null distance and parent), as
+            ``scipy.sparse.csgraph.dijkstra(limit=...)`` leaves them. On one owner with
+            non-negative weights the traversal stops there (candidates beyond it are
+            dropped); with negative weights, or over several owners, it runs to the end and
+            the result is cut (with negative weights a vertex within the limit may then name
+            a parent beyond it).
+        parents : bool, default True
+            False: distances only, no ``parent`` column. On one owner with non-negative
+            weights no parent array is allocated (on the GPU, no parent, parent-edge or
+            pass-stamp array: 20 bytes per vertex less); otherwise the traversal keeps its
+            parents (it needs them to detect negative cycles, or exchanges them between
+            owners) and the column is left out of the result.
 
         Returns
         -------
@@ -167,16 +189,143 @@ class Graph:
         Raises
         ------
         InputError
-            The graph was built without a weight column, or a source is not in the graph.
+            The graph was built without a weight column, a source is not in the graph, or
+            ``max_distance`` is negative or NaN.
         NegativeCycleError
             A cycle of negative total weight is reachable from a source; a self-loop of
             negative weight is one.
         """
         if self.weight is None:
             raise InputError("sssp needs edge weights: build the graph with weight='<column>'")
-        frames = self._query("gpipe-sssp", source,
-                             lambda built, sources: traverse.sssp(self._executor, built, sources))
-        return self._frame(frames, result.SSSP)
+        max_distance = validate.max_distance(max_distance)
+        parents = validate.flag(parents, "parents")
+        frames = self._query("gpipe-sssp", source, lambda built, sources: traverse.sssp(
+            self._executor, built, sources, parents=parents, max_distance=max_distance))
+        return self._frame(frames, result.SSSP, parents)
+
+    def path(self, source, target, *, unweighted=False) -> list:
+        """One shortest path from ``source`` to ``target``, as a list of input ids.
+
+        A graph built with a weight column is searched by weight (SSSP), else by hops (BFS);
+        ``unweighted=True`` counts hops on a weighted graph too. On a graph held by one owner
+        the traversal stops as soon as the target is settled (BFS: after the level that
+        reaches it; SSSP with non-negative weights: once its distance is final) and the
+        parents are followed where they lie; a graph over several owners is traversed to the
+        end by the multi-owner path and its parent column gathered on the client.
+
+        Parameters
+        ----------
+        source, target : int or str
+            Input ids (strings when the graph's ids are strings).
+        unweighted : bool, default False
+            Count hops even when the graph has weights.
+
+        Returns
+        -------
+        list
+            ``[source, ..., target]``: consecutive ids are joined by an edge and the path is
+            shortest (by hops, or by total weight). ``[source]`` when ``target == source``.
+
+        Raises
+        ------
+        NoPath
+            ``target`` is not reachable from ``source`` (as NetworkX's ``NetworkXNoPath``).
+        InputError
+            ``source`` or ``target`` is not in the graph, or is not of the ids' kind.
+        NegativeCycleError
+            A negative cycle is reachable from the source (weighted search).
+
+        Examples
+        --------
+        >>> import pandas as pd, gpipe
+        >>> edges = pd.DataFrame({"src": [1, 2, 1], "dst": [2, 3, 3], "w": [1.0, 1.0, 5.0]})
+        >>> g = gpipe.Graph.from_edges(edges, weight="w")
+        >>> g.path(1, 3)
+        [1, 2, 3]
+        >>> g.path(1, 3, unweighted=True)
+        [1, 3]
+        """
+        path = self._paths(source, [target], unweighted, as_list=True)
+        if not path:
+            raise NoPath(f"no path from source {source!r} to target {target!r}")
+        return path
+
+    def paths(self, source, targets, *, unweighted=False):
+        """Shortest paths from ``source`` to each of ``targets``, as rows.
+
+        The same search as :meth:`path` (by weight when the graph has one, unless
+        ``unweighted``); the traversal stops early only when all targets are one vertex. The
+        paths are followed for all targets at once (one gather per hop of the longest path).
+
+        Parameters
+        ----------
+        source : int or str
+            Input id of the source.
+        targets : int or str, or a list of them
+            Input ids; repeats give repeated rows.
+        unweighted : bool, default False
+            Count hops even when the graph has weights.
+
+        Returns
+        -------
+        dask.dataframe.DataFrame
+            One partition, one row per ``(target, step, vertex)``: step 0 is the source, the
+            last step of each target is the target itself, and consecutive steps are joined
+            by an edge. Targets not reachable from the source have no rows. Ordered by the
+            targets as given, then by step. cuDF partitions when the graph is on the GPU.
+
+        Raises
+        ------
+        InputError
+            The source or a target is not in the graph.
+        NegativeCycleError
+            A negative cycle is reachable from the source (weighted search).
+
+        Examples
+        --------
+        >>> import pandas as pd, gpipe
+        >>> g = gpipe.Graph.from_edges(pd.DataFrame({"src": [1, 2, 2], "dst": [2, 3, 4]}))
+        >>> g.paths(1, [3, 4]).compute().values.tolist()
+        [[3, 0, 1], [3, 1, 2], [3, 2, 3], [4, 0, 1], [4, 1, 2], [4, 2, 4]]
+        """
+        import dask.dataframe as dd
+
+        rows = self._paths(source, targets, unweighted)
+        return dd.from_pandas(rows, npartitions=1, sort=False)
+
+    def _paths(self, source, targets, unweighted, as_list=False):
+        """The paths frame (pandas or cuDF, computed) of :meth:`paths`; with ``as_list``, the
+        one target's path as a list of input ids (empty when unreached)."""
+        unweighted = validate.flag(unweighted, "unweighted")
+        kind = result.BFS if self.weight is None or unweighted else result.SSSP
+        values = validate.sources(source, strings=self._built.string_ids)
+        if values.size != 1:
+            raise InputError(f"a path starts at one source, got {values.size}")
+        wanted = validate.sources(targets, strings=self._built.string_ids, what="target")
+        if self._built.layout.n_owners == 1:
+            task = path_rows.owner_path if as_list else path_rows.owner_paths
+
+            def run(built, sources):
+                return [self._executor.query(
+                    task, built.parts[0], kind, sources, self._query_sources(wanted, "target"),
+                    built.negative_weights, built.vertex_dtype, owner=0)]
+
+            return self._executor.gather(self._query(f"gpipe-paths-{kind}", source, run))[0]
+
+        def traversal(built, sources):
+            self._query_sources(wanted, "target")  # InputError for a target not in the graph
+            if kind == result.BFS:
+                return traverse.bfs(self._executor, built, sources, None)
+            return traverse.sssp(self._executor, built, sources)
+
+        frames = self._executor.gather(self._query(f"gpipe-paths-{kind}", source, traversal))
+        whole = backends.get(self._built.backend).frames.concat(frames)
+        rows = path_rows.from_result(whole, values[0], list(wanted), type(frames[0]))
+        if as_list:
+            vertices = rows["vertex"]
+            return (vertices.to_arrow().to_pylist() if hasattr(vertices, "to_arrow")
+                    else vertices.tolist())
+        return rows
 
     def bfs_each(self, sources, *, depth_limit=None, targets=None, parents=False):
         """Breadth-first search from each of ``sources`` on its own: hops per source and vertex.
@@ -310,7 +459,7 @@ class Graph:
                 self._rebuild_from_input()
             sources = self._query_sources(source)
             try:
-                with self._executor.span(name):
+                with self._executor.span(name), progress.query(self._query_info(name, source)):
                     frames = run(self._built, sources)
                 self._executor.wait(frames)
                 return frames
@@ -318,6 +467,17 @@ class Graph:
                 if attempt:
                     raise
         raise AssertionError("unreachable")
+
+    def _query_info(self, name, source) -> dict:
+        """What a query's progress events say of it (:func:`gpipe.progress.query`): the graph
+        (its repr, and its vertex ids' range), the sources as given (the first few), and the
+        Dask span it runs under."""
+        import dask
+
+        sources = list(source) if isinstance(source, (list, tuple, np.ndarray)) else [source]
+        shown = ", ".join(str(s) for s in sources[:3]) + (", …" if len(sources) > 3 else "")
+        return {"name": name, "graph": repr(self), "vertices": self._built.layout.n,
+                "sources": shown, "span": dask.get_annotations().get("span")}
 
     def _lost(self) -> bool:
         """Whether a partition's data is gone as far as this client knows (no round trip)."""
@@ -340,10 +500,10 @@ class Graph:
                 "worker)") from error
         self._executor = self._built.executor
 
-    def _frame(self, frames, kind):
+    def _frame(self, frames, kind, parents=True):
         built = self._built
-        return self._executor.to_frame(frames, result.meta(built.backend, kind, built.vertex_dtype),
-                                       built.rows)
+        meta = result.meta(built.backend, kind, built.vertex_dtype, parents)
+        return self._executor.to_frame(frames, meta, built.rows)
 
     def _global_sources(self, source) -> np.ndarray:
         """Global ids of the input ids in ``source``; InputError naming the first one not in the graph."""
@@ -355,19 +515,20 @@ class Graph:
             found = executor.gather([located])[0]
         return found
 
-    def _query_sources(self, source):
+    def _query_sources(self, source, what="source"):
         """What a query's traversal takes as its sources (:mod:`gpipe.sources`): global ids, or
         for a one-owner graph with renumbered ids the input ids, which its traversal looks up
         where it runs (no extra round trip; a source not in the graph fails the query with
         InputError all the same)."""
         built, executor = self._built, self._executor
-        values = validate.sources(source, strings=built.string_ids)
+        values = validate.sources(source, strings=built.string_ids, what=what)
         if built.ids is None:
-            return source_ids.checked(values, _present_sources(built.layout, built.present_bits, values))
+            return source_ids.checked(values, _present_sources(built.layout, built.present_bits, values),
+                                      what)
         if built.layout.n_owners == 1:
             return source_ids.InputIds(values)
         located = executor.submit(source_ids.global_ids, built.backend, built.ids,
-                                  source_ids.InputIds(values))
+                                  source_ids.InputIds(values), what)
         return executor.gather([located])[0]
 
     def __repr__(self) -> str:

@@ -174,15 +174,35 @@ def _weight_columns(weight, names_per_file, src, dst) -> list:
     return [WEIGHT] if found else []
 
 
+# The read's task name. Dask shows a task by ``dask.utils.key_split`` of its key, and a read
+# that Dask fuses with the steps after it is named by the first word (up to a "-") of each:
+# so the read must be the only step of its tasks (Dask's own string conversion, which would
+# follow it, is done inside the read instead: :func:`_from_map`).
+READ_LABEL = "gpipe-read-edges"
+
+
+def _from_map(read, items, **options):
+    """``dd.from_map(read, items, label=READ_LABEL, **options)`` without Dask's conversion of
+    string columns as a step of its own: ``read`` is passed ``strings``, whether to do it."""
+    import dask
+    import dask.dataframe as dd
+    from dask.dataframe.utils import pyarrow_strings_enabled
+
+    strings = pyarrow_strings_enabled()
+    with dask.config.set({"dataframe.convert-string": False}):
+        return dd.from_map(read, items, label=READ_LABEL, enforce_metadata=False,
+                           strings=strings, **options)
+
+
 def _read_files_into_pandas(footers, columns):
     """One pandas partition per file (per 256 MiB of row groups), read by pyarrow."""
-    import dask.dataframe as dd
+    from dask.dataframe.utils import pyarrow_strings_enabled
 
     pieces = [piece for file, footer in footers.items() for piece in _pieces(file, footer)]
     first = next(iter(footers.values()))
-    meta = _to_pandas(first.schema.to_arrow_schema().empty_table().select(columns))
-    return dd.from_map(_read_pandas, pieces, columns=columns, meta=meta, enforce_metadata=False,
-                       label="gpipe-read-edges")
+    meta = _to_pandas(first.schema.to_arrow_schema().empty_table().select(columns),
+                      pyarrow_strings_enabled())
+    return _from_map(_read_pandas, pieces, columns=columns, meta=meta)
 
 
 def _pieces(file, footer) -> list:
@@ -201,20 +221,30 @@ def _pieces(file, footer) -> list:
     return pieces
 
 
-def _read_pandas(piece, columns=None):
+def _read_pandas(piece, columns=None, strings=False):
     import pyarrow.parquet as pq
 
     file, row_groups = piece
     with _naming_errors(file):
         parquet = pq.ParquetFile(file)
         table = parquet.read(columns) if row_groups is None else parquet.read_row_groups(row_groups, columns)
-    return _to_pandas(table)
+    return _to_pandas(table, strings)
 
 
-def _to_pandas(table):
+def _to_pandas(table, strings=False):
     """pandas from an Arrow table of edge columns, dictionary-encoded columns as their values
-    (a categorical id column would be no id column; cuDF reads them as their values too)."""
-    return _without_dictionaries(table).to_pandas()
+    (a categorical id column would be no id column; cuDF reads them as their values too);
+    with ``strings``, string columns as ``string[pyarrow]``, as Dask's own conversion makes
+    them (Dask config ``dataframe.convert-string``)."""
+    import pandas as pd
+    import pyarrow as pa
+
+    def string_dtype(arrow_type):
+        if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+            return pd.StringDtype("pyarrow")
+        return None
+
+    return _without_dictionaries(table).to_pandas(types_mapper=string_dtype if strings else None)
 
 
 def _without_dictionaries(table):
@@ -230,10 +260,9 @@ def _without_dictionaries(table):
 def _read_files_into_cudf(files, columns, footer):
     """One cuDF partition per file, each read by cuDF's own reader straight into device memory."""
     import cudf
-    import dask.dataframe as dd
 
     meta = cudf.DataFrame.from_arrow(_plain_columns(footer, columns).empty_table())
-    return dd.from_map(_read_cudf, files, columns=columns, meta=meta, enforce_metadata=False)
+    return _from_map(_read_cudf, files, columns=columns, meta=meta)
 
 
 def _plain_columns(footer, columns):
@@ -248,12 +277,15 @@ def _plain_columns(footer, columns):
                       for f in fields])
 
 
-def _read_cudf(file, columns):
+def _read_cudf(file, columns, strings=False):
+    """One file as a cuDF frame (``strings`` is moot: cuDF strings are Arrow strings)."""
     import cudf
 
     with _naming_errors(file):
         # Index columns named by pandas metadata are not read: partitions get a RangeIndex.
         frame = cudf.read_parquet(file, columns=columns, use_pandas_metadata=False)
+    if list(frame.columns) != list(columns):  # cuDF adds hive partition keys (``part=1/``) of the path
+        frame = frame[list(columns)]
     for name in columns:  # a column stored as an Arrow dictionary, should cuDF keep it one
         dtype = frame[name].dtype
         if isinstance(dtype, cudf.CategoricalDtype):

@@ -54,7 +54,7 @@ from pathlib import Path
 
 from gpipe.errors import InputError
 
-__all__ = ["write_parquet", "restore_interrupted", "summarize"]
+__all__ = ["write_parquet", "check_writable", "restore_interrupted", "summarize"]
 
 log = logging.getLogger("gpipe.output")
 
@@ -96,7 +96,8 @@ def write_parquet(frame, path, *, overwrite=False):
     ------
     gpipe.InputError
         If `path` exists and `overwrite` is False, or `path` is a URL (``s3://...``): object
-        stores have no atomic rename.
+        stores have no atomic rename; or, before anything is computed, `path` cannot be
+        written (:func:`check_writable`).
     Exception
         Whatever computing or writing `frame` raises. The temporary directory is removed first,
         and an existing output at `path` is left as it was.
@@ -115,13 +116,7 @@ def write_parquet(frame, path, *, overwrite=False):
     POSIX filesystem, which they are, being siblings. The module docstring says what a reader
     may see during an overwrite, and after a writer was killed.
     """
-    text = os.fspath(path)
-    if "://" in text:
-        raise InputError(
-            f"cannot write {text!r} atomically: URLs (object stores) are not supported; "
-            "give a local or shared filesystem path"
-        )
-    target = Path(text).absolute()
+    target = check_writable(path)
     restore_interrupted(target)
     _remove_stale(target)
     if os.path.lexists(target) and not overwrite:
@@ -136,6 +131,78 @@ def write_parquet(frame, path, *, overwrite=False):
         _remove(staging)
         raise
     return target
+
+
+def check_writable(path) -> Path:
+    """Check, by trying, that :func:`write_parquet` can write `path`; return it absolute.
+
+    Programs call it before any work whose result would go there (the command line does,
+    before reading the edges). The check is real: in the deepest folder of `path` that exists,
+    it creates the hidden directory that a write would create first (``.NAME.tmp-...``, see the
+    module docstring; or the first missing folder's, named alike), and removes it at once. So
+    a read-only filesystem, permissions (other than root's, who may write anyway) and a full
+    directory table all fail here, as they would fail the write.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        An output directory, existing or not; missing parent folders are allowed (the write
+        creates them).
+
+    Returns
+    -------
+    pathlib.Path
+        The absolute path.
+
+    Raises
+    ------
+    gpipe.InputError
+        ``cannot write to PATH: REASON``, one line: a parent is a file or a broken symbolic
+        link, the folder refuses new entries (the system's reason), or `path` is a URL.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> folder = tempfile.mkdtemp()
+    >>> open(os.path.join(folder, "a-file"), "w").close()
+    >>> check_writable(os.path.join(folder, "a-file", "bfs"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    gpipe.errors.InputError: cannot write to .../a-file/bfs: .../a-file is a file, not a directory
+    """
+    text = os.fspath(path)
+    if "://" in text:
+        raise InputError(
+            f"cannot write {text!r} atomically: URLs (object stores) are not supported; "
+            "give a local or shared filesystem path"
+        )
+    target = Path(text).absolute()
+    reason = _why_unwritable(target)
+    if reason is not None:
+        raise InputError(f"cannot write to {target}: {reason}")
+    return target
+
+
+def _why_unwritable(target: Path) -> str | None:
+    """Why nothing can be created where `target` would go, or None: tried for real."""
+    child = target  # the entry a write creates in `folder` (or its hidden sibling)
+    folder = target.parent
+    while not os.path.isdir(folder):
+        if os.path.lexists(folder):
+            kind = "a broken symbolic link" if os.path.islink(folder) and not os.path.exists(folder) \
+                else "a file, not a directory"
+            return f"{folder} is {kind}"
+        child, folder = folder, folder.parent
+    probe = _sibling(child, "tmp")
+    try:
+        os.mkdir(probe)
+    except OSError as error:
+        return f"cannot create entries in {folder} ({error.strerror or error})"
+    try:
+        os.rmdir(probe)
+    except OSError as error:
+        return f"cannot remove entries from {folder} ({error.strerror or error})"
+    return None
 
 
 def restore_interrupted(path) -> bool:

@@ -68,7 +68,8 @@ def owner_frame(part, ids, dist, parent, kind: str, vertex_dtype):
     """Rows for the present vertices of ``part``, with input ids and nulls for the unreached.
 
     ``dist`` is int32 hops (-1 unreached) for BFS and float64 (+inf unreached) for SSSP;
-    ``parent`` holds global ids (-1 none). ``ids`` maps global ids back to input ids, or is
+    ``parent`` holds global ids (-1 none), or is None for a frame without the ``parent``
+    column (``parents=False``). ``ids`` maps global ids back to input ids, or is
     None when the input ids are the global ids. The frame takes ``dist`` and ``parent`` over:
     it may hold their memory or overwrite them, so the caller must not use them afterwards.
     Returns once the device has finished the frame.
@@ -77,8 +78,15 @@ def owner_frame(part, ids, dist, parent, kind: str, vertex_dtype):
     arrays = be.kernels  # the array operations, none compiled at first use on GPU
     shared = shared_rows(part, ids, vertex_dtype)
     if shared.local is not None:
-        dist, parent = arrays.take(dist, shared.local), arrays.take(parent, shared.local)
+        dist = arrays.take(dist, shared.local)
+        parent = None if parent is None else arrays.take(parent, shared.local)
     distance = arrays.astype(dist, DISTANCE_DTYPE[kind])  # BFS: the one cast, to Int64's width
+    if parent is None:
+        frame = be.result_frame(shared.vertex, distance, None, None)
+        if not (ids is not None and be.strings.holds(ids)):
+            frame = _with_id_dtype(frame, vertex_dtype)
+        be.synchronize()
+        return frame
     parent_missing = arrays.negative(parent)
     if ids is not None and be.strings.holds(ids):
         parent = be.strings.to_column(be.strings.take(ids, parent, parent_missing), vertex_dtype)
@@ -99,18 +107,19 @@ def _with_id_dtype(frame, vertex_dtype):
     """Give ``vertex`` and ``parent`` the input's extension dtype (``Int64``...), if it had one."""
     if isinstance(vertex_dtype, np.dtype):
         return frame
-    return frame.astype({"vertex": vertex_dtype, "parent": vertex_dtype})
+    return frame.astype({name: vertex_dtype for name in ("vertex", "parent") if name in frame.columns})
 
 
 @functools.lru_cache(maxsize=None)
-def meta(backend_name: str, kind: str, vertex_dtype):
-    """The empty frame that tells Dask the result's columns and dtypes.
+def meta(backend_name: str, kind: str, vertex_dtype, parents: bool = True):
+    """The empty frame that tells Dask the result's columns and dtypes (no ``parent`` column
+    when not ``parents``).
 
-    Made once per backend, kind and dtype (a cuDF one costs device calls), and shared by every
-    result: Dask never writes to a meta.
+    Made once per backend, kind, dtype and column set (a cuDF one costs device calls), and
+    shared by every result: Dask never writes to a meta.
     """
     be = backends.get(backend_name)
     if backends.is_string_dtype(vertex_dtype):
-        return be.empty_result(vertex_dtype, DISTANCE_DTYPE[kind])
-    empty = be.empty_result(numpy_dtype(vertex_dtype), DISTANCE_DTYPE[kind])
+        return be.empty_result(vertex_dtype, DISTANCE_DTYPE[kind], parents)
+    empty = be.empty_result(numpy_dtype(vertex_dtype), DISTANCE_DTYPE[kind], parents)
     return _with_id_dtype(empty, vertex_dtype)

@@ -99,6 +99,17 @@ def requested_partitions(partitions):
     return count
 
 
+def check_workers_for(requested: int, workers: int, in_process: bool = False) -> None:
+    """InputError unless ``workers`` workers (or, ``in_process``, this process alone) can own
+    ``requested`` partitions; programs call it before reading the edges."""
+    if requested <= workers:
+        return
+    if in_process:
+        raise InputError(f"partitions={requested} needs a Dask client with {requested} workers; "
+                         "without one the graph is held in this process, as one partition")
+    raise InputError(f"partitions={requested} needs {requested} Dask workers; the cluster has {workers}")
+
+
 def choose_owners(size: GraphSize, workers: list, requested: int | None) -> list:
     """The workers that own the graph's partitions, in owner order.
 
@@ -114,12 +125,8 @@ def choose_owners(size: GraphSize, workers: list, requested: int | None) -> list
     """
     fraction = float(dask.config.get(FRACTION_KEY, DEFAULT_FRACTION))
     ranked = sorted(workers, key=lambda w: (-w.free_bytes, w.address))
-    if requested is not None and requested > len(ranked):
-        if ranked[0].address == IN_PROCESS:
-            raise InputError(f"partitions={requested} needs a Dask client with {requested} workers; "
-                             "without one the graph is held in this process, as one partition")
-        raise InputError(
-            f"partitions={requested} needs {requested} Dask workers; the cluster has {len(ranked)}")
+    if requested is not None:
+        check_workers_for(requested, len(ranked), in_process=ranked[0].address == IN_PROCESS)
     counts = [requested] if requested is not None else range(1, len(ranked) + 1)
     for count in counts:
         chosen = ranked[:count]

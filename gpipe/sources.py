@@ -27,20 +27,20 @@ class InputIds:
     values: np.ndarray
 
 
-def global_ids(backend_name, ids, sources) -> np.ndarray:
+def global_ids(backend_name, ids, sources, what: str = "source") -> np.ndarray:
     """``sources`` as global ids: as they are, or :class:`InputIds` looked up in the sorted
-    ``ids``. Raises InputError naming the first source that is not in the graph."""
+    ``ids``. Raises InputError naming the first one (a ``what``) that is not in the graph."""
     if not isinstance(sources, InputIds):
         return sources
-    return checked(sources.values, locate(backend_name, ids, sources.values))
+    return checked(sources.values, locate(backend_name, ids, sources.values), what)
 
 
-def checked(values, found) -> np.ndarray:
+def checked(values, found, what: str = "source") -> np.ndarray:
     """``found``, the global ids of ``values`` (-1 where absent); InputError naming the first
-    value not in the graph."""
+    value not in the graph (a ``what``: source, target)."""
     missing = np.flatnonzero(found < 0)
     if missing.size:
-        raise InputError(f"source vertex {values[missing[0]]!r} is not in the graph")
+        raise InputError(f"{what} vertex {values[missing[0]]!r} is not in the graph")
     return found
 
 

@@ -65,14 +65,20 @@ def take(ids, positions, missing=None):
 
 
 def to_column(strings, dtype):
-    """``strings`` as they are: cuDF has one string dtype."""
-    return strings
+    """``strings`` in the result's string ``dtype``; cuDF holds every string dtype alike, but
+    reports the one a column was made with (``str``, ``string``...), and a result must report
+    what its meta says."""
+    return strings if strings.dtype == dtype else strings.astype(dtype)
 
 
 def empty(dtype):
+    """No strings, in ``dtype`` where cuDF takes it (else its default string dtype)."""
     import cudf
 
-    return cudf.Series([], dtype="str")
+    try:
+        return cudf.Series([], dtype=dtype)
+    except (TypeError, ValueError, NotImplementedError):
+        return cudf.Series([], dtype="str")
 
 
 def at(ids, position) -> str:

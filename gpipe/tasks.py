@@ -13,13 +13,14 @@ TASK_NAMES = {
     "_survey": "survey", "_unique_ids": "ids", "_merge_unique": "ids", "_split": "shuffle",
     "build_partition": "build", "_packed_presence": "build-presence", "getitem": "shuffle-part",
     "global_ids": "sources", "_bfs_one_owner": "bfs", "_sssp_one_owner": "sssp",
-    "_bfs_owner": "bfs", "_sssp_owner": "sssp",
+    "_bfs_owner": "bfs", "_sssp_owner": "sssp", "owner_paths": "paths", "owner_path": "path",
 }
 
 
 # Tasks that run alone on their host while they run: the traversal of a one-owner graph (and
-# the bench's timing of it). Their CPU kernels take every core (gpipe.threads).
-ALONE_ON_HOST = {"_bfs_one_owner", "_sssp_one_owner", "_time_one_owner"}
+# the bench's timing of it, and a path query's). Their CPU kernels take every core (gpipe.threads).
+ALONE_ON_HOST = {"_bfs_one_owner", "_sssp_one_owner", "_time_one_owner", "owner_paths", "owner_path",
+                 "_parents_memory"}
 
 
 def task_name(fn, args=()) -> str:
@@ -34,13 +35,15 @@ def task_name(fn, args=()) -> str:
 
 def run_task(fn, *args):
     """``fn(*args)``, with running out of memory (host, CuPy or RMM) raised as OutOfMemory that
-    names the partition it was working on."""
+    names the partition it was working on; a traversal that raises reports its failed end
+    (:func:`gpipe.progress.ending_on_error`)."""
     from gpipe.errors import OutOfMemory
     from gpipe.partition import Partition
+    from gpipe.progress import ending_on_error
     from gpipe.threads import kernel_threads
 
     try:
-        with kernel_threads(whole_pool=getattr(fn, "__name__", None) in ALONE_ON_HOST):
+        with ending_on_error(), kernel_threads(whole_pool=getattr(fn, "__name__", None) in ALONE_ON_HOST):
             return fn(*args)
     except OutOfMemory:
         raise
@@ -52,3 +55,12 @@ def run_task(fn, *args):
                      f"stored edges, {part.nbytes / 2**30:.2f} GiB)")
         device = "device" if "cupy" in type(error).__module__ or "rmm" in type(error).__module__ else "host"
         raise OutOfMemory(f"{task_name(fn, args)}{where} ran out of {device} memory: {error}") from error
+
+
+def run_query_task(query, fn, *args):
+    """:func:`run_task` as a Dask task of a query: its traversal's progress events carry
+    ``query`` (:func:`gpipe.progress.query`), as a direct query's do."""
+    from gpipe import progress
+
+    with progress.query(query):
+        return run_task(fn, *args)

@@ -48,7 +48,7 @@ import dask
 import numpy as np
 
 from gpipe import backend as backends
-from gpipe import progress
+from gpipe import progress, validate
 from gpipe import sources as source_ids
 from gpipe.errors import InputError, NegativeCycleError
 from gpipe.kernels import owner_state
@@ -86,9 +86,10 @@ class State:
 
 
 def bfs(executor, built, sources: np.ndarray, depth_limit: int | None,
-        stats: list | None = None) -> list:
+        stats: list | None = None, *, parents: bool = True) -> list:
     """Handles to the per-owner result frames of a BFS from global ids ``sources`` (not waited
-    for, unless ``stats`` is given).
+    for, unless ``stats`` is given); without their ``parent`` column when not ``parents`` (one
+    owner: no parent array is made; several: each owner leaves the column out of its frame).
 
     With several owners the level loop takes its direction thresholds from the Dask config
     ``gpipe.bfs-direction`` (:func:`bfs_thresholds`), read here on the client. When ``stats``
@@ -97,18 +98,24 @@ def bfs(executor, built, sources: np.ndarray, depth_limit: int | None,
     costs one small task per owner (the owner task returns ``(frame, stats)``, split where it
     ran).
     """
+    depth_limit = validate.depth_limit(depth_limit)  # callers past Graph.bfs (bench) too
     if built.layout.n_owners == 1:  # the partition keeps the ids it needs (Partition.ids)
         return [executor.query(_bfs_one_owner, built.parts[0], sources, depth_limit,
-                               built.vertex_dtype, owner=0)]
+                               built.vertex_dtype, parents, owner=0)]
     with_stats = stats is not None
     handles = _run_owners(executor, built, sources, _bfs_owner, depth_limit, bfs_thresholds(),
-                          with_stats)
+                          with_stats, parents)
     return handles if not with_stats else _split_stats(executor, handles, stats)
 
 
-def sssp(executor, built, sources: np.ndarray, stats: list | None = None) -> list:
+def sssp(executor, built, sources: np.ndarray, stats: list | None = None, *,
+         parents: bool = True, max_distance: float | None = None) -> list:
     """Handles to the per-owner result frames of an SSSP from global ids ``sources`` (not waited
     for, unless ``stats`` is given).
+
+    ``parents=False`` leaves the ``parent`` column out (one owner, non-negative weights: no
+    parent array is made). ``max_distance``: vertices farther are unreached; one owner with
+    non-negative weights stops there, the other paths traverse everything and cut at the end.
 
     With several owners and a ``stats`` list, one handle per owner to its :class:`OwnerStats`
     is appended to it (for benchmarks; each costs a small task on the owner's worker). One
@@ -116,10 +123,10 @@ def sssp(executor, built, sources: np.ndarray, stats: list | None = None) -> lis
     """
     if built.layout.n_owners == 1:
         return [executor.query(_sssp_one_owner, built.parts[0], sources, built.negative_weights,
-                               built.vertex_dtype, owner=0)]
+                               built.vertex_dtype, parents, max_distance, owner=0)]
     with_stats = stats is not None
     handles = _run_owners(executor, built, sources, _sssp_owner, built.negative_weights,
-                          with_stats)
+                          with_stats, parents, max_distance)
     return handles if not with_stats else _split_stats(executor, handles, stats)
 
 
@@ -204,17 +211,19 @@ def _cycle_check_due(round_no: int) -> bool:
 
 
 def _bfs_owner(channel, part: Partition, ids, layout: Layout, local_sources, depth_limit,
-               thresholds, with_stats, vertex_dtype):
+               thresholds, with_stats, parents, vertex_dtype):
     """This owner's result frame of a BFS, expanded level by level in step with its peers;
-    ``(frame, stats)`` when ``with_stats`` (the stats of :func:`bfs_owner_arrays`)."""
+    ``(frame, stats)`` when ``with_stats`` (the stats of :func:`bfs_owner_arrays`). The
+    parents are always kept while the levels run (the claims carry them); ``parents=False``
+    leaves them out of the frame."""
     dist, parent, stats = bfs_owner_arrays(channel, part, layout, local_sources, depth_limit,
                                            thresholds)
-    frame = owner_frame(part, ids, dist, parent, BFS, vertex_dtype)
+    frame = owner_frame(part, ids, dist, parent if parents else None, BFS, vertex_dtype)
     return (frame, stats) if with_stats else frame
 
 
 def _sssp_owner(channel, part: Partition, ids, layout: Layout, local_sources, negative_weights,
-                want_stats, vertex_dtype):
+                want_stats, parents, max_distance, vertex_dtype):
     """This owner's result frame of an SSSP, relaxed in step with its peers (and its
     :class:`OwnerStats` when ``want_stats``).
 
@@ -228,6 +237,7 @@ def _sssp_owner(channel, part: Partition, ids, layout: Layout, local_sources, ne
     kernels = backends.get(part.backend).kernels
     stats = OwnerStats(channel.owner)
     reporter = progress.Reporter(channel.key, "sssp", channel.owner, len(channel.addresses))
+    reporter.start(len(local_sources))
     clock = time.perf_counter()
     threshold = np.inf if negative_weights else FIRST_THRESHOLD
     state = owner_state.new_state(part.xp, layout.n, part.offset, part.n_local, layout.chunk,
@@ -283,9 +293,11 @@ def _sssp_owner(channel, part: Partition, ids, layout: Layout, local_sources, ne
         kernels.sssp_owner_advance(state, threshold, raised)
         threshold, bucket = raised, bucket + 1
     stats.kernel_s += time.perf_counter() - clock
-    reporter.done(step)
+    _report_end(reporter, SSSP, part.backend, state.dist, steps=step + 1)
     _raise_if_negative_loop_reached(part, ids, state.dist)
-    frame = owner_frame(part, ids, state.dist, state.parent, SSSP, vertex_dtype)
+    _cut_beyond(state.dist, state.parent, max_distance)
+    frame = owner_frame(part, ids, state.dist, state.parent if parents else None, SSSP,
+                        vertex_dtype)
     return (frame, stats) if want_stats else frame
 
 
@@ -341,7 +353,7 @@ def _parent_cycle_anywhere(channel, part: Partition, state, round_no: int) -> bo
 # --- the steps of a round, and whole one-owner traversals, on an owner's worker ------------
 
 
-def _initial_state(part: Partition, local_sources, kind):
+def _initial_state(part: Partition, local_sources, kind, parents=True):
     xp = part.xp
     arrays = backends.get(part.backend).kernels  # full and scatter: none compiled at first use on GPU
     local_sources = xp.asarray(np.unique(local_sources).astype(np.int64))
@@ -351,27 +363,43 @@ def _initial_state(part: Partition, local_sources, kind):
     else:
         dist = arrays.full(part.n_local, np.inf, "float64")
         arrays.scatter(dist, local_sources, 0.0)
-    parent = arrays.full(part.n_local, -1, "int64")
+    parent = arrays.full(part.n_local if parents else 0, -1, "int64")  # empty: none written
     return State(dist, parent, local_sources)
 
 
-def _bfs_one_owner(part: Partition, sources, depth_limit, vertex_dtype):
+def _bfs_one_owner(part: Partition, sources, depth_limit, vertex_dtype, parents=True):
     """The whole BFS of a one-owner graph, in this task (``sources``: global ids, or
     :class:`gpipe.sources.InputIds`, looked up in the ids the partition keeps)."""
     sources = source_ids.global_ids(part.backend, part.ids, sources)
-    dist, parent = bfs_arrays(part, sources, depth_limit)
-    _report_one_owner(BFS, part, dist)
+    reporter = _start_one_owner(BFS, sources)
+    dist, parent = bfs_arrays(part, sources, depth_limit, parents=parents)
+    _report_one_owner(reporter, part, dist)
     return owner_frame(part, part.ids, dist, parent, BFS, vertex_dtype)
 
 
-def _sssp_one_owner(part: Partition, sources, negative_weights, vertex_dtype):
+def _sssp_one_owner(part: Partition, sources, negative_weights, vertex_dtype, parents=True,
+                    max_distance=None):
     """The whole SSSP of a one-owner graph, in this task (``sources`` as for
     :func:`_bfs_one_owner`). Raises NegativeCycleError."""
     sources = source_ids.global_ids(part.backend, part.ids, sources)
-    dist, parent = sssp_arrays(part, sources, negative_weights)
-    _report_one_owner(SSSP, part, dist)
+    reporter = _start_one_owner(SSSP, sources)
+    dist, parent = sssp_arrays(part, sources, negative_weights, max_distance=max_distance,
+                               parents=parents)
+    _report_one_owner(reporter, part, dist)
     _raise_if_negative_loop_reached(part, part.ids, dist)
     return owner_frame(part, part.ids, dist, parent, SSSP, vertex_dtype)
+
+
+def _cut_beyond(dist, parent, max_distance) -> None:
+    """Make the vertices farther than ``max_distance`` unreached, in place: for the traversals
+    that cannot stop there (several owners, negative weights). A reached vertex may then keep
+    a parent beyond the cut (possible with negative weights only)."""
+    if max_distance is None or dist.size == 0:
+        return
+    beyond = dist > max_distance
+    dist[beyond] = np.inf
+    if parent is not None:
+        parent[beyond] = -1
 
 
 def _raise_if_negative_loop_reached(part: Partition, ids, dist) -> None:
@@ -391,56 +419,97 @@ def _raise_if_negative_loop_reached(part: Partition, ids, dist) -> None:
         f"a negative-weight cycle is reachable from the source: the self-loop on vertex {vertex}")
 
 
-def _report_one_owner(kind, part: Partition, dist) -> None:
-    """The end of a one-owner traversal as a progress event, if anyone looks: the levels (BFS;
-    0 for SSSP) and the vertices reached."""
+def _start_one_owner(kind, sources) -> progress.Reporter:
+    """The reporter of a one-owner traversal, its start reported (one event, no device sync)."""
     reporter = progress.Reporter(uuid.uuid4().hex, kind)
-    if not reporter.enabled or dist.size == 0:
+    reporter.start(len(sources))
+    return reporter
+
+
+def _report_one_owner(reporter: progress.Reporter, part: Partition, dist) -> None:
+    """The end of a one-owner traversal as a progress event, if anyone looks (:func:`_report_end`;
+    an SSSP's steps are not counted by its one-kernel search)."""
+    _report_end(reporter, reporter.algorithm, part.backend, dist)
+
+
+def _report_end(reporter, kind, backend_name, dist, steps=None) -> None:
+    """``reporter.done`` for an owner whose distances are ``dist``, if anyone looks: a BFS's
+    deepest level reached (the largest distance here, None when this owner reached nothing),
+    an SSSP's ``steps``; and the vertices reached: a reduction or two over ``dist``."""
+    if not reporter.enabled:
         return
-    arrays = backends.get(part.backend).kernels  # none compiled at first use on GPU; max is CUB's
+    arrays = backends.get(backend_name).kernels  # none compiled at first use on GPU; max is CUB's
     if kind == BFS:
-        levels, reached = int(dist.max()), arrays.count_nonzero(arrays.non_negative(dist))
+        reached = arrays.count_nonzero(arrays.non_negative(dist))
+        level = int(dist.max()) if reached else None
     else:
-        levels, reached = 0, arrays.count_nonzero(arrays.isfinite(dist))
-    reporter.done(levels, reached)
+        level, reached = steps, arrays.count_nonzero(arrays.isfinite(dist))
+    reporter.done(level, reached)
 
 
-def bfs_arrays(part: Partition, sources, depth_limit=None):
+def bfs_arrays(part: Partition, sources, depth_limit=None, *, target=-1, parents=True,
+               stats=None):
     """BFS over a one-owner partition from global ids ``sources``: ``(dist int32, parent int64)``.
 
     ``dist`` is -1 and ``parent`` -1 where unreached. The arrays stay on the partition's device.
     On a symmetric (undirected, one-owner) partition the kernels may go direction-optimizing.
+    ``target`` (a global id, -1: none): stop after the level that reaches it. ``parents=False``:
+    ``parent`` is None and none is allocated. ``stats`` (a dict) receives ``levels``.
     """
     kernels = backends.get(part.backend).kernels
     xp = part.xp
     sources = xp.asarray(np.unique(sources).astype(np.int64))
+    depth = -1 if depth_limit is None else depth_limit
     if hasattr(kernels, "bfs"):
-        return kernels.bfs(part.indptr, part.indices, sources, -1 if depth_limit is None else depth_limit,
-                           symmetric=part.symmetric)
-    state = _initial_state(part, sources, BFS)
+        return kernels.bfs(part.indptr, part.indices, sources, depth, symmetric=part.symmetric,
+                           target=int(target), parents=parents, stats=stats)
+    state = _initial_state(part, sources, BFS, parents)
     level = 0
     while state.frontier.size and (depth_limit is None or level < depth_limit):
+        if target >= 0 and int(state.dist[target]) >= 0:
+            break
         state.frontier, _, _ = kernels.bfs_expand(
             part.indptr, part.indices, 0, state.frontier, state.dist, state.parent, level, False
         )
         level += 1
-    return state.dist, state.parent
+    if stats is not None:
+        stats["levels"] = level
+    return state.dist, (state.parent if parents else None)
 
 
-def sssp_arrays(part: Partition, sources, negative_weights: bool):
+def sssp_arrays(part: Partition, sources, negative_weights: bool, *, target=-1,
+                max_distance=None, parents=True, stats=None):
     """SSSP over a one-owner partition from global ids ``sources``: ``(dist float64, parent int64)``.
 
     ``dist`` is +inf and ``parent`` -1 where unreached. Raises NegativeCycleError for a
     reachable negative cycle of the CSR; negative self-loops (``part.negative_loops``, not in
     the CSR) are the caller's to check.
+
+    With non-negative weights the kernels stop once ``target`` (a global id, -1: none) is
+    settled, and where the distances pass ``max_distance`` (farther vertices are unreached);
+    ``parents=False`` allocates no parent array (``parent`` is None). With negative weights
+    the Bellman-Ford rounds run to the end (a distance is final only then) and keep their
+    parents (they detect negative cycles), then cut at ``max_distance`` and drop the parents.
+    ``stats`` (a dict) receives the kernel's counts (CPU: ``buckets``; GPU: ``passes``).
     """
     kernels = backends.get(part.backend).kernels
     xp = part.xp
     sources = xp.asarray(np.unique(sources).astype(np.int64))
     if not negative_weights and hasattr(kernels, "sssp"):
-        return kernels.sssp(part.indptr, part.indices, part.weights, sources, symmetric=part.symmetric)
+        return kernels.sssp(part.indptr, part.indices, part.weights, sources, symmetric=part.symmetric,
+                            target=int(target), max_distance=max_distance, parents=parents,
+                            stats=stats)
     if not negative_weights and hasattr(kernels, "delta_stepping"):
-        return kernels.delta_stepping(part.indptr, part.indices, part.weights, sources)
+        return kernels.delta_stepping(part.indptr, part.indices, part.weights, sources,
+                                      target=int(target), max_distance=max_distance,
+                                      parents=parents, stats=stats)
+    dist, parent = _bellman_ford(part, kernels, sources, negative_weights)
+    _cut_beyond(dist, parent, max_distance)
+    return dist, (parent if parents else None)
+
+
+def _bellman_ford(part: Partition, kernels, sources, negative_weights: bool):
+    """Frontier Bellman-Ford rounds of ``kernels.sssp_relax`` to the end: ``(dist, parent)``."""
     state = _initial_state(part, sources, SSSP)
     round_no = 0
     while state.frontier.size:
@@ -596,6 +665,7 @@ def bfs_owner_arrays(channel, part: Partition, layout: Layout, local_sources, de
     """
     run = _OwnerBfs(part, layout, getattr(channel, "device_messages", False))
     stats = _LevelStats(channel, part.owner)
+    stats.progress.start(len(local_sources))
     n = layout.n
     run.claim_sources(local_sources)
     total_edges = 0  # every owner's out-edges, learned from the first message
@@ -657,7 +727,7 @@ def bfs_owner_arrays(channel, part: Partition, layout: Layout, local_sources, de
             next_edges = claimed_edges + sent * mean_degree
             proposed = thresholds.go_bottom_up(next_edges, total_edges - checked_edges, n)
         level += 1
-    stats.progress.done(stats.data["levels"])
+    _report_end(stats.progress, BFS, part.backend, run.dist)
     return run.dist, run.parent, stats.data
 
 
@@ -842,4 +912,4 @@ class _LevelStats:
         data["bytes_sent"].append(self._bytes)
         data["wait_s"].append(self._wait)
         data["kernel_s"].append(time.perf_counter() - self._start - self._wait)
-        self.progress.level(data["levels"], frontier)
+        self.progress.level(data["levels"] - 1, frontier)  # the level expanded: its frontier's distance

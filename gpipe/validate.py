@@ -77,9 +77,10 @@ def _is_bool(dtype) -> bool:
     return str(dtype).lower() in ("bool", "boolean")
 
 
-def sources(source, strings: bool = False) -> np.ndarray:
+def sources(source, strings: bool = False, what: str = "source") -> np.ndarray:
     """One vertex id or a list of them, as a non-empty object array of Python ints, or of
-    Python strings when the graph's ids are ``strings``."""
+    Python strings when the graph's ids are ``strings``. ``what`` names them in errors
+    (``"source"``, ``"target"``)."""
     if isinstance(source, (str, bytes)) or np.ndim(source) == 0:
         values = [source]
     elif isinstance(source, (list, tuple)):
@@ -87,24 +88,73 @@ def sources(source, strings: bool = False) -> np.ndarray:
     else:
         values = list(np.asarray(source).ravel())
     if not values:
-        raise InputError("source is empty: give at least one vertex id")
+        raise InputError(f"{what} is empty: give at least one vertex id")
     for value in values:
         if strings and not isinstance(value, str):
-            raise InputError(f"source {value!r} is not a string, but the graph's vertex ids are strings")
+            raise InputError(f"{what} {value!r} is not a string, but the graph's vertex ids are strings")
         if not strings and isinstance(value, str):
-            raise InputError(f"source {value!r} is a string, but the graph's vertex ids are integers")
+            raise InputError(f"{what} {value!r} is a string, but the graph's vertex ids are integers")
         if not strings and (isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral)):
-            raise InputError(f"source {value!r} is not an integer vertex id")
+            raise InputError(f"{what} {value!r} is not an integer vertex id")
     return np.array([str(v) if strings else int(v) for v in values], dtype=object)
 
 
+# The deepest level a depth limit can name: distances are int32 on every backend (the GPU
+# kernels take the limit as an int32 too), so no BFS goes deeper; a limit at or beyond a graph's
+# deepest level changes nothing, whatever its size below this.
+MAX_DEPTH_LIMIT = 2**31 - 1
+
+
 def depth_limit(limit) -> int | None:
-    """``None`` or a non-negative int."""
+    """``limit`` as an int, or None for no limit; InputError for anything else.
+
+    The one check of a BFS depth limit, made at every door (:meth:`gpipe.Graph.bfs`,
+    :func:`gpipe.bfs`, the command line and pipelines before they read anything) so that a
+    limit means the same, and fails the same, with one owner or several.
+
+    Parameters
+    ----------
+    limit : int or None
+        An integer (Python or NumPy, not a bool) from 0 to :data:`MAX_DEPTH_LIMIT`.
+
+    Raises
+    ------
+    InputError
+        For a negative or larger integer, a bool, a float or anything else; the message is
+        the same for every caller.
+
+    Examples
+    --------
+    >>> depth_limit(3)
+    3
+    >>> depth_limit(2**63)
+    Traceback (most recent call last):
+        ...
+    gpipe.errors.InputError: depth_limit must be None or an integer from 0 to 2147483647, not 9223372036854775808
+    """
     if limit is None:
         return None
-    if isinstance(limit, bool) or not isinstance(limit, numbers.Integral) or limit < 0:
-        raise InputError(f"depth_limit must be None or a non-negative integer, not {limit!r}")
+    if (isinstance(limit, (bool, np.bool_)) or not isinstance(limit, numbers.Integral)
+            or not 0 <= limit <= MAX_DEPTH_LIMIT):
+        raise InputError(f"depth_limit must be None or an integer from 0 to {MAX_DEPTH_LIMIT}, "
+                         f"not {limit!r}")
     return int(limit)
+
+
+def max_distance(limit) -> float | None:
+    """``None`` or a non-negative, non-NaN float (``inf`` allowed: no limit)."""
+    if limit is None:
+        return None
+    if isinstance(limit, bool) or not isinstance(limit, numbers.Real) or not float(limit) >= 0.0:
+        raise InputError(f"max_distance must be None or a non-negative number, not {limit!r}")
+    return float(limit)
+
+
+def flag(value, name: str) -> bool:
+    """``value`` if it is a bool; InputError naming the option otherwise."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise InputError(f"{name} must be True or False, not {value!r}")
+    return bool(value)
 
 
 def check_partition(xp, src, dst, weights, src_name, dst_name, weight_name):

@@ -6,8 +6,10 @@ into that cache, so that a container image can bake the cache in::
 
     RUN pip install gpipe && gpipe warmup
 
-Where CuPy sees a GPU and :mod:`gpipe.kernels.gpu` offers a ``warmup()`` of its own, it is
-called too; without a GPU that part is skipped.
+Where CuPy sees a GPU, the CUDA kernels are loaded from the shipped binaries (compiling only
+for a GPU no binary serves), and CuPy compiles into its cache (``CUPY_CACHE_DIR``) the one
+kernel of its own that Dask hits when a cuDF frame is handed to ``dd.from_pandas`` (a
+boolean ``any()``, seconds of NVRTC on a fresh machine); without a GPU that part is skipped.
 """
 
 from __future__ import annotations
@@ -73,4 +75,13 @@ def _warm_gpu() -> str:
         return "skipped: gpipe.kernels.gpu has no warmup()"
     started = time.perf_counter()
     gpu_warmup()
+    _warm_cupy_for_dask()
     return f"done in {time.perf_counter() - started:.1f} s"
+
+
+def _warm_cupy_for_dask() -> None:
+    """Compile into CuPy's cache the reduction ``dd.from_pandas(cudf_frame)`` makes CuPy
+    generate (Dask checks ``frame.index.isna().any()``)."""
+    import cupy
+
+    bool(cupy.zeros(2, dtype=bool).any())

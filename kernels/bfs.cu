@@ -35,7 +35,7 @@
 //                  the number of frontier edges (read here, so the launcher need not sync for it).
 //   dist           int32[n_local]: -1 = unvisited, else the BFS level. Only -1 -> level + 1 changes.
 //   parent         int64[n_local]: global id of the BFS parent, -1 = none; written once, by the
-//                  thread that claimed the vertex.
+//                  thread that claimed the vertex. Null: distances only, no parent written.
 //   next_frontier  int64[capacity >= min(E, n_local)]: receives the claimed local ids.
 //   remote_targets, remote_parents  int64[capacity >= E], touched only when remote != 0.
 //   counters       uint64[2], zero on entry: [0] = next_frontier length, [1] = remote length.
@@ -79,7 +79,7 @@ __global__ void bfs_expand_edges(const long long* __restrict__ indptr,
             if (local >= 0 && local < n_local) {
                 // Plain read first: most visited targets are rejected without an atomic.
                 if (dist[local] == -1 && atomicCAS(&dist[local], -1, level + 1) == -1) {
-                    parent[local] = offset + u;
+                    if (parent != nullptr) parent[local] = offset + u;
                     claimed = true;
                 }
             } else {

@@ -4,8 +4,12 @@
 //   bfs_persistent<Index> fills dist (int32: hops from the nearest source, -1 = unreached) and
 //   parent (int64: the vertex a BFS tree edge comes from, -1 for sources and unreached vertices)
 //   for every vertex of a CSR with offset 0, from all `sources` at once, stopping after
-//   `depth_limit` levels when depth_limit >= 0. Every parent edge u->v exists and
-//   dist[u] + 1 == dist[v]. gpipe/kernels/gpu_bfs.py (bfs) launches it; the slow, obviously-correct
+//   `depth_limit` levels when depth_limit >= 0, and after the level that reaches `target` when
+//   target >= 0 (checked once per level, at its start, by reading dist[target] after the grid
+//   sync: only a distance <= the level counts, so a claim made during the level, which other
+//   threads may or may not see yet, never splits the grid's decision). Every parent edge u->v
+//   exists and dist[u] + 1 == dist[v]. With parent_lo and parent null no parent is written
+//   (distances only; the launcher then passes a queue of its own). gpipe/kernels/gpu_bfs.py (bfs) launches it; the slow, obviously-correct
 //   twin is the host level loop over bfs_expand (bfs.cu) in gpipe/traverse.py, and
 //   tests/test_kernels_gpu.py checks both against scipy.sparse.csgraph.
 //
@@ -79,7 +83,8 @@
 //                  out-degree sum of the level's slots before t * kTile.
 //   counters       uint64[4], zero on entry: counters[(L + 1) % 3] collects level L + 1 while
 //                  level L runs; counters[(L + 2) % 3] is cleared during level L; counters[3]
-//                  serves the bitmap -> queue pass and is cleared after it.
+//                  serves the bitmap -> queue pass and is cleared after it; at the end it
+//                  holds the number of levels expanded.
 //   e_bits         count bits above e_bits, edge sum below: needs nnz < 2^e_bits and
 //                  n < 2^(64 - e_bits); block_append also needs nnz < 2^40 (both checked by
 //                  the launcher).
@@ -221,7 +226,8 @@ bfs_persistent(const long long* __restrict__ indptr,
                unsigned long long* counters,
                int e_bits,
                long long* trace,
-               int trace_rows) {
+               int trace_rows,
+               long long target) {
     cg::grid_group grid = cg::this_grid();
     __shared__ long long s_start[kTile];  // tile-relative first work item of each vertex
     __shared__ long long s_begin[kTile];  // CSR position of each vertex's first edge
@@ -255,7 +261,7 @@ bfs_persistent(const long long* __restrict__ indptr,
             if (i < n_sources) {
                 v = sources[i];
                 if (atomicCAS(&dist[v], -1, 0) == -1) {
-                    parent_lo[v * parent_stride] = static_cast<Index>(-1);
+                    if (parent_lo != nullptr) parent_lo[v * parent_stride] = static_cast<Index>(-1);
                     degree = indptr[v + 1] - indptr[v];
                     claimed = true;
                 }
@@ -282,6 +288,10 @@ bfs_persistent(const long long* __restrict__ indptr,
         unexplored -= edges;
         if (queued) q_free = q_front + size;
         if (size == 0 || (depth_limit >= 0 && level >= depth_limit)) break;
+        if (target >= 0) {  // reached at an earlier level: every thread reads the same value
+            const int reached_at = __ldcg(&dist[target]);
+            if (reached_at >= 0 && reached_at <= level) break;
+        }
 
         // Beamer's rule, plus: a bottom-up step visits all n vertices, so it must also beat a
         // top-down step over m_f edges (m_f * gamma > n).
@@ -359,7 +369,7 @@ bfs_persistent(const long long* __restrict__ indptr,
                                                     &begin, &end);
                 if (found) {
                     dist[v] = level + 1;
-                    parent_lo[v * parent_stride] = static_cast<Index>(found_parent);
+                    if (parent_lo != nullptr) parent_lo[v * parent_stride] = static_cast<Index>(found_parent);
                     found_count += 1;
                     found_edges += end - begin;
                 }
@@ -433,7 +443,7 @@ bfs_persistent(const long long* __restrict__ indptr,
                             if (e >= 0) {
                                 v = indices[s_begin[j] + e];
                                 if (dist[v] == -1 && atomicCAS(&dist[v], -1, level + 1) == -1) {
-                                    parent_lo[v * parent_stride] = s_vertex[j];
+                                    if (parent_lo != nullptr) parent_lo[v * parent_stride] = s_vertex[j];
                                     degree = indptr[v + 1] - indptr[v];
                                     claimed = true;
                                 }
@@ -459,6 +469,8 @@ bfs_persistent(const long long* __restrict__ indptr,
         row[3] = 0;
         row[4] = global_timer();
     }
+    if (tid == 0) counters[3] = level;  // the levels expanded, for the launcher's stats
+    if (parent == nullptr) return;
     // ---- Parents to int64; -1 where unreached (this also overwrites the queue words). ----
     for (long long v = tid; v < n; v += n_threads) {
         const long long p = static_cast<long long>(parent_lo[v * parent_stride]);

@@ -42,6 +42,7 @@
 //   flags          int32[n_local], zero on entry to pass 1: 1 = improved in this call,
 //                  2 = improved and already listed (pass 2).
 //   parent         int64[n_local]: global ids, -1 = none; written only for improved vertices.
+//                  Null: distances only (pass 2 then only lists the improved vertices).
 //   improved       int64[capacity >= min(E, n_local)].
 //   remote_targets int64, remote_dists float64, remote_parents int64: capacity >= E, touched
 //                  only when remote != 0.
@@ -137,7 +138,7 @@ __global__ void sssp_settle_parents(const long long* __restrict__ indptr,
             local = static_cast<long long>(indices[j]) - offset;
             if (local >= 0 && local < n_local && flags[local] != 0 &&
                 frontier_dist[i] + weights[j] == dist[local]) {
-                parent[local] = offset + frontier[i];
+                if (parent != nullptr) parent[local] = offset + frontier[i];
                 listed = atomicCAS(&flags[local], 1, 2) == 1;
             }
         }

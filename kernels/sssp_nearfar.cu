@@ -8,6 +8,12 @@
 //   stamp[u] < stamp[v] (-1 for sources and unreached): recorded by the relaxation, checked
 //   by sssp_check_parents, repaired where a race spoiled it by sssp_repair_scan +
 //   sssp_repair_rows (symmetric graphs) or sssp_settle_tree (any graph).
+//   With target >= 0 the traversal ends once the target is settled: when a pass leaves the near
+//   queue empty, every distance below the threshold is final, so a target below it ends it
+//   (read after the barrier, when no pass is lowering distances: every block decides alike).
+//   Candidates above max_distance are dropped, so farther vertices stay +inf and the far pile
+//   runs dry where the distances pass it. With stamp, parent and parent_edge null no parent
+//   is recorded (distances only) and the check and repair kernels are not launched.
 //   gpipe/kernels/gpu_sssp.py (sssp) launches them; tests/test_kernels_gpu.py checks them
 //   against scipy.sparse.csgraph.dijkstra and validates the tree. The slow, obviously right
 //   twin is the frontier Bellman-Ford of sssp.cu driven round by round (gpipe/traverse.py).
@@ -248,9 +254,11 @@ sssp_near_far(const long long* __restrict__ indptr, const Index* __restrict__ in
               Index* queue1, Index* far0, Index* far1, double* snap, long long* row_end,
               long long* edge_end, long long* block_sum, long long* start_slot,
               long long* parent, long long* parent_edge, unsigned long long* ring,
-              unsigned int* barrier, long long* stats, int l1_cached, int record_parents) {
+              unsigned int* barrier, long long* stats, int l1_cached, int record_parents,
+              long long target, double max_distance) {
     const bool cached = l1_cached != 0;
-    const bool record = record_parents != 0;
+    const bool record = record_parents != 0 && parent != nullptr;
+    const bool stamping = stamp != nullptr;
     __shared__ Control ctl;
     __shared__ long long scratch[32];
     __shared__ int sh_end[kStage];           // slot ends relative to the chunk start (clamped)
@@ -415,7 +423,7 @@ sssp_near_far(const long long* __restrict__ indptr, const Index* __restrict__ in
                 }
 #pragma unroll
                 for (int k = 0; k < kItems; ++k) {
-                    live[k] = live[k] && cand[k] < __ldcg(dist + v[k]);
+                    live[k] = live[k] && cand[k] < __ldcg(dist + v[k]) && cand[k] <= max_distance;
                 }
                 unsigned long long old[kItems];
 #pragma unroll
@@ -432,7 +440,7 @@ sssp_near_far(const long long* __restrict__ indptr, const Index* __restrict__ in
                     const unsigned long long bits =
                         static_cast<unsigned long long>(__double_as_longlong(cand[k]));
                     if (live[k] && bits < old[k]) {
-                        stamp[v[k]] = r;
+                        if (stamping) stamp[v[k]] = r;
                         if (record) {  // the edge, re-read from shared memory (fewer registers)
                             parent[v[k]] = static_cast<long long>(sh_u[at[k]]);
                             parent_edge[v[k]] = e + local[k] + sh_delta[at[k]];
@@ -519,6 +527,8 @@ sssp_near_far(const long long* __restrict__ indptr, const Index* __restrict__ in
             }
             if (ctl.near_len > 0) {
                 ctl.action = kRelax;
+            } else if (target >= 0 && __ldcg(dist + target) < ctl.threshold) {
+                ctl.action = kDone;  // the near queue is empty: every distance below T is final
             } else if (ctl.far_len > 0) {
                 const double far_min = __longlong_as_double(static_cast<long long>(ctl.far_min));
                 ctl.threshold_old = ctl.threshold;

@@ -33,6 +33,8 @@ from any working directory::
     partitions: null           # workers that own the graph; null: as few as hold it
     source: 0                  # one vertex id, or a list (one traversal from all of them)
     depth_limit: null          # bfs only
+    max_distance: null         # sssp only: vertices farther are unreached
+    parents: true              # false: distances only, no parent column
     output:
       path: ../out/bfs         # Parquet directory
       overwrite: false
@@ -51,15 +53,16 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import gpipe
-from gpipe import execution, progress
-from gpipe.cluster import connect, disconnect
+from gpipe import dashboard, execution, progress, sizing, validate
+from gpipe.cluster import connect, disconnect, silenced_logging
 from gpipe.errors import InputError, report_or_raise
-from gpipe.output import restore_interrupted, summarize, write_parquet
+from gpipe.output import check_writable, restore_interrupted, summarize, write_parquet
 
 log = logging.getLogger("gpipe.pipeline")
 
 ALGORITHMS = ("bfs", "sssp")
-_TOP_KEYS = {"algorithm", "cluster", "edges", "directed", "partitions", "source", "depth_limit", "output"}
+_TOP_KEYS = {"algorithm", "cluster", "edges", "directed", "partitions", "source", "depth_limit",
+             "max_distance", "parents", "output"}
 _EDGE_KEYS = {"path", "src", "dst", "weight", "backend"}
 _OUTPUT_KEYS = {"path", "overwrite"}
 
@@ -86,7 +89,8 @@ def load_config(path):
     try:
         config = yaml.safe_load(text)
     except yaml.YAMLError as error:
-        raise InputError(f"pipeline configuration {str(path)!r} is not valid YAML: {error}") from None
+        raise InputError(f"pipeline configuration {str(path)!r} is not valid YAML: "
+                         f"{_yaml_problem(error)}") from None
     if not isinstance(config, Mapping):
         raise InputError(f"pipeline configuration {str(path)!r} must be a YAML mapping")
     config = dict(config)
@@ -98,6 +102,14 @@ def load_config(path):
         if isinstance(section, Mapping) and "path" in section:
             config[name] = {**section, "path": _beside(folder, section["path"])}
     return config
+
+
+def _yaml_problem(error) -> str:
+    """``line 2, column 4: expected ',' or ']', but got ':'``: a YAML error in one line."""
+    mark, problem = getattr(error, "problem_mark", None), getattr(error, "problem", None)
+    if mark is None or not problem:
+        return " ".join(str(error).split())
+    return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
 
 
 def _beside(folder, value):
@@ -133,6 +145,7 @@ def run(config):
     gpipe.InputError
         If a key is missing, unknown or of the wrong type (the message names it), or the
         edges, a column or a source are unusable, or the output exists without ``overwrite``,
+        or cannot be written (:func:`gpipe.output.check_writable`, checked before the read),
         or the output path is the edges path, contains it or lies inside it (after resolving
         symbolic links; ``overwrite`` or not).
     gpipe.NegativeCycleError
@@ -141,6 +154,7 @@ def run(config):
     settings = _validate(config)
     output = settings["output"]
     _refuse_output_over_edges(output["path"], settings["edges"]["path"])
+    check_writable(output["path"])  # before the work: a folder it cannot write fails it now
     restore_interrupted(output["path"])  # a previous run killed mid-overwrite: its output is back
     if os.path.lexists(output["path"]) and not output["overwrite"]:  # fail before the work
         raise InputError(f"output {output['path']!r} already exists; set overwrite to replace it")
@@ -153,7 +167,15 @@ def run(config):
             with _step("connect", timings):
                 client = _connect(settings["cluster"])
             log.info("Dask dashboard: %s", getattr(client, "dashboard_link", None))
+            if getattr(client, "dashboard_link", None):
+                dashboard.install(client)
+                log.info("gpipe traversals: %s", gpipe.dashboard_link(client))
             stop_following = progress.follow(client, _log_progress)
+        requested = sizing.requested_partitions(settings["partitions"])
+        if requested is not None:  # before the read: are there workers enough?
+            executor = execution.current(client)
+            sizing.check_workers_for(requested, len(getattr(executor, "workers", [None])),
+                                     in_process=not hasattr(executor, "workers"))
         edges_cfg = settings["edges"]
         with _step("read", timings):
             edges = gpipe.read_edges(
@@ -176,19 +198,23 @@ def run(config):
         log.info("graph on %d partition(s)", graph.num_partitions)
         with _step("traverse", timings):
             if settings["algorithm"] == "bfs":
-                result = graph.bfs(source, depth_limit=settings["depth_limit"])
+                result = graph.bfs(source, depth_limit=settings["depth_limit"],
+                                   parents=settings["parents"])
             else:
-                result = graph.sssp(source)
+                result = graph.sssp(source, max_distance=settings["max_distance"],
+                                    parents=settings["parents"])
             result = _materialize(result, client)
         with _step("write", timings):
             written = write_parquet(result, output["path"], overwrite=output["overwrite"])
         with _step("summary", timings):
             summary = summarize(result)
     finally:
-        if stop_following is not None:
-            stop_following()
-        if client is not None:
-            disconnect(client)
+        interrupted = isinstance(sys.exc_info()[1], KeyboardInterrupt)  # Ctrl-C: close quietly
+        with silenced_logging(interrupted):
+            if stop_following is not None:
+                stop_following()
+            if client is not None:
+                disconnect(client)
     summary.update(algorithm=settings["algorithm"], source=source, output=str(written), seconds=timings)
     log.info(
         "%s from %s: %d of %d vertices reached, max distance %s -> %s",
@@ -282,12 +308,13 @@ def main(argv=None):
 def run_file(path):
     """Load `path` and :func:`run` it; report gpipe errors and running out of memory as one line.
 
-    Returns the exit status: 0, 2 for unusable input, 1 for other gpipe errors and memory.
+    Returns the exit status: 0, 2 for unusable input, 1 for other gpipe errors and memory,
+    130 for SIGINT (Ctrl-C).
     """
     start = time.perf_counter()
     try:
         summary = run(load_config(path))
-    except Exception as error:
+    except (Exception, KeyboardInterrupt) as error:
         return report_or_raise(error)
     steps = ", ".join(f"{name} {seconds:.2f}s" for name, seconds in summary["seconds"].items())
     log.info("done in %.2fs (%s)", time.perf_counter() - start, steps)
@@ -359,6 +386,13 @@ def _validate(config):
     depth_limit = config.get("depth_limit")
     if depth_limit is not None and algorithm != "bfs":
         raise InputError("'depth_limit' applies to bfs only")
+    depth_limit = validate.depth_limit(depth_limit)  # the API's own check, before any reading
+    if config.get("partitions") is not None:
+        sizing.requested_partitions(config["partitions"])
+    max_distance = config.get("max_distance")
+    if max_distance is not None and algorithm != "sssp":
+        raise InputError("'max_distance' applies to sssp only")
+    max_distance = validate.max_distance(max_distance)  # before any reading, as depth_limit
     weight = edges.get("weight")
     if algorithm == "sssp" and weight is None:
         weight = "weight"
@@ -379,6 +413,8 @@ def _validate(config):
         "partitions": config.get("partitions"),
         "source": config["source"],
         "depth_limit": depth_limit,
+        "max_distance": max_distance,
+        "parents": _boolean(config.get("parents", True), "parents"),
         "output": {
             "path": str(output["path"]),
             "overwrite": _boolean(output.get("overwrite", False), "output.overwrite"),
@@ -417,7 +453,16 @@ def _connect(cluster):
                 cluster = yaml.safe_load(file)
         except OSError as error:
             raise InputError(f"cannot read cluster configuration {str(cluster)!r}: {error.strerror}") from None
-    client = connect(cluster)
+        except yaml.YAMLError as error:
+            raise InputError(f"cluster configuration {str(cluster)!r} is not valid YAML: "
+                             f"{_yaml_problem(error)}") from None
+    try:
+        client = connect(cluster)
+    except OSError as error:  # a remote scheduler that does not answer (Dask's TimeoutError is one)
+        address = cluster.get("scheduler_address") if isinstance(cluster, Mapping) else None
+        raise InputError(f"cannot connect to the Dask scheduler {address!r}: "
+                         f"{' '.join(str(error).split()) or type(error).__name__}; check the "
+                         "cluster configuration's scheduler_address and that the scheduler runs") from None
     log.info("connected to %s (dashboard: %s)", client.scheduler.address, client.dashboard_link or "off")
     return client
 

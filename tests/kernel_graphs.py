@@ -703,3 +703,113 @@ def check_sssp_batch_negative_cycle(kernels, device, index_dtype):
         kernels.sssp_batch(device(indptr), device(indices), device(weights), device(sources),
                            symmetric=False, negative_weights=True)
     assert raised.value.source_index == 2
+
+# Early exit at a target, distances without parents, SSSP cut at max_distance (one owner):
+# one check per case, run by the CPU and the GPU kernel tests with their own kernels.
+# ---------------------------------------------------------------------------------------------
+
+
+def chain_edges(n, directed=False):
+    """The path 0 - 1 - ... - n-1 (both ways unless directed), weight 1: eccentricity n - 1 from 0."""
+    src, dst = np.arange(n - 1, dtype=np.int64), np.arange(1, n, dtype=np.int64)
+    if not directed:
+        src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
+    return src, dst, np.ones(src.size)
+
+
+def assert_chain_to(src, dst, w, dist, parent, source, target):
+    """Following parents from target ends at source over edges with dist[u] + w == dist[v]."""
+    lightest = {}
+    for u, v, wt in zip(src.tolist(), dst.tolist(), w.tolist()):
+        lightest[(u, v)] = min(wt, lightest.get((u, v), np.inf))
+    v, hops = target, 0
+    while v != source:
+        u = int(parent[v])
+        assert u >= 0, f"vertex {v} on the target's chain has no parent"
+        assert (u, v) in lightest and dist[u] + lightest[(u, v)] == dist[v]
+        v, hops = u, hops + 1
+        assert hops <= dist.size, "the chain loops"
+
+
+def check_bfs_stops_at_target(bfs, host, device, symmetric):
+    """``bfs(indptr, indices, sources, depth_limit, symmetric=, target=, parents=, stats=)``
+    stops after the target's level on a chain (levels < eccentricity), and on a random graph
+    gives the target's exact distance with a valid chain of parents."""
+    n, target = 200, 3
+    src, dst, w = chain_edges(n, directed=not symmetric)
+    indptr, indices, _ = csr_rows(src, dst, w, 0, n, np.int32)
+    stats = {}
+    dist, parent = bfs(device(indptr), device(indices), device(np.array([0])), -1,
+                       symmetric=symmetric, target=target, stats=stats)
+    dist, parent = host(dist), host(parent)
+    assert stats["levels"] == target < n - 1
+    assert dist[target] == target and (dist[target + 2:] == -1).all()
+    assert_chain_to(src, dst, w, dist, parent, 0, target)
+    src, dst, w = random_edges(4, n=400, m=900, directed=not symmetric)
+    graph = scipy_graph(src, dst, w, 400)
+    expected = scipy_bfs_dist(graph, [0])
+    indptr, indices, _ = csr_rows(src, dst, w, 0, 400, np.int32)
+    for target in np.flatnonzero(expected > 0)[::37].tolist():
+        dist, parent = bfs(device(indptr), device(indices), device(np.array([0])), -1,
+                           symmetric=symmetric, target=target)
+        dist, parent = host(dist), host(parent)
+        assert dist[target] == expected[target]
+        assert_chain_to(src, dst, np.ones(src.size), dist.astype(np.float64), parent, 0, target)
+
+
+def check_bfs_without_parents(bfs, host, device, symmetric):
+    """``parents=False``: the same distances, parent None."""
+    src, dst, w = random_edges(6, n=400, m=1500, directed=not symmetric)
+    for index_dtype in INDEX_DTYPES:
+        indptr, indices, _ = csr_rows(src, dst, w, 0, 400, index_dtype)
+        args = (device(indptr), device(indices), device(np.array([0, 17])), -1)
+        full, _ = bfs(*args, symmetric=symmetric)
+        dist, parent = bfs(*args, symmetric=symmetric, parents=False)
+        assert parent is None
+        np.testing.assert_array_equal(host(dist), host(full))
+
+
+def check_sssp_stops_at_target(sssp, host, device, count, symmetric):
+    """``sssp(indptr, indices, weights, sources, symmetric=, target=, stats=)``: on a chain the
+    early stop does less work (``stats[count]`` below the full run's); on a random graph the
+    target's distance is exact and its chain of parents valid."""
+    n, target = 300, 4
+    src, dst, w = chain_edges(n, directed=not symmetric)
+    indptr, indices, weights = csr_rows(src, dst, w, 0, n, np.int32)
+    args = (device(indptr), device(indices), device(weights), device(np.array([0])))
+    full, early = {}, {}
+    sssp(*args, symmetric=symmetric, stats=full)
+    dist, parent = sssp(*args, symmetric=symmetric, target=target, stats=early)
+    dist, parent = host(dist), host(parent)
+    assert early[count] < full[count], (early, full)
+    assert dist[target] == target
+    assert_chain_to(src, dst, w, dist, parent, 0, target)
+    src, dst, w = random_edges(7, n=400, m=1500, directed=not symmetric, integer=True)
+    expected = scipy_sssp_dist(scipy_graph(src, dst, w, 400), [0])
+    indptr, indices, weights = csr_rows(src, dst, w, 0, 400, np.int32)
+    args = (device(indptr), device(indices), device(weights), device(np.array([0])))
+    for target in np.flatnonzero(np.isfinite(expected) & (expected > 0))[::41].tolist():
+        dist, parent = sssp(*args, symmetric=symmetric, target=target)
+        dist, parent = host(dist), host(parent)
+        assert dist[target] == expected[target]
+        assert_chain_to(src, dst, w, dist, parent, 0, target)
+
+
+def check_sssp_max_distance_and_no_parents(sssp, host, device, symmetric):
+    """``max_distance`` leaves exactly the vertices beyond it unreached (as SciPy's
+    ``limit``), with a valid tree below it; ``parents=False`` gives the same distances."""
+    n = 400
+    src, dst, w = random_edges(8, n=n, m=1600, directed=not symmetric, integer=True)
+    graph = scipy_graph(src, dst, w, n)
+    indptr, indices, weights = csr_rows(src, dst, w, 0, n, np.int32)
+    sources = np.array([0, 5])
+    args = (device(indptr), device(indices), device(weights), device(sources))
+    for limit in (0.0, 6.0, 15.0, np.inf):
+        expected = csgraph.dijkstra(graph, directed=True, indices=sources, min_only=True, limit=limit)
+        dist, parent = sssp(*args, symmetric=symmetric, max_distance=limit)
+        dist, parent = host(dist), host(parent)
+        np.testing.assert_array_equal(dist, expected)
+        assert_tree(src, dst, w, dist, parent, sources, np.isfinite(dist))
+        short, none = sssp(*args, symmetric=symmetric, max_distance=limit, parents=False)
+        assert none is None
+        np.testing.assert_array_equal(host(short), expected)

@@ -146,6 +146,43 @@ def test_bfs_depth_limit_beyond_eccentricity_changes_nothing(engine):
     pd.testing.assert_frame_equal(sorted_frame(full)[columns], sorted_frame(limited)[columns])
 
 
+@pytest.mark.parametrize("limit", [2**63, 2**31, -1, True, 2.0, np.int64(-2), np.uint64(2**63), "3"],
+                         ids=["2**63", "2**31", "negative", "bool", "float", "np.int64", "np.uint64", "str"])
+def test_bfs_depth_limits_out_of_range_fail_alike_with_any_owners(cpu_engine, limit):
+    """The one check of gpipe.validate.depth_limit, with one owner (local) and two (cluster):
+    the same InputError and message, from Graph.bfs and, before its build, from gpipe.bfs."""
+    edges = reference.random_edges(60, 120, seed=8)
+    source = int(edges["src"].iloc[0])
+    frame = cpu_engine.frame(edges)
+    graph = gpipe.Graph.from_edges(frame)
+    message = f"depth_limit must be None or an integer from 0 to 2147483647, not {limit!r}"
+    with pytest.raises(gpipe.InputError) as raised:
+        graph.bfs(source, depth_limit=limit)
+    assert str(raised.value) == message
+    built = []
+    real = gpipe.Graph.from_edges.__func__
+
+    def from_edges(cls, *args, **kwargs):
+        built.append(True)
+        return real(cls, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(gpipe.Graph, "from_edges", classmethod(from_edges))
+        with pytest.raises(gpipe.InputError, match="depth_limit must be") as raised:
+            gpipe.bfs(frame, source, depth_limit=limit)
+    assert str(raised.value) == message and built == []
+
+
+def test_bfs_the_largest_depth_limit_is_no_limit(engine):
+    """2**31 - 1 reaches the kernels as it is (an int32 on the GPU) and limits nothing."""
+    edges = reference.random_edges(100, 200, seed=9)
+    source = reference.pick_sources(edges, 1, seed=9)[0]
+    out = run_bfs(engine, edges, source, directed=True, depth_limit=2**31 - 1)
+    expected = reference.expected_bfs(edges, [source], directed=True)
+    pd.testing.assert_series_equal(reference.result_distances(out), expected.sort_index(),
+                                   check_exact=False)
+
+
 def test_bfs_hand_made(engine):
     """A path, a branch, an unreachable pair and a vertex seen only in a self-loop."""
     edges = pd.DataFrame({"src": [10, 20, 20, 30, 50, 70], "dst": [20, 30, 40, 40, 60, 70]})
@@ -778,3 +815,27 @@ def test_pandas_extension_id_dtypes_are_kept(cpu_engine, dtype):
     assert out["vertex"].dtype == edges["src"].dtype and out["parent"].dtype == edges["src"].dtype
     assert out["vertex"].tolist() == [5, 6, 7, 8]
     assert out["distance"].tolist() == [0, 1, 2, 3]
+
+
+# ---------------------------------------------------------------------------------------------
+# parents=False and max_distance through the one-call entry points
+# ---------------------------------------------------------------------------------------------
+
+
+def test_bfs_and_sssp_without_parents_and_with_max_distance(engine):
+    edges = reference.random_edges(40, 150, seed=21, weights="integer")
+    frame = engine.frame(edges)
+    source = int(edges["src"].iloc[0])
+    bfs = gpipe.bfs(frame, source, parents=False)
+    assert list(bfs.columns) == ["vertex", "distance"]
+    reference.assert_distances(engine.run(bfs), reference.expected_bfs(edges, [source], directed=True))
+    sssp = gpipe.sssp(frame, source, max_distance=8, parents=False)
+    assert list(sssp.columns) == ["vertex", "distance"]
+    expected = reference.expected_sssp(edges, [source], directed=True)
+    reference.assert_distances(engine.run(sssp), expected.where(expected <= 8))
+
+
+def test_sssp_checks_max_distance_before_building():
+    edges = reference.random_edges(10, 20, seed=1, weights="positive")
+    with pytest.raises(gpipe.InputError, match="max_distance"):
+        gpipe.sssp(edges, 0, max_distance=-0.5)

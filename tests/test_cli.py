@@ -445,3 +445,250 @@ def test_demo_prints_the_dashboard_first_and_can_wait_for_enter(tmp_path, monkey
     assert lines[0].startswith("gpipe demo: cpu cluster of 1 workers, dashboard")
     assert len(pressed) == 1 and "reached" in pressed[0]  # waited after the summary
     assert lines[-1].startswith("The cluster stays up") and "press Enter" in lines[-1]
+
+
+# ---------------------------------------------------------------------------------------------
+# Every failure a user can cause: exit status and one line on stderr, before any work where
+# the failure needs no data.
+
+
+def one_line(err):
+    """The only non-empty line of stderr (asserting there is one, and no traceback)."""
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+NOWHERE = "/nonexistent-gpipe-edges"  # an input that is never read when the check comes first
+
+
+@pytest.fixture
+def a_file(tmp_path):
+    path = tmp_path / "a-file"
+    path.write_text("not a folder")
+    return path
+
+
+@pytest.mark.parametrize("below", ["out", "deeper/out"])
+def test_an_output_under_a_file_fails_before_reading(a_file, capsys, below):
+    out = a_file / below
+    assert main(["bfs", NOWHERE, "--source", "0", "--out", str(out)]) == 2
+    line = one_line(capsys.readouterr().err)
+    assert line == f"gpipe: error: cannot write to {out}: {a_file} is a file, not a directory"
+
+
+def test_an_output_in_a_read_only_folder_fails_before_reading(tmp_path, capsys):
+    if os.geteuid() == 0:
+        pytest.skip("root writes into read-only folders; the /proc case below covers root")
+    folder = tmp_path / "read-only"
+    folder.mkdir()
+    folder.chmod(0o555)
+    try:
+        assert main(["sssp", NOWHERE, "--source", "0", "--out", str(folder / "out")]) == 2
+    finally:
+        folder.chmod(0o755)
+    line = one_line(capsys.readouterr().err)
+    assert f"cannot write to {folder / 'out'}: cannot create entries in {folder}" in line
+    assert "Permission denied" in line
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+def test_an_output_where_not_even_root_may_create_fails_before_reading(capsys):
+    assert main(["bfs", NOWHERE, "--source", "0", "--out", "/proc/gpipe-out"]) == 2
+    assert one_line(capsys.readouterr().err).startswith(
+        "gpipe: error: cannot write to /proc/gpipe-out: cannot create entries in /proc (")
+
+
+@pytest.mark.parametrize("argv", [["bench", "--scale", "30", "--json"], ["demo", "--scale", "30", "--out"]],
+                         ids=["bench-json", "demo-out"])
+def test_other_commands_check_their_outputs_before_working(a_file, capsys, argv):
+    """A scale-30 graph would take hours: the check comes first."""
+    assert main(["-q"] + argv + [str(a_file / "result")]) == 2
+    assert "is a file, not a directory" in one_line(capsys.readouterr().err)
+
+
+def test_run_checks_its_output_before_reading(a_file, tmp_path, capsys):
+    config = pipeline_config(tmp_path, NOWHERE, 0, output={"path": str(a_file / "out")})
+    assert main(["run", str(config)]) == 2
+    assert "is a file, not a directory" in one_line(capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--depth-limit", "99999999999999999999999"], ["depth_limit", "2147483647", "99999999999999999999999"]),
+    (["--depth-limit", "-1"], ["depth_limit", "-1"]),
+    (["--depth-limit", str(2**31)], ["depth_limit", str(2**31)]),
+    (["--partitions", "0"], ["partitions", "0"]),
+    (["--partitions", "-3"], ["partitions", "-3"]),
+], ids=["huge", "negative", "int32+1", "zero-partitions", "negative-partitions"])
+def test_options_out_of_range_fail_before_reading(tmp_path, capsys, argv, words):
+    """The edges path does not exist: the option's error comes first, so nothing was read."""
+    assert main(["bfs", NOWHERE, "--source", "0", "--out", str(tmp_path / "out")] + argv) == 2
+    line = one_line(capsys.readouterr().err)
+    assert line.startswith("gpipe: error:") and all(word in line for word in words), line
+    assert NOWHERE not in line
+
+
+def test_run_takes_partitions_auto(graph, tmp_path):
+    edges, folder = graph
+    config = pipeline_config(tmp_path, folder, sources_of(edges, 1)[0], partitions="auto")
+    assert main(["-q", "run", str(config)]) == 0
+
+
+def test_more_partitions_than_workers_fail_before_reading(tmp_path, capsys):
+    assert main(["-q", "bfs", NOWHERE, "--source", "0", "--out", str(tmp_path / "out"),
+                 "--partitions", "3"]) == 2
+    line = one_line(capsys.readouterr().err)
+    assert line.startswith("gpipe: error: partitions=3 needs a Dask client with 3 workers")
+
+
+def test_a_depth_limit_beyond_the_graph_is_no_limit(graph, tmp_path):
+    edges, folder = graph
+    source = sources_of(edges, 1)[0]
+    out = tmp_path / "bfs"
+    assert main(["-q", "bfs", str(folder), "--source", str(source), "--out", str(out),
+                 "--depth-limit", str(2**31 - 1)]) == 0
+    assert_distances(out, expected_bfs(edges, [source], directed=True))
+
+
+@pytest.mark.parametrize("argv", [
+    ["bfs", NOWHERE, "--source", "0", "--out", "o", "--depth-limit", "two"],
+    ["bfs", NOWHERE, "--source", "0", "--out", "o", "--depth-limit", "1.5"],
+    ["bfs", NOWHERE, "--out", "o"],  # no source
+    ["sssp", NOWHERE, "--source", "0", "--out", "o", "--depth-limit", "2"],  # bfs only
+    ["traverse"],  # no such command
+], ids=["word", "float", "no-source", "sssp-depth", "command"])
+def test_usage_errors_are_one_line_naming_the_help(argv, capsys):
+    with pytest.raises(SystemExit) as exit:
+        main(argv)
+    assert exit.value.code == 2
+    line = one_line(capsys.readouterr().err)
+    assert line.startswith("gpipe") and ": error: " in line and "--help)" in line
+
+
+def test_a_missing_edges_path_is_one_line(tmp_path, capsys):
+    argv = ["-q", "bfs", str(tmp_path / "nothing"), "--source", "0", "--out", str(tmp_path / "o")]
+    assert main(argv) == 2
+    assert str(tmp_path / "nothing") in one_line(capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("where", ["pipeline", "cluster"])
+def test_bad_yaml_is_one_line_naming_the_file_and_line(graph, tmp_path, capsys, where):
+    edges, folder = graph
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("algorithm: [bfs\n  source: :\n")
+    if where == "pipeline":
+        argv = ["run", str(bad)]
+    else:
+        argv = ["bfs", str(folder), "--source", "0", "--out", str(tmp_path / "o"), "--cluster", str(bad)]
+    assert main(argv) == 2
+    line = one_line(capsys.readouterr().err)
+    assert f"{str(bad)!r} is not valid YAML: line 2, column" in line
+
+
+def test_a_negative_cycle_is_one_line_and_exit_1(tmp_path, capsys):
+    edges = pd.DataFrame({"src": [0, 1, 2, 2], "dst": [1, 2, 0, 3], "weight": [1.0, -3.0, 1.0, 1.0]})
+    edges.to_parquet(tmp_path / "edges.parquet", index=False)
+    assert main(["-q", "sssp", str(tmp_path / "edges.parquet"), "--source", "0",
+                 "--out", str(tmp_path / "o")]) == 1
+    assert one_line(capsys.readouterr().err).startswith("gpipe: NegativeCycleError: a negative-weight cycle")
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_graph_too_large_is_one_line_saying_what_to_do(graph, tmp_path, capsys):
+    import dask
+
+    edges, folder = graph
+    with dask.config.set({"gpipe.memory-fraction": 1e-12}):
+        assert main(["-q", "bfs", str(folder), "--source", str(sources_of(edges, 1)[0]),
+                     "--out", str(tmp_path / "o")]) == 2
+    line = one_line(capsys.readouterr().err)
+    assert line.startswith("gpipe: error: the graph needs about") and "Add workers or memory" in line
+
+
+def test_an_unreachable_scheduler_is_one_line(tmp_path, capsys):
+    import socket
+
+    with socket.socket() as free:  # a port that nothing listens on
+        free.bind(("127.0.0.1", 0))
+        address = f"tcp://127.0.0.1:{free.getsockname()[1]}"
+    cluster = tmp_path / "remote.yaml"
+    cluster.write_text(yaml.safe_dump({"kind": "remote", "scheduler_address": address, "timeout": "1s"}))
+    assert main(["bfs", NOWHERE, "--source", "0", "--out", str(tmp_path / "o"),
+                 "--cluster", str(cluster)]) == 2
+    line = one_line(capsys.readouterr().err)
+    assert f"cannot connect to the Dask scheduler {address!r}" in line
+
+
+def test_sigint_during_a_cluster_query_is_one_line_and_exit_130(tmp_path):
+    """Ctrl-C at a terminal: SIGINT to the whole process group (the command and its local
+    cluster's workers) while a two-owner SSSP runs. One line, exit 130, no traceback from the
+    client or the workers, no process left, no temporary directory beside the output.
+
+    The graph is a directed path of negative weights: Bellman-Ford across two owners takes one
+    message round per vertex, so the query runs for seconds after its first progress line."""
+    import signal
+    import threading
+
+    import psutil
+
+    n = 5000
+    ids = np.arange(n - 1)
+    pd.DataFrame({"src": ids, "dst": ids + 1, "weight": -1.0}).to_parquet(tmp_path / "path.parquet", index=False)
+    cluster = tmp_path / "cluster.yaml"
+    scratch = tmp_path / "scratch"  # the workers' local directories
+    cluster.write_text(yaml.safe_dump({"kind": "local-cpu", "n_workers": 2, "threads_per_worker": 1,
+                                       "dashboard_address": ":0", "local_directory": str(scratch)}))
+    out = tmp_path / "out"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    command = [sys.executable, "-m", "gpipe", "sssp", str(tmp_path / "path.parquet"), "--source", "0",
+               "--out", str(out), "--cluster", str(cluster), "--partitions", "2"]
+    proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    started = threading.Event()
+    err = []
+
+    def read_stderr():
+        for line in proc.stderr:
+            err.append(line)
+            if "sssp: at step" in line:  # the query runs: its owners' first progress event
+                started.set()
+
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
+    try:
+        assert started.wait(120), "".join(err)
+        children = psutil.Process(proc.pid).children(recursive=True)
+        assert len(children) >= 2  # the workers, at least
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C at the terminal does
+        status = proc.wait(60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    reader.join(10)
+    stderr = "".join(err)
+    assert status == 130, stderr
+    assert [line for line in stderr.splitlines() if line.strip()][-1] == "gpipe: interrupted"
+    assert stderr.count("gpipe: interrupted") == 1
+    assert "Traceback" not in stderr and "Error" not in stderr, stderr
+    assert "gpipe.pipeline traverse" not in stderr  # it was interrupted during the query
+    gone, alive = psutil.wait_procs(children, timeout=10)
+    assert alive == [], alive
+    assert not out.exists()
+    assert [name for name in os.listdir(tmp_path) if name.startswith(".")] == []
+    left = [p.name for p in scratch.rglob("*") if p.is_dir() and p.name.startswith(("worker-", "scheduler-"))]
+    assert left == []
+def test_no_parents_and_max_distance(graph, tmp_path):
+    edges, folder = graph
+    source = sources_of(edges, 1)[0]
+    out = tmp_path / "sssp"
+    argv = ["sssp", str(folder), "--source", str(source), "--out", str(out), "--no-parents",
+            "--max-distance", "12.5"]
+    assert main(argv) == 0
+    result = pd.read_parquet(out)
+    assert list(result.columns) == ["vertex", "distance"]
+    expected = expected_sssp(edges, [source], directed=True)
+    pd.testing.assert_series_equal(result_distances(result), expected.where(expected <= 12.5).sort_index(),
+                                   check_exact=False, rtol=1e-12)
+    out = tmp_path / "bfs"
+    assert main(["bfs", str(folder), "--source", str(source), "--out", str(out), "--no-parents"]) == 0
+    assert list(pd.read_parquet(out).columns) == ["vertex", "distance"]

@@ -47,3 +47,83 @@ def test_bench_protocol_is_for_gpu_workers():
         bench.run(scale=6, protocol="ucx")
     with pytest.raises(gpipe.InputError, match="protocol"):
         bench.run(scale=6, protocol="carrier-pigeon")
+
+
+def test_processes_started_for_workers_ignore_sigint_and_this_one_does_not():
+    """Ctrl-C goes to the whole process group: local workers leave it to the client's process."""
+    import signal
+    import subprocess
+    import sys
+
+    from gpipe.cluster import workers_ignore_sigint
+
+    before = signal.getsignal(signal.SIGINT)
+    probe = [sys.executable, "-c", "import signal; print(signal.getsignal(signal.SIGINT) is signal.SIG_IGN)"]
+    with workers_ignore_sigint():
+        started_within = subprocess.run(probe, capture_output=True, text=True, check=True).stdout
+    started_after = subprocess.run(probe, capture_output=True, text=True, check=True).stdout
+    assert started_within.strip() == "True" and started_after.strip() == "False"
+    assert signal.getsignal(signal.SIGINT) is before
+
+
+def _owners_running():
+    """How many threads of this worker are inside a multi-owner SSSP's owner loop."""
+    import sys
+
+    return sum(any(f.f_code.co_name == "_sssp_owner" for f in _stack(frame))
+               for frame in sys._current_frames().values())
+
+
+def _stack(frame):
+    while frame is not None:
+        yield frame
+        frame = frame.f_back
+
+
+def test_an_interrupted_query_stops_its_owners(dask_client2, tmp_path):
+    """Ctrl-C (KeyboardInterrupt) in the client during a two-owner query: the call raises it,
+    and the owners stop at their next exchange instead of running on, holding their workers.
+    The query is a Bellman-Ford over a long path (one exchange per vertex: a minute)."""
+    import _thread
+    import time
+
+    import dask
+    import dask.dataframe as dd
+    import numpy as np
+    import pandas as pd
+
+    from gpipe import progress
+
+    ids = np.arange(40_000)
+    edges = pd.DataFrame({"src": ids, "dst": ids + 1, "weight": -1.0})
+    started = []
+
+    def interrupt(event):
+        if event["algorithm"] == "sssp" and not started:
+            started.append(event)
+            _thread.interrupt_main()  # what SIGINT does to this process
+
+    held_before = set(_sssp_keys(dask_client2))  # other tests' results, if any are still held
+    stop = progress.follow(dask_client2, interrupt)
+    try:
+        with dask_client2.as_current(), dask.config.set({"gpipe.partitions": 2}):
+            graph = gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=2), weight="weight")
+            with pytest.raises(KeyboardInterrupt):
+                graph.sssp(0)
+                time.sleep(60)  # an interrupt that came after the query still lands in the block
+    finally:
+        stop()
+    assert started
+    deadline = time.monotonic() + 20
+    while sum(dask_client2.run(_owners_running).values()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert sum(dask_client2.run(_owners_running).values()) == 0
+    # And what the stopped owners left on their workers is not kept for this client.
+    while set(_sssp_keys(dask_client2)) - held_before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert set(_sssp_keys(dask_client2)) - held_before == set()
+
+
+def _sssp_keys(client):
+    return client.run_on_scheduler(
+        lambda dask_scheduler: [k for k in dask_scheduler.tasks if str(k).startswith("gpipe-sssp")])

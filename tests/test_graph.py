@@ -68,3 +68,15 @@ def test_a_graph_whose_client_was_closed_says_to_build_it_again():
     cluster, client = _local_client()  # another client, active now, changes nothing for it
     with cluster, client, pytest.raises(gpipe.GraphLost, match="client that is closed"):
         graph.bfs(0)
+
+
+def test_no_path_is_a_gpipe_error_but_not_an_input_error():
+    import gpipe
+
+    g = gpipe.Graph.from_edges(pd.DataFrame({"src": [1, 3], "dst": [2, 4]}))
+    with pytest.raises(gpipe.NoPath) as raised:
+        g.path(1, 4)
+    assert isinstance(raised.value, gpipe.GpipeError)
+    assert not isinstance(raised.value, gpipe.InputError)
+    assert g.path(1, 2) == [1, 2]
+    assert list(g.bfs(1, parents=False)._meta.columns) == ["vertex", "distance"]

@@ -8,6 +8,7 @@ backends (the ``gpu`` one marked, skipped without a GPU).
 
 from __future__ import annotations
 
+import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -212,3 +213,46 @@ def test_files_under_underscore_or_dot_names_are_not_edges(tmp_path):
     _spark_directory(tmp_path / "edges")
     files = io._local_files(str(tmp_path / "edges"))
     assert len(files) == 3 and all("_temporary" not in f for f in files)
+
+
+@pytest.mark.parametrize("backend", backend_params())
+@pytest.mark.parametrize("ids", ["integers", "strings"])
+@pytest.mark.parametrize("convert_string", [True, False])
+def test_the_read_keeps_its_name_in_dasks_task_names(tmp_path, ids, convert_string, backend):
+    """Dask names a task by ``key_split`` of its key; a read fused with Dask's string
+    conversion was named ``gpipe``. The read's keys, as the build computes them, and the
+    frame's dtypes either way (on the CPU, Dask's own; cuDF's on the GPU)."""
+    import dask
+    from dask.utils import key_split
+
+    from gpipe import validate
+
+    frame = edges(weight=[1.0, 2.0, 3.0])
+    if ids == "strings":
+        frame = frame.assign(src=frame["src"].map("v{}".format), dst=frame["dst"].map("v{}".format))
+    frame.to_parquet(tmp_path / "edges.parquet", index=False)
+    with dask.config.set({"dataframe.convert-string": convert_string}):
+        read = gpipe.read_edges(tmp_path / "edges.parquet", backend=backend)
+        built_from = validate.edge_frame(read, "src", "dst", "weight")
+        parts = built_from.to_delayed(optimize_graph=True)  # as Executor.partitions computes them
+        names = {key_split(key) for part in parts for key in dict(part.__dask_graph__())}
+        computed = read.compute()
+        dask_conversion = dd.from_pandas(frame, npartitions=1)  # Dask's own string dtypes
+        if backend == "gpu":
+            dask_conversion = dask_conversion.to_backend("cudf")
+    assert names == {"gpipe-read-edges"}
+    assert {k: str(v) for k, v in computed.dtypes.items()} == {k: str(v) for k, v in read.dtypes.items()}
+    if backend == "cpu":
+        assert computed.dtypes.to_dict() == dask_conversion.dtypes.to_dict()
+        pd.testing.assert_frame_equal(computed.reset_index(drop=True), dask_conversion.compute())
+    else:
+        pd.testing.assert_frame_equal(computed.to_pandas().reset_index(drop=True), frame, check_dtype=False)
+
+
+def test_the_read_is_named_on_the_scheduler(tmp_path, dask_client2):
+    """On a cluster, the scheduler's task prefixes (what the dashboard's Progress shows) name it."""
+    edges().to_parquet(tmp_path / "edges.parquet", index=False)
+    with dask_client2.as_current():
+        gpipe.Graph.from_edges(gpipe.read_edges(tmp_path / "edges.parquet", backend="cpu"))
+        prefixes = dask_client2.run_on_scheduler(lambda dask_scheduler: list(dask_scheduler.task_prefixes))
+    assert "gpipe-read-edges" in prefixes

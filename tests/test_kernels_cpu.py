@@ -697,3 +697,32 @@ def test_bfs_batch_directed_with_in_edges_goes_bottom_up_and_agrees():
     np.testing.assert_array_equal(top_down, both)
     np.testing.assert_array_equal(top_down, np.vstack([scipy_bfs_dist(scipy_graph(src, dst, w, n), [s])
                                                        for s in sources]))
+
+# Early exit at a target, distances only, SSSP cut at max_distance (kernel_graphs has the checks)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_bfs_stops_after_the_level_of_its_target(symmetric):
+    kernel_graphs.check_bfs_stops_at_target(cpu.bfs, np.asarray, np.asarray, symmetric)
+
+
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_bfs_without_parents(symmetric):
+    kernel_graphs.check_bfs_without_parents(cpu.bfs, np.asarray, np.asarray, symmetric)
+
+
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_delta_stepping_stops_once_its_target_is_settled(symmetric):
+    def sssp(indptr, indices, weights, sources, symmetric, **options):
+        return cpu.delta_stepping(indptr, indices, weights, sources, **options)
+
+    kernel_graphs.check_sssp_stops_at_target(sssp, np.asarray, np.asarray, "buckets", symmetric)
+
+
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_delta_stepping_max_distance_and_no_parents(symmetric):
+    def sssp(indptr, indices, weights, sources, symmetric, **options):
+        return cpu.delta_stepping(indptr, indices, weights, sources, **options)
+
+    kernel_graphs.check_sssp_max_distance_and_no_parents(sssp, np.asarray, np.asarray, symmetric)

@@ -1196,6 +1196,27 @@ def test_count_nonzero_matches_cupy(arrays, n):
     assert arrays.count_nonzero(bools) == int(cupy.count_nonzero(bools))
 
 
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint64])
+@pytest.mark.parametrize("n", [0, 1, 5, 3000, 100_003])
+def test_cumsum_in_place_matches_cupy(arrays, dtype, n):
+    values = cupy.asarray(np.random.default_rng(n).integers(0, 50, n).astype(dtype))
+    expected = cupy.cumsum(values, dtype=dtype)  # in place: the array's own dtype
+    _assert_same(arrays.cumsum_in_place(values), expected)
+    _assert_same(values, expected)
+    strided = cupy.arange(2 * n, dtype=dtype)[::2]
+    _assert_same(arrays.cumsum_in_place(strided), cupy.cumsum(cupy.arange(2 * n, dtype=dtype)[::2], dtype=dtype))
+
+
+@pytest.mark.parametrize("dtype", ARRAY_DTYPES)
+@pytest.mark.parametrize("n", SIZES)
+def test_copy_matches_cupy(arrays, dtype, n):
+    values = _values(dtype, n)
+    copied = arrays.copy(values)
+    _assert_same(copied, values.copy())
+    if n:
+        assert copied.data.ptr != values.data.ptr
+
+
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint64, np.int8])
 @pytest.mark.parametrize("n", [0, 1, 5, 3000])
 def test_unique_matches_cupy(arrays, dtype, n):
@@ -1209,3 +1230,42 @@ def test_build_csr_indptr_is_the_scan_of_the_degrees():
     dst = cupy.asarray(np.array([1, 1, 0, 3], dtype=np.int64))
     indptr, indices, _ = gpu.build_csr(src, dst, None, 4, np.int32)
     assert indptr.dtype == cupy.int64 and indptr.get().tolist() == [0, 1, 1, 4, 4]
+
+
+# ---------------------------------------------------------------------------------------------
+# Early exit at a target, distances only, SSSP cut at max_distance (kernel_graphs has the checks)
+# ---------------------------------------------------------------------------------------------
+
+
+def _host(array):
+    return array.get()
+
+
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_bfs_stops_after_the_level_of_its_target(symmetric):
+    kernel_graphs.check_bfs_stops_at_target(gpu.bfs, _host, cupy.asarray, symmetric)
+
+
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_bfs_without_parents(symmetric):
+    kernel_graphs.check_bfs_without_parents(gpu.bfs, _host, cupy.asarray, symmetric)
+
+
+def test_bfs_level_loop_target_and_no_parents():
+    from gpipe.kernels.gpu_bfs import _bfs_level_loop
+
+    def bfs(indptr, indices, sources, depth_limit, symmetric, target=-1, parents=True, stats=None):
+        return _bfs_level_loop(indptr, indices, sources, depth_limit, target, parents, stats)
+
+    kernel_graphs.check_bfs_stops_at_target(bfs, _host, cupy.asarray, False)
+    kernel_graphs.check_bfs_without_parents(bfs, _host, cupy.asarray, False)
+
+
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_near_far_stops_once_its_target_is_settled(symmetric):
+    kernel_graphs.check_sssp_stops_at_target(gpu.sssp, _host, cupy.asarray, "passes", symmetric)
+
+
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_near_far_max_distance_and_no_parents(symmetric):
+    kernel_graphs.check_sssp_max_distance_and_no_parents(gpu.sssp, _host, cupy.asarray, symmetric)

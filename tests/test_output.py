@@ -259,3 +259,31 @@ def test_a_set_aside_output_of_a_running_writer_is_left_alone(tmp_path):
     os.rename(target, aside)
     assert output.restore_interrupted(target) is False
     assert not target.exists() and aside.exists()
+
+
+def test_check_writable_tries_for_real_and_leaves_nothing(tmp_path):
+    target = tmp_path / "missing" / "deeper" / "bfs"
+    assert output.check_writable(target) == target
+    assert os.listdir(tmp_path) == []  # the probe is gone, and no missing folder was created
+    (tmp_path / "a-file").write_text("x")
+    with pytest.raises(gpipe.InputError) as raised:
+        output.check_writable(tmp_path / "a-file" / "deeper" / "bfs")
+    assert str(raised.value) == (f"cannot write to {tmp_path / 'a-file' / 'deeper' / 'bfs'}: "
+                                 f"{tmp_path / 'a-file'} is a file, not a directory")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    with pytest.raises(gpipe.InputError, match="is a broken symbolic link"):
+        output.check_writable(tmp_path / "dangling" / "bfs")
+
+
+def test_write_parquet_under_a_file_fails_before_computing(tmp_path):
+    (tmp_path / "a-file").write_text("x")
+    with pytest.raises(gpipe.InputError, match="is a file, not a directory"):
+        write_parquet(failing_frame(), tmp_path / "a-file" / "bfs")  # a RuntimeError if computed
+    assert sorted(os.listdir(tmp_path)) == ["a-file"]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+def test_check_writable_names_the_systems_reason(tmp_path):
+    with pytest.raises(gpipe.InputError) as raised:
+        output.check_writable("/proc/gpipe-out")
+    assert str(raised.value).startswith("cannot write to /proc/gpipe-out: cannot create entries in /proc (")

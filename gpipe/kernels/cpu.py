@@ -84,7 +84,7 @@ from gpipe.kernels import atomics
 from gpipe.kernels.cpu_jit import BOOL, BOOLS, FLOAT64S, INT32S, INT64, INT64S, each_index, kernel
 from gpipe.kernels.cpu_csr import build_csr  # noqa: F401 (the contract)
 from gpipe.kernels.cpu_arrays import (  # noqa: F401 (the contract: array operations)
-    arange, astype, count_nonzero, flatnonzero, full, isfinite, logical_not, negative, non_negative,
+    arange, astype, copy, count_nonzero, cumsum_in_place, flatnonzero, full, isfinite, logical_not, negative, non_negative,
     packbits_little, scatter, take, unique)
 from gpipe.kernels.cpu_bfs_owners import (  # noqa: F401 (the contract: BFS over several owners)
     BITMAP_BITS, BITMAP_DTYPE, FRONTIER, FRONTIER_EDGES, NEXT, NEXT_EDGES, QUEUES,
@@ -131,6 +131,7 @@ def _top_down_step(indptr, indices, offset, frontier, dist, parent, level, remot
                    next_frontier, remote_targets, remote_parents):
     """Expand `frontier` one BFS level; return how many ids went to next_frontier and to the remote lists."""
     n_local = dist.shape[0]
+    keep_parents = parent.shape[0] > 0  # an empty parent array: distances only
     n_next = 0
     n_remote = 0
     for i in range(frontier.shape[0]):
@@ -142,7 +143,8 @@ def _top_down_step(indptr, indices, offset, frontier, dist, parent, level, remot
             if 0 <= v < n_local:
                 if dist[v] == -1:
                     dist[v] = level + 1
-                    parent[v] = u_global
+                    if keep_parents:
+                        parent[v] = u_global
                     next_frontier[n_next] = v
                     n_next += 1
             elif remote:
@@ -158,6 +160,7 @@ def _relax_step(indptr, indices, weights, offset, frontier, frontier_dist, dist,
                 is_improved, improved, remote_targets, remote_dists, remote_parents):
     """Relax the frontier's out-edges once; return how many ids went to improved and to the remote lists."""
     n_local = dist.shape[0]
+    keep_parents = parent.shape[0] > 0  # an empty parent array: distances only
     n_improved = 0
     n_remote = 0
     for i in range(frontier.shape[0]):
@@ -171,7 +174,8 @@ def _relax_step(indptr, indices, weights, offset, frontier, frontier_dist, dist,
             if 0 <= v < n_local:
                 if cand < dist[v]:
                     dist[v] = cand
-                    parent[v] = u_global
+                    if keep_parents:
+                        parent[v] = u_global
                     if not is_improved[v]:
                         is_improved[v] = True
                         improved[n_improved] = v
@@ -232,6 +236,7 @@ def _top_down_parallel(indptr, indices, frontier, level, dist, parent, n_chunks)
         first[c] = i
     first[n_chunks] = k
     bits = np.zeros((dist.shape[0] + 63) // 64, dtype=np.int64)
+    keep_parents = parent.shape[0] > 0  # an empty parent array: distances only
     claimed = np.int64(0)
     for c in numba.prange(n_chunks):
         for i in range(first[c], first[c + 1]):
@@ -239,7 +244,8 @@ def _top_down_parallel(indptr, indices, frontier, level, dist, parent, n_chunks)
             for e in range(indptr[u], indptr[u + 1]):
                 v = indices[e]
                 if dist[v] == -1 and atomics.compare_and_swap(dist, v, -1, level + 1):
-                    parent[v] = u
+                    if keep_parents:
+                        parent[v] = u
                     atomics.fetch_or(bits, v >> 6, np.int64(1) << (v & 63))
                     claimed += 1
     next_frontier = _bitmap_to_queue(bits, claimed)
@@ -271,6 +277,7 @@ def _bottom_up_step(in_indptr, in_indices, level, dist, parent, front, next_fron
     Returns how many vertices woke up (the next frontier's size).
     """
     n = dist.shape[0]
+    keep_parents = parent.shape[0] > 0  # an empty parent array: distances only
     awake = np.int64(0)
     for w in numba.prange(front.shape[0]):
         word = np.int64(0)
@@ -281,7 +288,8 @@ def _bottom_up_step(in_indptr, in_indices, level, dist, parent, front, next_fron
                     u = in_indices[e]
                     if (front[u >> 6] >> (u & 63)) & 1:
                         dist[v] = level + 1
-                        parent[v] = u
+                        if keep_parents:
+                            parent[v] = u
                         word |= np.int64(1) << (v - lo)
                         awake += 1
                         break
@@ -312,8 +320,9 @@ def _bitmap_to_queue(bitmap, size):
 
 
 def _bfs_direction_optimizing(indptr, indices, in_indptr, in_indices, sources, depth_limit,
-                              bottom_up, alpha, beta, n_chunks, dist, parent):
-    """Run BFS from `sources`, filling dist/parent; stop after depth_limit levels if >= 0.
+                              bottom_up, alpha, beta, n_chunks, dist, parent, target=-1):
+    """Run BFS from `sources`, filling dist/parent; stop after depth_limit levels if >= 0, and
+    after the level that reaches `target` if >= 0. Returns the levels expanded.
 
     The heuristic of [2] as GAPBS implements it: go bottom-up when the frontier's out-edges
     (`scout`) exceed 1/alpha of the edges not yet checked; come back top-down once the frontier
@@ -321,7 +330,8 @@ def _bfs_direction_optimizing(indptr, indices, in_indptr, in_indices, sources, d
 
     The level loop runs here, each step one compiled call: a few microseconds per level, and
     a first query compiles only the steps it takes (the parallel top-down step, the costliest
-    to compile, only for a frontier of SERIAL_EDGES edges or more).
+    to compile, only for a frontier of SERIAL_EDGES edges or more). The target is checked once
+    per level, by reading its distance.
     """
     n = dist.shape[0]
     frontier, scout = _claim_sources(indptr, sources, dist)
@@ -329,7 +339,8 @@ def _bfs_direction_optimizing(indptr, indices, in_indptr, in_indices, sources, d
     front = np.zeros((n + 63) // 64, dtype=np.int64)
     next_front = np.zeros((n + 63) // 64, dtype=np.int64)
     level = 0
-    while frontier.shape[0] > 0 and (depth_limit < 0 or level < depth_limit):
+    while (frontier.shape[0] > 0 and (depth_limit < 0 or level < depth_limit)
+           and (target < 0 or dist[target] < 0)):
         if bottom_up and scout * alpha > edges_to_check:
             _queue_to_bitmap(frontier, front)
             awake = frontier.shape[0]
@@ -339,6 +350,8 @@ def _bfs_direction_optimizing(indptr, indices, in_indptr, in_indices, sources, d
                 front, next_front = next_front, front
                 level += 1
                 if awake == 0 or (depth_limit >= 0 and level >= depth_limit):
+                    break
+                if target >= 0 and dist[target] >= 0:
                     break
                 if awake < previous and awake * beta <= n:
                     break
@@ -353,6 +366,7 @@ def _bfs_direction_optimizing(indptr, indices, in_indptr, in_indices, sources, d
             else:
                 frontier, scout = _top_down_serial(indptr, indices, frontier, level, dist, parent, total)
             level += 1
+    return level
 
 
 # ---------------------------------------------------------------------------------------------
@@ -528,7 +542,7 @@ def sssp_relax(indptr, indices, weights, offset, frontier, frontier_dist, dist, 
 
 
 def bfs(indptr, indices, sources, depth_limit, in_indptr=None, in_indices=None, alpha=ALPHA,
-        beta=BETA, *, symmetric=False):
+        beta=BETA, *, symmetric=False, target=-1, parents=True, stats=None):
     """Breadth-first search over a one-owner CSR (offset 0), one compiled call per level.
 
     Top-down steps expand a queue, in parallel once the frontier has many edges. Given the
@@ -554,15 +568,23 @@ def bfs(indptr, indices, sources, depth_limit, in_indptr=None, in_indices=None, 
     symmetric : bool, optional
         The graph is undirected and stored both ways (CSR == CSC): the same as passing
         `indptr` and `indices` as the in-edges.
+    target : int, optional
+        Stop after the level that reaches this vertex (-1, the default: search everything).
+        Its distance and its path of parents are then final; vertices farther than it may be
+        left unreached, and vertices at its distance may or may not be reached.
+    parents : bool, optional
+        False: no parent array is allocated or written; the second result is None.
+    stats : dict, optional
+        When given, ``stats["levels"]`` receives the number of levels expanded.
 
     Returns
     -------
     dist : int32[n]
         Edges on a shortest path from the nearest source, -1 = not reached.
-    parent : int64[n]
+    parent : int64[n] or None
         A BFS tree: for each reached non-source v, some u with an edge u->v and dist[u] + 1 ==
         dist[v]; -1 for sources and unreached vertices. Which u is not fixed: parallel steps
-        may pick a different one from run to run.
+        may pick a different one from run to run. None when `parents` is False.
 
     Examples
     --------
@@ -573,6 +595,12 @@ def bfs(indptr, indices, sources, depth_limit, in_indptr=None, in_indices=None, 
     >>> bfs(indptr, indices, np.array([0]), 2)
     (array([ 0,  1,  2, -1], dtype=int32), array([-1,  0,  1, -1]))
 
+    Stopping at vertex 1, without parents:
+
+    >>> stats = {}
+    >>> bfs(indptr, indices, np.array([0]), -1, target=1, parents=False, stats=stats), stats
+    ((array([ 0,  1, -1, -1], dtype=int32), None), {'levels': 1})
+
     Notes
     -----
     Time O(n + m) top-down; bottom-up steps usually check a small fraction of the edges on
@@ -580,17 +608,20 @@ def bfs(indptr, indices, sources, depth_limit, in_indptr=None, in_indices=None, 
     """
     n = indptr.shape[0] - 1
     dist = np.full(n, -1, dtype=np.int32)
-    parent = np.full(n, -1, dtype=np.int64)
+    parent = np.full(n if parents else 0, -1, dtype=np.int64)  # empty: the steps write none
     if symmetric and in_indptr is None:
         in_indptr, in_indices = indptr, indices
     bottom_up = in_indptr is not None and in_indices is not None
     if not bottom_up:
         in_indptr, in_indices = indptr, indices
     n_chunks = CHUNKS_PER_THREAD * numba.get_num_threads()
-    _bfs_direction_optimizing(indptr, indices, in_indptr, in_indices,
-                              np.ascontiguousarray(sources, dtype=np.int64), int(depth_limit), bottom_up,
-                              float(alpha), float(beta), n_chunks, dist, parent)
-    return dist, parent
+    levels = _bfs_direction_optimizing(indptr, indices, in_indptr, in_indices,
+                                       np.ascontiguousarray(sources, dtype=np.int64), int(depth_limit),
+                                       bottom_up, float(alpha), float(beta), n_chunks, dist, parent,
+                                       int(target))
+    if stats is not None:
+        stats["levels"] = int(levels)
+    return dist, (parent if parents else None)
 
 
 def dijkstra(indptr, indices, weights, sources):

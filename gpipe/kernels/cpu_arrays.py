@@ -10,6 +10,14 @@ from __future__ import annotations
 import numpy as np
 
 
+def copy(array) -> np.ndarray:
+    return array.copy()
+
+
+def cumsum_in_place(values) -> np.ndarray:
+    return np.cumsum(values, out=values)
+
+
 def full(n: int, value, dtype) -> np.ndarray:
     """``np.full(n, value, dtype=dtype)``."""
     return np.full(n, value, dtype=dtype)

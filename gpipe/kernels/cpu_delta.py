@@ -105,11 +105,13 @@ def _append(t, slot, v, pool, fill, next_chunk, head, tail, count, free_head, fr
 
 
 @_kernel
-def _relax_chunk(t, c, indptr, indices, weights, delta, dist, parent, relaxed, locks, pool, fill,
-                 next_chunk, head, tail, count, free_head, free_count, top, stop_at):
+def _relax_chunk(t, c, indptr, indices, weights, delta, limit, dist, parent, relaxed, locks, pool,
+                 fill, next_chunk, head, tail, count, free_head, free_count, top, stop_at):
     """Relax the vertices of chunk c that were not relaxed at their current distance, then
-    free c; False if thread t could not get the chunks their improvements may need."""
+    free c; False if thread t could not get the chunks their improvements may need. Candidates
+    above `limit` are dropped (their vertices stay unreached unless a shorter path comes)."""
     n_slots = head.shape[1]
+    keep_parents = parent.shape[0] > 0  # an empty parent array: distances only
     width = pool.shape[1]
     for k in range(fill[c]):
         u = pool[c, k]
@@ -126,13 +128,14 @@ def _relax_chunk(t, c, indptr, indices, weights, delta, dist, parent, relaxed, l
         for e in range(lo, hi):
             v = indices[e]
             cand = du + weights[e]
-            if cand < dist[v]:
+            if cand < dist[v] and cand <= limit:
                 while not atomics.try_lock(locks, v):
                     pass
                 improved = cand < dist[v]
                 if improved:
                     dist[v] = cand
-                    parent[v] = u
+                    if keep_parents:
+                        parent[v] = u
                 atomics.unlock(locks, v)
                 if improved:
                     _append(t, np.int64(cand / delta) % n_slots, v, pool, fill, next_chunk, head,
@@ -144,8 +147,8 @@ def _relax_chunk(t, c, indptr, indices, weights, delta, dist, parent, relaxed, l
 
 
 @_kernel
-def _work(t, bucket, frontier, n_frontier, claim, indptr, indices, weights, delta, dist, parent,
-          relaxed, locks, chunks):
+def _work(t, bucket, frontier, n_frontier, claim, indptr, indices, weights, delta, limit, dist,
+          parent, relaxed, locks, chunks):
     """Thread t's share of one phase; False if it stopped because the pool ran out.
 
     It relaxes the chunks of `frontier[:n_frontier]` it claims from the shared counter
@@ -163,8 +166,9 @@ def _work(t, bucket, frontier, n_frontier, claim, indptr, indices, weights, delt
                 break
             c = frontier[i]
             retry[t] = c
-        if not _relax_chunk(t, c, indptr, indices, weights, delta, dist, parent, relaxed, locks, pool,
-                            fill, next_chunk, head, tail, count, free_head, free_count, top, stop_at):
+        if not _relax_chunk(t, c, indptr, indices, weights, delta, limit, dist, parent, relaxed, locks,
+                            pool, fill, next_chunk, head, tail, count, free_head, free_count, top,
+                            stop_at):
             return False
         retry[t] = -1
     while 0 < count[t, slot] < FUSION:
@@ -175,9 +179,9 @@ def _work(t, bucket, frontier, n_frontier, claim, indptr, indices, weights, delt
         count[t, slot] = 0
         while c >= 0:
             after = next_chunk[c]
-            if not _relax_chunk(t, c, indptr, indices, weights, delta, dist, parent, relaxed,
-                                locks, pool, fill, next_chunk, head, tail, count, free_head,
-                                free_count, top, stop_at):
+            if not _relax_chunk(t, c, indptr, indices, weights, delta, limit, dist, parent,
+                                relaxed, locks, pool, fill, next_chunk, head, tail, count,
+                                free_head, free_count, top, stop_at):
                 # Put c and the chunks after it back in front of the bucket.
                 rest = 0
                 d = c
@@ -197,11 +201,11 @@ def _work(t, bucket, frontier, n_frontier, claim, indptr, indices, weights, delt
 
 
 @_parallel
-def _phase_parallel(bucket, frontier, n_frontier, claim, indptr, indices, weights, delta, dist,
-                    parent, relaxed, locks, chunks, done):
+def _phase_parallel(bucket, frontier, n_frontier, claim, indptr, indices, weights, delta, limit,
+                    dist, parent, relaxed, locks, chunks, done):
     for t in numba.prange(done.shape[0]):
         done[t] = _work(np.int64(t), bucket, frontier, n_frontier, claim, indptr, indices, weights,
-                        delta, dist, parent, relaxed, locks, chunks)
+                        delta, limit, dist, parent, relaxed, locks, chunks)
 
 
 @_kernel
@@ -241,10 +245,15 @@ def _grow(chunks, capacity):
     INT64S, indices, FLOAT64S, INT64S, FLOAT64,
     types.Tuple((indices.copy(ndim=2), INT64S, INT64S, INT64S_2D, INT64S_2D, INT64S_2D, INT64S, INT64S,
                  INT64S, INT64S, INT64S)),
-    FLOAT64S, UINT8S, INT64S, BOOLS, INT64, FLOAT64S, INT64S)))
+    FLOAT64S, UINT8S, INT64S, BOOLS, INT64, FLOAT64S, INT64S, INT64, FLOAT64)))
 def _delta_stepping(indptr, indices, weights, sources, delta, chunks, relaxed, locks, claim, done,
-                    parallel_vertices, dist, parent):
-    """Settle every vertex reachable from `sources`, bucket by bucket, filling dist/parent.
+                    parallel_vertices, dist, parent, target, limit):
+    """Settle every vertex reachable from `sources`, bucket by bucket, filling dist/parent;
+    return the number of buckets relaxed.
+
+    Stops early once `target` (>= 0) is settled: every bucket below the next one to relax is
+    empty, and the target's distance lies below it. Candidates above `limit` are dropped, so
+    the buckets end where the distances pass it. An empty `parent` records no parents.
 
     `done.shape[0]` workers share each phase (any count is correct; one per thread is fast).
     The pool `chunks` (made by _new_chunks, with `relaxed`, `locks`, `claim` and `done`:
@@ -258,13 +267,15 @@ def _delta_stepping(indptr, indices, weights, sources, delta, chunks, relaxed, l
         s = sources[i]
         if dist[s] != 0.0:
             dist[s] = 0.0
-            parent[s] = -1
+            if parent.shape[0] > 0:
+                parent[s] = -1
             while not _take_chunks(0, 1, chunks[8], chunks[10], chunks[2], chunks[6], chunks[7]):
                 chunks = _grow(chunks, 2 * chunks[0].shape[0])
             _append(0, 0, s, chunks[0], chunks[1], chunks[2], chunks[3], chunks[4], chunks[5],
                     chunks[6], chunks[7])
     frontier = np.empty(chunks[0].shape[0], dtype=np.int64)
     bucket = 0
+    relaxed_buckets = 0
     while True:
         head, count = chunks[3], chunks[5]
         nearest = -1
@@ -276,7 +287,11 @@ def _delta_stepping(indptr, indices, weights, sources, delta, chunks, relaxed, l
                     break
         if nearest < 0:
             break
+        # Every vertex below bucket `nearest` is settled; the same division as the appends.
+        if target >= 0 and dist[target] < np.inf and np.int64(dist[target] / delta) < nearest:
+            break
         bucket = nearest
+        relaxed_buckets += 1
         slot = bucket % n_slots
         # The bucket's chunks, from every thread, become this phase's frontier.
         if frontier.shape[0] < chunks[0].shape[0]:
@@ -300,16 +315,18 @@ def _delta_stepping(indptr, indices, weights, sources, delta, chunks, relaxed, l
                 # Plain int64 arguments: literal or unsigned ones would each compile another
                 # copy of the phase (Numba specializes on them; 27 s instead of a few).
                 _phase_parallel(np.int64(bucket), frontier, np.int64(n_frontier), claim, indptr,
-                                indices, weights, delta, dist, parent, relaxed, locks, chunks, done)
+                                indices, weights, delta, limit, dist, parent, relaxed, locks, chunks,
+                                done)
             else:
                 done[:] = True
                 done[0] = _work(np.int64(0), np.int64(bucket), frontier, np.int64(n_frontier),
-                                claim, indptr, indices, weights, delta, dist, parent, relaxed,
+                                claim, indptr, indices, weights, delta, limit, dist, parent, relaxed,
                                 locks, chunks)
             if _all(done):
                 break
             chunks = _grow(chunks, 2 * chunks[0].shape[0])
             head, count = chunks[3], chunks[5]
+    return relaxed_buckets
 
 
 def _new_chunks(capacity, n_threads, n_slots, index_dtype) -> tuple:
@@ -326,15 +343,15 @@ def _new_chunks(capacity, n_threads, n_slots, index_dtype) -> tuple:
 
 
 def _run(indptr, indices, weights, sources, delta, n_slots, n_threads, capacity, parallel_vertices,
-         dist, parent):
+         dist, parent, target=-1, limit=np.inf):
     """_delta_stepping with `n_threads` workers, a ring of `n_slots` buckets and a pool of
-    `capacity` chunks to start with, its working arrays allocated here."""
+    `capacity` chunks to start with, its working arrays allocated here; the buckets relaxed."""
     chunks = _new_chunks(capacity, n_threads, n_slots, indices.dtype)
     relaxed = np.full(dist.shape[0], -1.0)  # distances are >= 0: no vertex counts as relaxed yet
-    _delta_stepping(indptr, indices, weights, np.ascontiguousarray(sources, dtype=np.int64),
-                    float(delta), chunks, relaxed, np.zeros(dist.shape[0], dtype=np.uint8),
-                    np.zeros(1, dtype=np.int64), np.zeros(n_threads, dtype=np.bool_),
-                    int(parallel_vertices), dist, parent)
+    return _delta_stepping(indptr, indices, weights, np.ascontiguousarray(sources, dtype=np.int64),
+                           float(delta), chunks, relaxed, np.zeros(dist.shape[0], dtype=np.uint8),
+                           np.zeros(1, dtype=np.int64), np.zeros(n_threads, dtype=np.bool_),
+                           int(parallel_vertices), dist, parent, int(target), float(limit))
 
 
 def default_delta(indptr, weights):
@@ -362,7 +379,8 @@ def initial_chunks(n_vertices, n_threads, n_slots):
     return 2 * n_vertices // CHUNK + n_threads * (n_slots + 2 * RESERVE)
 
 
-def delta_stepping(indptr, indices, weights, sources, delta=None):
+def delta_stepping(indptr, indices, weights, sources, delta=None, *, target=-1,
+                   max_distance=None, parents=True, stats=None):
     """Single- or multi-source shortest paths with non-negative weights, by delta-stepping [1].
 
     Vertices wait in buckets of width `delta` by tentative distance; the lowest non-empty
@@ -380,15 +398,28 @@ def delta_stepping(indptr, indices, weights, sources, delta=None):
     delta : float, optional
         Bucket width, > 0. Default: `default_delta` (about DELTA_SCALE * max weight / average
         degree). Any width gives the same distances; it trades rounds for repeated relaxations.
+    target : int, optional
+        Stop once this vertex's distance is final (every bucket below the next one to relax is
+        empty and its distance lies below that bucket); -1, the default: settle everything.
+        Its distance and parent chain are then exact; other vertices may be left unreached or
+        above their distance.
+    max_distance : float, optional
+        Vertices farther than this stay unreached (+inf, parent -1): candidates above it are
+        dropped, so the buckets stop where the distances pass it. None: no limit.
+    parents : bool, optional
+        False: no parent array is allocated or written; the second result is None.
+    stats : dict, optional
+        When given, ``stats["buckets"]`` receives the number of buckets relaxed.
 
     Returns
     -------
     dist : float64[n]
         Shortest distance from the nearest source, +inf = not reached.
-    parent : int64[n]
+    parent : int64[n] or None
         Predecessor on a shortest path (dist[parent] + w == dist[v] exactly), -1 for sources
         and unreached vertices. It changes only on strict improvement, so the parents form a
-        forest; among equally short paths, which one is kept may vary between runs.
+        forest; among equally short paths, which one is kept may vary between runs. None when
+        `parents` is False.
 
     Examples
     --------
@@ -398,10 +429,13 @@ def delta_stepping(indptr, indices, weights, sources, delta=None):
     >>> indices = np.array([1, 2, 1], dtype=np.int32)
     >>> delta_stepping(indptr, indices, np.array([5.0, 1.0, 2.0]), np.array([0]))
     (array([0., 3., 1.]), array([-1,  2,  0]))
+    >>> delta_stepping(indptr, indices, np.array([5.0, 1.0, 2.0]), np.array([0]), max_distance=2.0,
+    ...                parents=False)
+    (array([ 0., inf,  1.]), None)
     """
     n = indptr.shape[0] - 1
     dist = np.full(n, np.inf, dtype=np.float64)
-    parent = np.full(n, -1, dtype=np.int64)
+    parent = np.full(n if parents else 0, -1, dtype=np.int64)  # empty: no parent is written
     if delta is None:
         delta = default_delta(indptr, weights)
     delta = float(delta)
@@ -411,6 +445,10 @@ def delta_stepping(indptr, indices, weights, sources, delta=None):
     delta = max(delta, top / MAX_SLOTS)
     n_slots = int(top / delta) + 2
     n_threads = numba.get_num_threads()
-    _run(indptr, indices, weights, sources, delta, n_slots, n_threads,
-         initial_chunks(n, n_threads, n_slots), PARALLEL_VERTICES, dist, parent)
-    return dist, parent
+    limit = np.inf if max_distance is None else float(max_distance)
+    buckets = _run(indptr, indices, weights, sources, delta, n_slots, n_threads,
+                   initial_chunks(n, n_threads, n_slots), PARALLEL_VERTICES, dist, parent,
+                   target, limit)
+    if stats is not None:
+        stats["buckets"] = int(buckets)
+    return dist, (parent if parents else None)

@@ -65,11 +65,18 @@ _WIDE = INTEGER_TYPES["int64"]
 
 MODULES = {
     "bfs.cu": Module(("bfs_expand_edges",)),
+    "bfs_batch.cu": Module(("bfs_batch_seed", "bfs_batch_settle", "bfs_batch_top_down",
+                            "bfs_batch_bottom_up", "bfs_batch_dist", "bfs_batch_parents_pull",
+                            "bfs_batch_parents_push")),
     "bfs_owners.cu": Module(("bfs_owner_edge_end", "bfs_owner_top_down", "bfs_owner_claim",
                              "bfs_owner_bottom_up", "frontier_to_bitmap", "bitmap_to_frontier")),
     "bfs_persistent.cu": Module(("bfs_persistent",), cooperative=True),
     "csr.cu": Module(("csr_count", "csr_scatter")),
     "sssp.cu": Module(("sssp_relax_edges", "sssp_settle_parents")),
+    "sssp_batch.cu": Module(("sssp_batch_prepare", "sssp_batch_relax", "sssp_batch_split",
+                             "sssp_batch_check", "sssp_batch_repair_pull", "sssp_batch_repair_push",
+                             "sssp_batch_cut", "sssp_batch_transpose", "sssp_batch_prepare_shared",
+                             "sssp_batch_relax_shared", "sssp_batch_split_shared")),
     "sssp_nearfar.cu": Module(("sssp_near_far", "sssp_check_parents", "sssp_repair_scan",
                                "sssp_repair_rows", "sssp_settle_tree"), cooperative=True),
     "sssp_owners.cu": Module(("sssp_owner_frontier", "sssp_owner_relax_edges",

@@ -18,15 +18,22 @@ module; :mod:`gpipe.kernels.cuda` finds, compiles and caches the sources.
 - ``sssp_owner_*`` -- one owner's share of an SSSP over several owners: relaxation rounds
   with fused pruning of remote candidates, merge, pile splits, outbox
   (``kernels/sssp_owners.cu``, :mod:`gpipe.kernels.gpu_sssp_owners`).
+- :func:`bfs_batch`, :func:`bfs_batch_parents`, :func:`sssp_batch` -- one traversal per source
+  for a batch of sources (issue 16): bit-parallel multi-source BFS, 64 sources a word
+  (``kernels/bfs_batch.cu``), and near-far over (source, vertex) pairs
+  (``kernels/sssp_batch.cu``); :data:`BFS_BATCH_WIDTH`, :data:`SSSP_BATCH_WIDTH`
+  (:mod:`gpipe.kernels.gpu_batch`).
 - :func:`full`, :func:`take`, :func:`scatter`, :func:`astype`, :func:`flatnonzero`,
   :func:`packbits_little` and the other array operations of the build and query path, which
   CuPy would compile at their first use (``kernels/util.cu``, :mod:`gpipe.kernels.gpu_arrays`).
 """
 
 from gpipe.kernels.cuda import source_dir, warmup
-from gpipe.kernels.gpu_arrays import (arange, astype, count_nonzero, flatnonzero, full, isfinite,
+from gpipe.kernels.gpu_arrays import (arange, astype, copy, count_nonzero, cumsum_in_place, flatnonzero, full, isfinite,
                                       logical_not, negative, non_negative, packbits_little, scatter,
                                       take, unique)
+from gpipe.kernels.gpu_batch import (BFS_BATCH_WIDTH, SSSP_BATCH_WIDTH, bfs_batch, bfs_batch_parents,
+                                     sssp_batch)
 from gpipe.kernels.gpu_bfs import bfs, bfs_expand
 from gpipe.kernels.gpu_bfs_owners import (BITMAP_BITS, BITMAP_DTYPE, FRONTIER, FRONTIER_EDGES, NEXT,
                                           NEXT_EDGES, QUEUES, bfs_owner_bottom_up, bfs_owner_claim,
@@ -39,6 +46,7 @@ from gpipe.kernels.gpu_sssp_owners import (sssp_owner_advance, sssp_owner_counts
 __all__ = ["arange", "astype", "count_nonzero", "flatnonzero", "full", "isfinite", "logical_not",
            "negative", "non_negative", "packbits_little", "scatter", "take", "unique",
            "BITMAP_BITS", "BITMAP_DTYPE", "FRONTIER", "FRONTIER_EDGES", "NEXT", "NEXT_EDGES", "QUEUES",
+           "BFS_BATCH_WIDTH", "SSSP_BATCH_WIDTH", "bfs_batch", "bfs_batch_parents", "sssp_batch",
            "bfs", "bfs_expand",
            "bfs_owner_bottom_up", "bfs_owner_claim", "bfs_owner_top_down", "bitmap_to_frontier",
            "build_csr", "frontier_to_bitmap", "source_dir", "sssp", "sssp_owner_advance",

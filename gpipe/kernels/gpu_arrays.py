@@ -11,8 +11,9 @@ call itself, which is correct and merely compiles. The CPU twins (plain NumPy) a
 :mod:`gpipe.kernels.cpu_arrays`; shared code reaches either through ``backend.kernels``.
 
 What stays precompiled in CuPy and is used as it is: ``cupy.empty``, ``cupy.zeros``
-(memset), copies of contiguous arrays (memcpy), ``cupy.cumsum`` and ``min``/``max``/``sum``
-of contiguous arrays (CUB), ``cupy.sort`` (Thrust/CUB).
+(memset), copies of contiguous arrays (memcpy), CUB's scan called in place
+(:func:`cumsum_in_place`: ``cupy.cumsum`` itself first copies its input with a generated
+kernel) and ``min``/``max``/``sum`` of contiguous arrays (CUB), ``cupy.sort`` (Thrust/CUB).
 """
 
 from __future__ import annotations
@@ -202,6 +203,31 @@ def packbits_little(bools) -> cupy.ndarray:
     return out
 
 
+def copy(array) -> cupy.ndarray:
+    """``array.copy()``: a new C-contiguous array of the same values, by one device memcpy where
+    ``array`` is C-contiguous (CuPy's ``copy`` launches a generated elementwise kernel)."""
+    if not array.flags.c_contiguous:
+        return array.copy()
+    out = cupy.empty(array.shape, dtype=array.dtype)
+    if array.nbytes:
+        out.data.copy_from_device_async(array.data, array.nbytes)
+    return out
+
+
+def cumsum_in_place(values) -> cupy.ndarray:
+    """``values`` replaced by its inclusive prefix sum in its own dtype (``cupy.cumsum(values,
+    dtype=values.dtype)``), returned: CUB's device scan,
+    shipped compiled in CuPy, on a 1-D C-contiguous integer array; CuPy's own call elsewhere."""
+    if values.ndim == 1 and values.flags.c_contiguous and 0 < values.size < 2**31:  # CUB counts in int
+        from cupy.cuda import cub
+
+        scanned = cub.cub_scan(values, cub.CUPY_CUB_CUMSUM)
+        if scanned is not None:
+            return scanned
+    values[...] = cupy.cumsum(values)
+    return values
+
+
 def _tile_counts(bools, n: int):
     """``[0, nonzeros of tile 0, nonzeros of tile 1, ...]`` (int64) of a bool array of ``n > 0``."""
     tiles = -(-n // TILE)
@@ -225,7 +251,7 @@ def flatnonzero(bools) -> cupy.ndarray:
     n = bools.size
     if n == 0:
         return cupy.empty(0, dtype=np.int64)
-    starts = cupy.cumsum(_tile_counts(bools, n))  # starts[t]: tile t's first output slot; [-1]: total
+    starts = cumsum_in_place(_tile_counts(bools, n))  # starts[t]: tile t's first output slot; [-1]: total
     out = cupy.empty(int(starts[-1]), dtype=np.int64)
     if out.size:
         tiles = starts.size - 1
@@ -238,7 +264,7 @@ def unique(values) -> cupy.ndarray:
     if values.dtype.kind not in "iu" or values.ndim != 1:
         return cupy.unique(values)
     if values.size == 0:
-        return values.copy()
+        return copy(values)
     ordered = cupy.sort(values)
     starts = cupy.empty(ordered.size, dtype=np.bool_)
     bits, ctype = _bits(ordered)

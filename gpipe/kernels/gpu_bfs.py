@@ -27,8 +27,9 @@ def bfs_expand(indptr, indices, offset, frontier, dist, parent, level, remote):
         Distinct local ids at distance ``level``.
     dist : cupy.ndarray of int32, shape (n_local,)
         BFS levels, -1 = unvisited; claimed targets get ``level + 1``.
-    parent : cupy.ndarray of int64, shape (n_local,)
-        Global parent ids, -1 = none; claimed targets get ``offset + u``.
+    parent : cupy.ndarray of int64, shape (n_local,), or None
+        Global parent ids, -1 = none; claimed targets get ``offset + u``. None or empty: no
+        parent is written.
     level : int
         Distance of the frontier.
     remote : bool
@@ -70,7 +71,7 @@ def bfs_expand(indptr, indices, offset, frontier, dist, parent, level, remote):
         (cuda.BLOCK,),
         (
             indptr, indices, cupy.int64(offset), cupy.int64(n_local), frontier, edge_end,
-            cupy.int64(k), cupy.int32(level), dist, parent, next_frontier,
+            cupy.int64(k), cupy.int32(level), dist, _or_null(parent), next_frontier,
             remote_targets, remote_parents, counters, cupy.int32(bool(remote)),
         ),
     )
@@ -78,6 +79,11 @@ def bfs_expand(indptr, indices, offset, frontier, dist, parent, level, remote):
     return next_frontier[:n_next], remote_targets[:n_remote], remote_parents[:n_remote]
 
 
+
+
+def _or_null(array):
+    """``array``, or a null pointer (8 bytes by value) for None or an empty array."""
+    return cupy.uint64(0) if array is None or array.size == 0 else array
 
 
 # ---------------------------------------------------------------------------------------------
@@ -108,7 +114,7 @@ def _persistent_launch(dtype, device_id: int):
 
 
 def bfs(indptr, indices, sources, depth_limit=-1, *, symmetric=False, alpha=ALPHA, beta=BETA,
-        gamma=GAMMA, trace=None):
+        gamma=GAMMA, trace=None, target=-1, parents=True, stats=None):
     """Breadth-first search of a one-owner CSR graph on the GPU, in one kernel launch.
 
     Distances and a BFS tree from all ``sources`` at once. The whole search runs inside one
@@ -146,14 +152,24 @@ def bfs(indptr, indices, sources, depth_limit=-1, *, symmetric=False, alpha=ALPH
         level ``L`` (``t_ns``: the GPU's global timer at the level's start) and the row after the
         last level ``(levels, -1, 0, 0, t_ns)`` at the end of the search. Rows past the levels
         are left untouched.
+    target : int, default -1
+        Stop after the level that reaches this vertex (checked on the device at the start of
+        each level: no host read). Its distance and parent chain are then final; farther
+        vertices may be unreached. -1: search everything.
+    parents : bool, default True
+        False: distances only; no parent array (with int32 ``indices`` a 4-byte-per-vertex
+        queue of its own instead of the 8-byte parent array that holds it otherwise).
+    stats : dict, optional
+        Receives ``levels``, the levels expanded (one synchronization).
 
     Returns
     -------
     dist : cupy.ndarray of int32, shape (n,)
         Hops from the nearest source; -1 where unreached.
-    parent : cupy.ndarray of int64, shape (n,)
+    parent : cupy.ndarray of int64, shape (n,), or None
         The BFS tree: ``parent[v]`` is a vertex ``u`` with an edge ``u -> v`` and
-        ``dist[u] + 1 == dist[v]``; -1 for the sources and unreached vertices.
+        ``dist[u] + 1 == dist[v]``; -1 for the sources and unreached vertices. None when
+        ``parents`` is False.
 
     Raises
     ------
@@ -197,14 +213,16 @@ def bfs(indptr, indices, sources, depth_limit=-1, *, symmetric=False, alpha=ALPH
     sources = cupy.ascontiguousarray(cupy.asarray(sources, dtype=cupy.int64).ravel())
     depth_limit = -1 if depth_limit is None else int(depth_limit)
     dist = cupy.empty(max(n, 0), dtype=cupy.int32)
-    parent = cupy.empty(max(n, 0), dtype=cupy.int64)
+    parent = cupy.empty(max(n, 0), dtype=cupy.int64) if parents else None
     if n <= 0:
         return dist, parent
     e_bits = 64 - n.bit_length()
     if nnz.bit_length() > min(e_bits, 40):  # the packed frontier counters cannot hold the sums
-        return _bfs_level_loop(indptr, indices, sources, depth_limit)
+        return _bfs_level_loop(indptr, indices, sources, depth_limit, target, parents, stats)
 
-    if indices.dtype == cupy.int32:  # parents fit in the low words: the queue in the high words
+    if not parents:  # no parent words to borrow: a queue of the index type
+        parent_lo, queue, stride = cupy.uint64(0), cupy.empty(n, dtype=indices.dtype), 1
+    elif indices.dtype == cupy.int32:  # parents fit in the low words: the queue in the high words
         words = parent.view(cupy.int32)
         parent_lo, queue, stride = words, words[1:], 2
     else:
@@ -229,24 +247,30 @@ def bfs(indptr, indices, sources, depth_limit=-1, *, symmetric=False, alpha=ALPH
         (
             indptr, indices, cupy.int64(n), sources, cupy.int64(sources.size),
             cupy.int32(depth_limit), cupy.int32(bool(symmetric)), cupy.float64(alpha),
-            cupy.float64(beta), cupy.float64(gamma), dist, parent, parent_lo, cupy.int64(stride), queue,
-            cupy.int64(stride), bitmaps, tile_offsets, counters, cupy.int32(e_bits),
-            trace_arg, cupy.int32(trace_rows),
+            cupy.float64(beta), cupy.float64(gamma), dist, _or_null(parent), parent_lo,
+            cupy.int64(stride), queue, cupy.int64(stride), bitmaps, tile_offsets, counters,
+            cupy.int32(e_bits), trace_arg, cupy.int32(trace_rows), cupy.int64(target),
         ),
         enable_cooperative_groups=True,
     )
+    if stats is not None:
+        stats["levels"] = int(counters[3].get())
     return dist, parent
 
 
-def _bfs_level_loop(indptr, indices, sources, depth_limit):
+def _bfs_level_loop(indptr, indices, sources, depth_limit, target=-1, parents=True, stats=None):
     """BFS by a host loop over :func:`bfs_expand` (one launch and one host read per level)."""
     n = int(indptr.size) - 1
     dist = gpu_arrays.full(n, -1, cupy.int32)
-    parent = gpu_arrays.full(n, -1, cupy.int64)
+    parent = gpu_arrays.full(n, -1, cupy.int64) if parents else None
     frontier = gpu_arrays.unique(sources)
     gpu_arrays.scatter(dist, frontier, 0)
     level = 0
     while frontier.size and (depth_limit < 0 or level < depth_limit):
+        if target >= 0 and int(dist[target].get()) >= 0:
+            break
         frontier, _, _ = bfs_expand(indptr, indices, 0, frontier, dist, parent, level, False)
         level += 1
+    if stats is not None:
+        stats["levels"] = level
     return dist, parent

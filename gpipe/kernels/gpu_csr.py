@@ -58,7 +58,7 @@ def build_csr(src_local, dst, weights, n_local, index_dtype, *, symmetric=False,
     Notes
     -----
     Three passes (``kernels/csr.cu``): an ``atomicAdd`` degree histogram, an exclusive scan
-    (``cupy.cumsum`` of ``[0, degrees...]``), and a scatter in which each edge takes the next free slot of its row
+    (CUB's, in place, of ``[0, degrees...]``), and a scatter in which each edge takes the next free slot of its row
     with ``atomicAdd`` on a cursor and writes its target and weight there. Time is
     ``O(m + n_local)``, with no sort. Device memory besides the input is the output
     (``nnz * (itemsize + 8)`` bytes) plus two int64 arrays of ``n_local``; the call reads
@@ -87,14 +87,12 @@ def build_csr(src_local, dst, weights, n_local, index_dtype, *, symmetric=False,
         cuda.function(_SOURCE, "csr_count", indices_kind)(
             grid, (cuda.BLOCK,), common + flags + (degrees[1:],),
         )
-    # CUB's scan, shipped compiled in CuPy (assigning a scan to indptr[1:] compiles a copy kernel)
-    indptr = cupy.cumsum(degrees)
-    del degrees
+    indptr = gpu_arrays.cumsum_in_place(degrees)  # [0, d0, d0 + d1, ...]
     nnz = int(indptr[-1])
     indices = cupy.empty(nnz, dtype=index_dtype)
     w_out = cupy.empty(nnz, dtype=cupy.float64) if weighted else None
     if nnz:
-        cursor = indptr[:-1].copy()
+        cursor = gpu_arrays.copy(indptr[:-1])
         cuda.function(_SOURCE, "csr_scatter", indices_kind)(
             grid, (cuda.BLOCK,),
             common + (w_in, cupy.int32(weighted)) + flags

@@ -32,8 +32,9 @@ def sssp_relax(indptr, indices, weights, offset, frontier, frontier_dist, dist, 
         Distance of each frontier vertex at the start of the round (the snapshot relaxed from).
     dist : cupy.ndarray of float64, shape (n_local,)
         Tentative distances, +inf = unreached; only ever lowered.
-    parent : cupy.ndarray of int64, shape (n_local,)
-        Global parent ids, -1 = none; changed only where ``dist`` strictly decreased.
+    parent : cupy.ndarray of int64, shape (n_local,), or None
+        Global parent ids, -1 = none; changed only where ``dist`` strictly decreased. None
+        or empty: no parent is written.
     remote : bool
         Whether to list the candidates for targets outside this owner.
 
@@ -83,7 +84,7 @@ def sssp_relax(indptr, indices, weights, offset, frontier, frontier_dist, dist, 
         edges + (remote_targets, remote_dists, remote_parents, counters, cupy.int32(bool(remote))),
     )
     cuda.function(_SOURCE, "sssp_settle_parents", indices)(
-        grid, (cuda.BLOCK,), edges + (parent, improved, counters),
+        grid, (cuda.BLOCK,), edges + (_or_null(parent), improved, counters),
     )
     n_improved, n_remote = (int(c) for c in counters.get())
     return (
@@ -113,7 +114,14 @@ _REPAIR_BLOCKS = 1024  # grid of the symmetric parent repair (edge-parallel over
 _RECORD_PARENTS = True
 
 
-def sssp(indptr, indices, weights, sources, *, delta=None, symmetric=False):
+def _or_null(array):
+    """``array``, or a null pointer (8 bytes by value) for None or an empty array: the kernels
+    then write no parents."""
+    return cupy.uint64(0) if array is None or array.size == 0 else array
+
+
+def sssp(indptr, indices, weights, sources, *, delta=None, symmetric=False, target=-1,
+         max_distance=None, parents=True, stats=None):
     """Shortest-path distances and a shortest-path tree from ``sources``, non-negative weights.
 
     Parameters
@@ -139,15 +147,29 @@ def sssp(indptr, indices, weights, sources, *, delta=None, symmetric=False):
         traversal rejects are repaired: by scanning the vertex's own row (its in-edges' twins)
         instead of one pass over all ``nnz`` edges. Wrong answers follow from ``True`` on a
         directed graph; ``False`` is always correct.
+    target : int, default -1
+        Stop once this vertex's distance is final: when a pass leaves the near queue empty
+        and the target lies below the threshold. Its distance and parent chain are then exact;
+        other vertices may be unreached or above their distance. -1: settle everything.
+    max_distance : float or None
+        Vertices farther are left unreached (+inf, parent -1): candidates above it are
+        dropped, so the passes end where the distances pass it.
+    parents : bool, default True
+        False: no parent, parent-edge or pass-stamp array is allocated (20 bytes per vertex
+        less) and the parent check is not run; ``parent`` is None.
+    stats : dict, optional
+        Receives the traversal's counters (``passes``, ``relax_passes``, ``splits``,
+        ``edges_relaxed``); one synchronization.
 
     Returns
     -------
     dist : cupy.ndarray of float64, shape (n,)
         Shortest-path lengths; ``+inf`` where unreached, ``0`` at sources.
-    parent : cupy.ndarray of int64, shape (n,)
+    parent : cupy.ndarray of int64, shape (n,), or None
         For each reached non-source ``v``, a vertex ``u`` with an edge ``u -> v`` of weight
         ``w`` such that ``dist[u] + w == dist[v]`` exactly; following parents always ends at a
         source (no cycles, zero-weight cycles included). ``-1`` at sources and unreached.
+        None when ``parents`` is False.
 
     Examples
     --------
@@ -184,11 +206,18 @@ def sssp(indptr, indices, weights, sources, *, delta=None, symmetric=False):
     .. [2] U. Meyer, P. Sanders, "Delta-stepping: a parallelizable shortest path algorithm",
        Journal of Algorithms 49(1), 2003.
     """
-    dist, parent, _ = sssp_with_stats(indptr, indices, weights, sources, delta=delta, symmetric=symmetric)
+    dist, parent, counts = sssp_with_stats(indptr, indices, weights, sources, delta=delta,
+                                           symmetric=symmetric, target=target,
+                                           max_distance=max_distance, parents=parents)
+    if stats is not None:
+        host = counts.get()
+        stats.update(passes=int(host[0]), relax_passes=int(host[1]), splits=int(host[2]),
+                     edges_relaxed=int(host[3]))
     return dist, parent
 
 
-def sssp_with_stats(indptr, indices, weights, sources, *, delta=None, symmetric=False):
+def sssp_with_stats(indptr, indices, weights, sources, *, delta=None, symmetric=False, target=-1,
+                    max_distance=None, parents=True):
     """:func:`sssp`, plus the traversal's counters (a device int64[7] array).
 
     The counters are: passes, relax passes, splits (threshold raises), edges relaxed, near
@@ -203,15 +232,19 @@ def sssp_with_stats(indptr, indices, weights, sources, *, delta=None, symmetric=
     k = int(sources.size)
     dist = gpu_arrays.full(n, cupy.inf, cupy.float64)
     gpu_arrays.scatter(dist, sources, 0.0)
-    parent = gpu_arrays.full(n, -1, cupy.int64)
+    limit = float("inf") if max_distance is None else float(max_distance)
     if delta is None:
         delta = default_delta(indptr, weights)
-    stamp = cupy.zeros(n, dtype=cupy.int32)
+    if parents:
+        parent = gpu_arrays.full(n, -1, cupy.int64)
+        stamp = cupy.zeros(n, dtype=cupy.int32)
+        parent_edge = cupy.empty(n, dtype=cupy.int64)  # read only where parent >= 0
+    else:
+        parent = stamp = parent_edge = None
     marks = gpu_arrays.full(2 * n, -1, cupy.int32)
     queues = cupy.empty(4 * n, dtype=index_dtype)
     gpu_arrays.astype(sources, index_dtype, out=queues[:k])
     per_slot = cupy.empty(3 * n, dtype=cupy.int64)  # snapshot (as float64), row end, edge end
-    parent_edge = cupy.empty(n, dtype=cupy.int64)  # read only where parent >= 0
     ring = cupy.array([0, 0, 0x7FF0000000000000] * 3, dtype=cupy.uint64)
     barrier = cupy.zeros(2, dtype=cupy.uint32)
     stats = cupy.zeros(7, dtype=cupy.int64)
@@ -224,10 +257,12 @@ def sssp_with_stats(indptr, indices, weights, sources, *, delta=None, symmetric=
         block_sum = cupy.empty(2 * blocks, dtype=cupy.int64)  # block sums, first slots
         args = (
             indptr, indices, weights, cupy.int64(n), cupy.float64(delta), cupy.int64(k),
-            dist, stamp, marks[:n], marks[n:], queues[:n], queues[n:2 * n], queues[2 * n:3 * n],
-            queues[3 * n:], per_slot[:n].view(cupy.float64), per_slot[n:2 * n], per_slot[2 * n:],
-            block_sum[:blocks], block_sum[blocks:], parent, parent_edge, ring, barrier, stats,
-            cupy.int32(_L1_CACHED), cupy.int32(_RECORD_PARENTS),
+            dist, _or_null(stamp), marks[:n], marks[n:], queues[:n], queues[n:2 * n],
+            queues[2 * n:3 * n], queues[3 * n:], per_slot[:n].view(cupy.float64),
+            per_slot[n:2 * n], per_slot[2 * n:], block_sum[:blocks], block_sum[blocks:],
+            _or_null(parent), _or_null(parent_edge), ring, barrier, stats,
+            cupy.int32(_L1_CACHED), cupy.int32(_RECORD_PARENTS), cupy.int64(target),
+            cupy.float64(limit),
         )
         try:
             near_far((blocks,), (cuda.BLOCK,), args, enable_cooperative_groups=True)
@@ -237,8 +272,13 @@ def sssp_with_stats(indptr, indices, weights, sources, *, delta=None, symmetric=
             error = exc
     if error is not None:  # not even one block per SM can be resident: rounds from the host
         dist, parent = _frontier_rounds(indptr, indices, weights, sources, dist, parent)
+        if max_distance is not None:
+            beyond = dist > limit
+            dist[beyond] = cupy.inf
+            if parent is not None:
+                parent[beyond] = -1
         return dist, parent, stats
-    if n > 0:
+    if n > 0 and parents:
         # Re-check the recorded parents; list the failures (in the now free first queue).
         repair, repairs = queues[:n], stats[6:7].view(cupy.uint64)
         kernel = functools.partial(cuda.function, _NEAR_FAR_SOURCE)
@@ -262,7 +302,8 @@ def sssp_with_stats(indptr, indices, weights, sources, *, delta=None, symmetric=
 
 
 def _frontier_rounds(indptr, indices, weights, sources, dist, parent):
-    """Frontier Bellman-Ford rounds of :func:`sssp_relax` (when no cooperative launch fits)."""
+    """Frontier Bellman-Ford rounds of :func:`sssp_relax` (when no cooperative launch fits);
+    ``parent`` may be None (none written)."""
     frontier = sources
     while frontier.size:
         frontier, _, _, _ = sssp_relax(indptr, indices, weights, 0, frontier,

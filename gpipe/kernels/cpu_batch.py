@@ -25,8 +25,8 @@ What each kernel computes
                 once per source, every thread on each. Measured on kron20 with 2 threads, that
                 beat one serial Dijkstra per thread with several sources resident at once
                 (a binary heap with lazy deletion grows to the edges, and SciPy's Fibonacci
-                heap was faster than it). ``max_distance`` masks the vertices beyond it
-                afterwards (no early stop on the CPU).
+                heap was faster than it). ``max_distance`` stops each traversal at the
+                first bucket beyond it.
                 ``negative_weights``: frontier Bellman-Ford per source [3] (a queue of the
                 vertices improved in the previous round), the sources spread over the threads
                 (numba prange); more than n - 1 rounds means a negative cycle is reachable
@@ -423,11 +423,8 @@ def sssp_batch(indptr, indices, weights, sources, *, symmetric, negative_weights
         # Delta-stepping per source, all threads on each (measured on kron20 with 2 threads:
         # faster than one serial Dijkstra per thread, several sources at once).
         for i in range(k):
-            dist[i], parent[i] = delta_stepping(indptr, indices, weights, sources[i:i + 1])
-        if max_distance is not None:
-            beyond = dist > limit
-            dist[beyond] = np.inf
-            parent[beyond] = -1
+            dist[i], parent[i] = delta_stepping(indptr, indices, weights, sources[i:i + 1],
+                                                max_distance=max_distance)
         return dist, parent
     ok = np.ones(k, dtype=np.bool_)
     _bellman_ford_sources(indptr, indices, weights, sources, limit, dist, parent, ok)

@@ -276,7 +276,8 @@ def one_owner_batch(part, sources, query: Query):
     mask = query.targets is None and be.name != backends.CPU  # only the GPU's nonzero needs it
     if query.kind == BFS:
         dist = kernels.bfs_batch(part.indptr, part.indices, batch, query.limit, symmetric=part.symmetric)
-        parent = kernels.bfs_batch_parents(part.indptr, part.indices, dist, batch) if query.parents else None
+        parent = (kernels.bfs_batch_parents(part.indptr, part.indices, dist, batch, symmetric=part.symmetric)
+                  if query.parents else None)
         reached = dist >= 0 if mask else None
     else:
         try:

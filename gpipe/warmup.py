@@ -9,7 +9,8 @@ into that cache, so that a container image can bake the cache in::
 Where CuPy sees a GPU, the CUDA kernels are loaded from the shipped binaries (compiling only
 for a GPU no binary serves), and CuPy compiles into its cache (``CUPY_CACHE_DIR``) the one
 kernel of its own that Dask hits when a cuDF frame is handed to ``dd.from_pandas`` (a
-boolean ``any()``, seconds of NVRTC on a fresh machine); without a GPU that part is skipped.
+boolean ``any()``, seconds of NVRTC on a fresh machine) and the array operations of
+per-source queries (``bfs_each``/``sssp_each``); without a GPU that part is skipped.
 """
 
 from __future__ import annotations
@@ -76,7 +77,27 @@ def _warm_gpu() -> str:
     started = time.perf_counter()
     gpu_warmup()
     _warm_cupy_for_dask()
+    _warm_cupy_for_each()
     return f"done in {time.perf_counter() - started:.1f} s"
+
+
+def _warm_cupy_for_each() -> None:
+    """Compile into CuPy's cache the array operations that per-source queries
+    (:mod:`gpipe.each`) still do with CuPy's generated kernels, by running a tiny one of each
+    kind; skipped where cuDF is not installed."""
+    try:
+        import cudf
+    except ImportError:
+        return
+    import gpipe
+
+    edges = cudf.DataFrame({"src": [0, 1, 2, 0], "dst": [1, 2, 3, 3], "w": [1.0, 2.0, 1.0, 5.0]})
+    for directed in (True, False):
+        graph = gpipe.Graph.from_edges(edges, directed=directed, weight="w")
+        for targets in (None, [3, 7]):
+            for parents in (False, True):
+                len(graph.bfs_each([0, 1], targets=targets, parents=parents))
+                len(graph.sssp_each([0, 1], targets=targets, parents=parents))
 
 
 def _warm_cupy_for_dask() -> None:

@@ -336,7 +336,7 @@ def bfs_batch(indptr, indices, sources, depth_limit, *, symmetric, in_indptr=Non
     return dist
 
 
-def bfs_batch_parents(indptr, indices, dist, sources):
+def bfs_batch_parents(indptr, indices, dist, sources, *, symmetric=False):
     """A BFS parent of every reached vertex, for each source, from the distance table.
 
     Parameters

@@ -642,7 +642,8 @@ def check_bfs_batch(kernels, device, host, index_dtype, directed, k, depth_limit
         batch = sources[lo:lo + width]
         dist = kernels.bfs_batch(device(indptr), device(indices), device(batch), depth_limit,
                                  symmetric=not directed)
-        parent = kernels.bfs_batch_parents(device(indptr), device(indices), dist, device(batch))
+        parent = kernels.bfs_batch_parents(device(indptr), device(indices), dist, device(batch),
+                                           symmetric=not directed)
         tables.append((batch, host(dist), host(parent)))
     ones = np.ones(src.size)
     for batch, dist, parent in tables:

@@ -15,7 +15,8 @@ What each kernel computes
                 stopping once every missing source is found; race-free, each thread writes
                 only its own vertices) while they are many (GAPBS's alpha).
     bfs_batch_parents
-                Parents from the distance table: for each edge u -> v and each source i with
+                Parents from the distance table (symmetric CSR: each vertex pulls from its own
+                row until every source has one): for each edge u -> v and each source i with
                 dist[i, u] + 1 == dist[i, v], u is a parent of v for i. One scan of the edges
                 for all k sources, the table transposed to vertex-major so each edge compares
                 two contiguous rows. Threads split the edges by source vertex u and may write
@@ -178,6 +179,29 @@ def _parents_from_dist(indptr, indices, dist_by_vertex, parent_by_vertex):
                 du = dist_by_vertex[u, i]
                 if du >= 0 and dist_by_vertex[v, i] == du + 1:
                     parent_by_vertex[v, i] = u
+
+
+@kernel(*each_index(lambda indices: (INT64S, indices, INT32S_2D, INT64S_2D)), parallel=True)
+def _parents_pulled(indptr, indices, dist_by_vertex, parent_by_vertex):
+    """As :func:`_parents_from_dist` where each row holds the vertex's in-edges (a symmetric
+    CSR): each vertex scans its own row and stops once every source that reached it has a
+    parent, so a hub is done after a few neighbours instead of all of them."""
+    n = indptr.shape[0] - 1
+    k = dist_by_vertex.shape[1]
+    for v in numba.prange(n):
+        missing = 0
+        for i in range(k):
+            if dist_by_vertex[v, i] > 0:
+                missing += 1
+        e = indptr[v]
+        while missing > 0 and e < indptr[v + 1]:
+            u = indices[e]
+            for i in range(k):
+                dv = dist_by_vertex[v, i]
+                if dv > 0 and parent_by_vertex[v, i] < 0 and dist_by_vertex[u, i] == dv - 1:
+                    parent_by_vertex[v, i] = u
+                    missing -= 1
+            e += 1
 
 
 @_kernel
@@ -346,6 +370,10 @@ def bfs_batch_parents(indptr, indices, dist, sources, *, symmetric=False):
     dist : int32[k, n]
         As returned by :func:`bfs_batch` for ``sources``.
     sources : int64[k]
+    symmetric : bool
+        Each row also holds the vertex's in-edges (an undirected graph): each vertex then scans
+        its own row, stopping once every source has a parent for it, instead of one scan of
+        every edge for every source.
 
     Returns
     -------
@@ -364,7 +392,10 @@ def bfs_batch_parents(indptr, indices, dist, sources, *, symmetric=False):
     by_vertex = np.ascontiguousarray(dist.T)
     parent_by_vertex = np.full((n, k), -1, dtype=np.int64)
     if k and n:
-        _parents_from_dist(indptr, indices, by_vertex, parent_by_vertex)
+        if symmetric:
+            _parents_pulled(indptr, indices, by_vertex, parent_by_vertex)
+        else:
+            _parents_from_dist(indptr, indices, by_vertex, parent_by_vertex)
     return np.ascontiguousarray(parent_by_vertex.T)
 
 

@@ -234,7 +234,7 @@ def meta(query: Query):
         columns["parent"] = _nullable_ids(ids.copy(), vertex_dtype)
     empty = pd.DataFrame(columns)
     if be.name == backends.GPU:
-        return be.frames.DataFrame.from_pandas(empty)
+        return be.frames.from_pandas(empty)
     return empty
 
 

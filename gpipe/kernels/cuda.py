@@ -103,7 +103,9 @@ def grid(n_items_bound: int) -> tuple[int]:
 
 def edge_end(indptr: cupy.ndarray, frontier: cupy.ndarray) -> cupy.ndarray:
     """Inclusive prefix sum of the frontier's out-degrees (int64[k])."""
-    return cupy.cumsum(indptr[frontier + 1] - indptr[frontier])
+    from gpipe.kernels import gpu_arrays  # gpu_arrays loads its kernels through this module
+
+    return gpu_arrays.cumsum_in_place(indptr[frontier + 1] - indptr[frontier])
 
 
 def empty(dtype=cupy.int64) -> cupy.ndarray:

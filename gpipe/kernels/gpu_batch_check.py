@@ -94,7 +94,8 @@ def main(argv=None) -> int:
     parser.add_argument("--sort-queue", action="store_true",
                         help="also time sssp_batch with each relax pass's queue sorted")
     parser.add_argument("--shared-scans", action="store_true",
-                        help="also time sssp_batch with shared edge scans (vertex queues)")
+                        help="also time sssp_batch with (source, vertex) pair queues, against the "
+                             "default shared edge scans (vertex queues)")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
     symmetric = not args.directed
@@ -165,8 +166,8 @@ def main(argv=None) -> int:
           f"{ms / sssp_sources.size:.3f} ms per source; {stats}")
     sdist_h, sparent_h = sdist.get(), sparent.get()
     del sdist, sparent
-    variants = (("sorted queues", {"sort_queue": True}, args.sort_queue),
-                ("shared edge scans", {"shared_scans": True}, args.shared_scans))
+    variants = (("sorted queues of pairs", {"sort_queue": True, "shared_scans": False}, args.sort_queue),
+                ("(source, vertex) pairs", {"shared_scans": False}, args.shared_scans))
     for name, option, wanted in variants:
         if not wanted:
             continue

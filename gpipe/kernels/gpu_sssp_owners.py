@@ -15,7 +15,7 @@ import functools
 import cupy
 import numpy as np
 
-from gpipe.kernels import cuda
+from gpipe.kernels import cuda, gpu_arrays
 from gpipe.kernels.owner_state import (FAR, FAR_MIN, INF_BITS, MID, MID_MIN, NEAR, RELAXED, SENT_MIN,
                                        Counts, SsspOwnerState, counts_from)
 
@@ -62,7 +62,7 @@ def sssp_owner_relax(indptr, indices, weights, state: SsspOwnerState, threshold,
                 (indptr, frontier, cupy.int64(k), state.dist, state.snapshot, state.edge_end,
                  counters),
             )
-            edge_end = cupy.cumsum(state.edge_end[:k])
+            edge_end = gpu_arrays.cumsum_in_place(gpu_arrays.copy(state.edge_end[:k]))
             lowered = 2 * state.calls + 1
             state.calls += 1
             _kernel("sssp_owner_relax_edges", indices)(

@@ -263,9 +263,10 @@ def unique(values) -> cupy.ndarray:
     """``cupy.unique(values)`` of a 1-D integer array: its distinct values, sorted."""
     if values.dtype.kind not in "iu" or values.ndim != 1:
         return cupy.unique(values)
-    if values.size == 0:
+    if values.size <= 1:
         return copy(values)
-    ordered = cupy.sort(values)
+    ordered = copy(values)
+    ordered.sort()  # in place: cupy.sort copies its input with a generated kernel first
     starts = cupy.empty(ordered.size, dtype=np.bool_)
     bits, ctype = _bits(ordered)
     _launch(_kernel("run_starts", ctype), ordered.size, (bits, np.int64(ordered.size), starts))

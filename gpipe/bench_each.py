@@ -68,14 +68,16 @@ def run(*, scale, each, targets=0, algo="bfs", backend="auto", workers=0, seed=0
     dict
         ``graph``, ``rows`` (one per timed query) and the settings.
     """
-    from gpipe.bench import _cluster
+    from gpipe.bench import _cluster, _visible_gpus
 
     backend_name = backends.resolve(backend)
+    # dask-cuda cannot put two workers on one GPU: with one visible, plain workers share it.
+    shared_gpu = backend_name == backends.GPU and workers >= 2 and _visible_gpus() == 1
     algos = ["bfs", "sssp"] if algo == "both" else [algo]
     weighted = "sssp" in algos
     report = {"scale": scale, "each": each, "targets": targets, "backend": backend_name,
-              "workers": workers, "rows": []}
-    with _cluster(backend_name, workers) as client:
+              "workers": workers, "shared_gpu": shared_gpu, "rows": []}
+    with _cluster(backend_name, workers, shared_gpu) as client:
         xp = "cupy" if backend_name == backends.GPU else "numpy"
         edges = generators.kronecker_edges(scale, seed=seed, weights=weighted, xp=xp)
         started = time.perf_counter()

@@ -170,6 +170,7 @@ def bfs_each(edges, sources, *, directed=True, depth_limit=None, targets=None, p
     >>> gpipe.bfs_each(edges, [20, 10], targets=[40]).compute()["distance"].tolist()
     [2, 3]
     """
+    validate.depth_limit(depth_limit)  # before the build, which may take long
     graph = Graph.from_edges(edges, directed=directed, src=src, dst=dst, partitions=partitions,
                              replicas=replicas)
     return graph.bfs_each(sources, depth_limit=depth_limit, targets=targets, parents=parents)
@@ -214,6 +215,7 @@ def sssp_each(edges, sources, *, directed=True, max_distance=None, targets=None,
         from gpipe.errors import InputError
 
         raise InputError("sssp_each needs a weight column: pass weight='<column>'")
+    validate.max_distance(max_distance)  # before the build, which may take long
     graph = Graph.from_edges(edges, directed=directed, src=src, dst=dst, weight=weight,
                              partitions=partitions, replicas=replicas)
     return graph.sssp_each(sources, max_distance=max_distance, targets=targets, parents=parents)

@@ -29,7 +29,7 @@ import pandas as pd
 
 from gpipe import backend as backends
 from gpipe import sources as source_ids
-from gpipe import validate
+from gpipe import traverse, validate
 from gpipe.errors import InputError, NegativeCycleError
 from gpipe.result import BFS, SSSP
 from gpipe.tasks import run_task
@@ -109,7 +109,12 @@ def _integer_array(values) -> np.ndarray:
     try:
         return np.asarray(values, dtype=np.int64)
     except OverflowError:
+        pass
+    try:
         return np.asarray(values, dtype=np.uint64)
+    except OverflowError:
+        wide = next(int(v) for v in values if not -2**63 <= int(v) < 2**64)
+        raise InputError(f"vertex {wide} is no integer id of int64 or uint64: it is in no graph") from None
 
 
 def _raise_on_repeat(values) -> None:
@@ -160,7 +165,13 @@ def target_column(backend_name, values, vertex_dtype):
     if backends.is_string_dtype(vertex_dtype):
         series = pd.Series(list(values), dtype=vertex_dtype)
     else:
-        series = pd.Series(np.asarray(values).astype(validate.numpy_dtype(vertex_dtype)))
+        given = np.asarray(values)
+        cast = given.astype(validate.numpy_dtype(vertex_dtype))
+        changed = np.flatnonzero(cast.astype(given.dtype) != given) if given.size else []
+        if len(changed):  # it would name another vertex: a wrapped integer
+            raise InputError(f"target vertex {_plain(given[changed[0]])!r} does not fit the graph's "
+                             f"id dtype {vertex_dtype}")
+        series = pd.Series(cast)
         if not isinstance(vertex_dtype, np.dtype):
             series = series.astype(vertex_dtype)
     if backend_name == backends.GPU:
@@ -204,6 +215,8 @@ def frame(graph, kind: str, sources, *, limit, targets, parents: bool):
     # one large group, which it hands to any free worker with no regard for where their data
     # is (copying the graph there). key_split of every batch is still NAMES[kind].
     keys = [(f"{name}-{i}", 0) for i in range(len(batches))]
+    # One task of the query, shared by every batch, so a distance table's targets are sent once.
+    query = dask.delayed(query, name=f"gpipe-each-query-{token}", traverse=False)
     if built.layout.n_owners == 1:
         copies = built.replicas or built.parts
         if not hasattr(copies[0], "key"):  # in this process: the Partition itself, kept out of Dask's hashing
@@ -280,17 +293,22 @@ def one_owner_batch(part, sources, query: Query):
                   if query.parents else None)
         reached = dist >= 0 if mask else None
     else:
+        # Negative weights: Bellman-Ford runs to the end anyway; the self-loops are checked
+        # before the cut, so one beyond max_distance is still the negative cycle it is.
+        cut_later = query.negative_weights and query.limit is not None
         try:
             dist, parent = kernels.sssp_batch(part.indptr, part.indices, part.weights, batch,
                                               symmetric=part.symmetric,
                                               negative_weights=query.negative_weights,
-                                              max_distance=query.limit)
+                                              max_distance=None if cut_later else query.limit)
         except NegativeCycleError as error:
             index = getattr(error, "source_index", 0)
             raise NegativeCycleError(
                 "a negative-weight cycle is reachable from source "
                 f"{_input_id(part, int(sources[index]))!r}") from None
         _raise_if_negative_loop_reached(part, sources, dist, query.limit)
+        if cut_later:
+            traverse._cut_beyond(dist, parent, query.limit)
         reached = xp.isfinite(dist) if mask else None
     return batch_rows(part, part.ids, np.asarray(sources, dtype=np.int64), dist,
                       parent if query.parents else None, reached, query)

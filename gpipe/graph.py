@@ -378,9 +378,10 @@ class Graph:
         from gpipe import each
 
         depth_limit = validate.depth_limit(depth_limit)
+        parents = validate.flag(parents, "parents")
         self._ready()
         return each.frame(self, result.BFS, sources, limit=-1 if depth_limit is None else depth_limit,
-                          targets=targets, parents=bool(parents))
+                          targets=targets, parents=parents)
 
     def sssp_each(self, sources, *, max_distance=None, targets=None, parents=False):
         """Shortest paths by weight from each of ``sources`` on its own.
@@ -427,16 +428,11 @@ class Graph:
 
         if self.weight is None:
             raise InputError("sssp_each needs edge weights: build the graph with weight='<column>'")
-        if max_distance is not None:
-            try:
-                max_distance = float(max_distance)
-            except (TypeError, ValueError):
-                raise InputError(f"max_distance must be a number or None, not {max_distance!r}") from None
-            if not max_distance >= 0:
-                raise InputError(f"max_distance must be a non-negative number or None, not {max_distance!r}")
+        max_distance = validate.max_distance(max_distance)
+        parents = validate.flag(parents, "parents")
         self._ready()
         return each.frame(self, result.SSSP, sources, limit=max_distance, targets=targets,
-                          parents=bool(parents))
+                          parents=parents)
 
     def _ready(self) -> None:
         """Rebuild the graph first when its partitions were lost (as a query does)."""

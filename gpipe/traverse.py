@@ -383,10 +383,15 @@ def _sssp_one_owner(part: Partition, sources, negative_weights, vertex_dtype, pa
     :func:`_bfs_one_owner`). Raises NegativeCycleError."""
     sources = source_ids.global_ids(part.backend, part.ids, sources)
     reporter = _start_one_owner(SSSP, sources)
-    dist, parent = sssp_arrays(part, sources, negative_weights, max_distance=max_distance,
-                               parents=parents)
+    # Negative weights run to the end anyway: the self-loops are checked before the cut, so a
+    # reachable one beyond max_distance is the negative cycle it is (as over several owners).
+    cut_later = negative_weights and max_distance is not None
+    dist, parent = sssp_arrays(part, sources, negative_weights,
+                               max_distance=None if cut_later else max_distance, parents=parents)
     _report_one_owner(reporter, part, dist)
     _raise_if_negative_loop_reached(part, part.ids, dist)
+    if cut_later:
+        _cut_beyond(dist, parent, max_distance)
     return owner_frame(part, part.ids, dist, parent, SSSP, vertex_dtype)
 
 

@@ -255,6 +255,39 @@ def test_sssp_each_needs_weights_and_a_sane_max_distance():
         weighted.sssp_each([int(edges["src"].iloc[0])], max_distance=-1)
 
 
+@pytest.mark.parametrize("bad", ["5", True, float("nan")])
+def test_sssp_each_checks_max_distance_and_parents_as_sssp_does(bad):
+    edges = reference.random_edges(n=50, m=100, seed=16).assign(w=1.0)
+    graph = gpipe.Graph.from_edges(edges, weight="w")
+    source = int(edges["src"].iloc[0])
+    with pytest.raises(InputError, match="max_distance"):
+        graph.sssp_each([source], max_distance=bad)
+    with pytest.raises(InputError, match="parents"):
+        graph.sssp_each([source], parents="no")
+
+
+def test_ids_no_integer_dtype_holds_are_input_errors_naming_them():
+    edges = pd.DataFrame({"src": np.array([0, 1, 2], dtype=np.int32), "dst": np.array([1, 2, 3], dtype=np.int32)})
+    graph = gpipe.Graph.from_edges(edges)
+    with pytest.raises(InputError, match=str(2**70)):
+        graph.bfs_each([2**70])
+    with pytest.raises(InputError, match=str(2**32 + 1)):
+        graph.bfs_each([0], targets=[2**32 + 1])  # would wrap to vertex 1 in int32
+
+
+@pytest.mark.parametrize("max_distance", [None, 2.0])
+def test_a_negative_self_loop_beyond_max_distance_is_still_a_negative_cycle(max_distance):
+    """Bellman-Ford runs to the end: the cut at max_distance comes after the cycle check, as
+    over several owners (one source and per source alike)."""
+    edges = pd.DataFrame({"src": [0, 1, 2, 2, 3], "dst": [1, 2, 2, 3, 0],
+                          "w": [1.0, 5.0, -1.0, 1.0, -0.5]})
+    graph = gpipe.Graph.from_edges(edges, weight="w")
+    with pytest.raises(NegativeCycleError):
+        graph.sssp(0, max_distance=max_distance).compute()
+    with pytest.raises(NegativeCycleError):
+        graph.sssp_each([0], max_distance=max_distance).compute()
+
+
 # ---------------------------------------------------------------------------------------------
 # Laziness and task names
 # ---------------------------------------------------------------------------------------------

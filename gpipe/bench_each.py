@@ -292,6 +292,10 @@ def main(args) -> int:
         from gpipe.errors import InputError
 
         raise InputError("gpipe bench --each needs --scale (a generated Kronecker graph)")
+    if args.json:
+        from gpipe.output import check_writable
+
+        check_writable(args.json)  # before any work, as gpipe bench does
     report = run(scale=args.scale, each=args.each, targets=args.targets or 0, algo=args.algo,
                  backend=args.backend, workers=args.workers, seed=args.seed,
                  compare_scipy=args.compare_scipy, parquet=args.each_parquet, tmpdir=args.tmpdir)

@@ -156,7 +156,10 @@ class Traversals(SchedulerPlugin):
         out = []
         for traversal in reversed(self.traversals.values()):
             owners = [traversal["owner"][p] for p in sorted(traversal["owner"])]
-            done = len(owners) == traversal["owners"] and all(o["done"] for o in owners)
+            # An owner that failed ends the traversal even where another never reported (it
+            # may have failed before its start, or its worker died first).
+            done = all(o["done"] for o in owners) and (
+                len(owners) == traversal["owners"] or any(o.get("failed") for o in owners))
             elapsed = (max(o["elapsed_s"] for o in owners) if done
                        else max(now - traversal["started"], 0.0))
             failed = next((o["failed"] for o in owners if o.get("failed")), None)

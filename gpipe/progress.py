@@ -200,7 +200,9 @@ def describe(event: dict) -> str:
     where = f" on owner {event['owner']}/{event['owners']}" if event["owners"] > 1 else ""
     reached = "" if event["reached"] is None else f", {event['reached']:,} reached"
     level, bfs = event["level"], event["algorithm"] == "bfs"
-    if not event["done"]:
+    if event.get("failed"):
+        state = f"failed ({event['failed']})"
+    elif not event["done"]:
         state = f"at {'level' if bfs else 'step'} {level}"
     elif level is None:
         state = "done"
@@ -256,7 +258,7 @@ def bar(client=None, out=None, widget=None):
     >>> g = gpipe.Graph.from_edges(pd.DataFrame({"src": [0, 1], "dst": [1, 2], "w": [1.0, 1.0]}), weight="w")
     >>> with gpipe.progress.bar():  # doctest: +SKIP
     ...     g.sssp(0).compute()
-    sssp from 0: [####################] step 0, 3 reached done, 0.0 s
+    sssp from 0: [####################] 3 reached done, 0.0 s
     """
     from gpipe.progress_bar import ProgressBar
 

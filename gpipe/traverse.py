@@ -293,8 +293,8 @@ def _sssp_owner(channel, part: Partition, ids, layout: Layout, local_sources, ne
         kernels.sssp_owner_advance(state, threshold, raised)
         threshold, bucket = raised, bucket + 1
     stats.kernel_s += time.perf_counter() - clock
+    _raise_if_negative_loop_reached(part, ids, state.dist)  # before the end: a raise reports failed
     _report_end(reporter, SSSP, part.backend, state.dist, steps=step + 1)
-    _raise_if_negative_loop_reached(part, ids, state.dist)
     _cut_beyond(state.dist, state.parent, max_distance)
     frame = owner_frame(part, ids, state.dist, state.parent if parents else None, SSSP,
                         vertex_dtype)
@@ -388,8 +388,8 @@ def _sssp_one_owner(part: Partition, sources, negative_weights, vertex_dtype, pa
     cut_later = negative_weights and max_distance is not None
     dist, parent = sssp_arrays(part, sources, negative_weights,
                                max_distance=None if cut_later else max_distance, parents=parents)
+    _raise_if_negative_loop_reached(part, part.ids, dist)  # before the end: a raise reports failed
     _report_one_owner(reporter, part, dist)
-    _raise_if_negative_loop_reached(part, part.ids, dist)
     if cut_later:
         _cut_beyond(dist, parent, max_distance)
     return owner_frame(part, part.ids, dist, parent, SSSP, vertex_dtype)

@@ -460,6 +460,8 @@ def _connect(cluster):
         client = connect(cluster)
     except OSError as error:  # a remote scheduler that does not answer (Dask's TimeoutError is one)
         address = cluster.get("scheduler_address") if isinstance(cluster, Mapping) else None
+        if address is None:  # a local cluster that failed to start: not a bad address
+            raise
         raise InputError(f"cannot connect to the Dask scheduler {address!r}: "
                          f"{' '.join(str(error).split()) or type(error).__name__}; check the "
                          "cluster configuration's scheduler_address and that the scheduler runs") from None

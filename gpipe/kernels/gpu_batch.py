@@ -367,9 +367,10 @@ def _sssp_width(n: int, k: int) -> int:
     free, _ = cupy.cuda.Device().mem_info
     free += cupy.get_default_memory_pool().free_bytes()
     fit = int(0.8 * free) // (_SSSP_BYTES_PER_PAIR * n)
-    if fit < min(k, SSSP_BATCH_WIDTH):  # the pairs of a traversal are n * (next power of 2)
-        fit = 1 << max(0, fit.bit_length() - 1)
-    return max(1, min(k, SSSP_BATCH_WIDTH, fit))
+    width = max(1, min(k, SSSP_BATCH_WIDTH, fit))
+    if 1 << (width - 1).bit_length() > fit:  # the pairs of a traversal are n * (next power of 2)
+        width = 1 << max(0, fit.bit_length() - 1)
+    return width
 
 
 class _Passes:

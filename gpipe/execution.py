@@ -247,18 +247,25 @@ class OnCluster(Executor):
         try:
             answer = asked.result()
         except OSError:  # the connection broke: the owner's worker may be on its way out
-            deadline = time.monotonic() + GONE_S
-            while time.monotonic() < deadline:
-                self._raise_if_owner_left([])
-                time.sleep(GONE_POLL_S)
+            self._raise_if_owner_leaves()
             raise
         if isinstance(answer, dict):  # the call raised this
+            if isinstance(answer[direct.FAILED], OSError):  # a peer's connection broke, as above
+                self._raise_if_owner_leaves()
             _raise_error(answer[direct.FAILED])
         if answer == direct.MISSING:  # its peers, if any, are waiting for it: start it now
             return self.submit(fn, *args, owner=owner)
         future = Future(key, self.client)
         self.client.futures[key].finish()
         return future
+
+    def _raise_if_owner_leaves(self) -> None:
+        """GraphLost if an owner's worker leaves the cluster within GONE_S (a broken connection
+        is often the first sign of a dead worker, before the scheduler removes it)."""
+        deadline = time.monotonic() + GONE_S
+        while time.monotonic() < deadline:
+            self._raise_if_owner_left([])
+            time.sleep(GONE_POLL_S)
 
     def gather(self, handles):
         self.wait(handles)  # a task pinned to a worker that died would keep a plain gather waiting

@@ -250,7 +250,7 @@ class OnCluster(Executor):
             self._raise_if_owner_leaves()
             raise
         if isinstance(answer, dict):  # the call raised this
-            if isinstance(answer[direct.FAILED], OSError):  # a peer's connection broke, as above
+            if _broken_connection(answer[direct.FAILED]):  # a peer's connection broke, as above
                 self._raise_if_owner_leaves()
             _raise_error(answer[direct.FAILED])
         if answer == direct.MISSING:  # its peers, if any, are waiting for it: start it now
@@ -458,6 +458,13 @@ def _lost(what: str):
 
     return GraphLost(f"{what}; rebuild the graph (gpipe.Graph.from_edges) if it cannot be "
                      "rebuilt from its input")
+
+
+def _broken_connection(error) -> bool:
+    """Whether ``error`` is a connection that broke (not a peer's timeout, also an OSError)."""
+    from distributed.comm.core import CommClosedError
+
+    return isinstance(error, (CommClosedError, ConnectionError))
 
 
 def _raise_task_error(future):

@@ -104,8 +104,8 @@ def test_a_failing_owner_raises_its_own_error_and_stops_the_others(cluster, dire
         with pytest.raises(ArithmeticError, match="owner 1 fails on purpose"):
             handles = cluster.run_together(_two_exchanges, [(1, (0, 0))] * 2)
             cluster.wait(handles)
-        if not direct:
-            assert handles[0].result() is None  # aborted in its second exchange
+        if not direct:  # aborted in its second exchange, or cancelled by the wait if still running
+            assert handles[0].cancelled() or handles[0].result() is None
 
 
 @pytest.mark.parametrize("direct", [True, False], ids=["direct", "tasks"])

@@ -50,22 +50,29 @@ def test_no_one_listening_costs_no_report(caplog):
     assert not [r for r in caplog.records if hasattr(r, "gpipe_progress")]
 
 
-def test_owners_on_a_cluster_send_progress_events(dask_client2):
-    edges = reference.random_edges(n=400, m=1600, seed=43, weights="positive")
-    source = int(edges["src"].iloc[0])
+def two_owner_bfs_and_sssp(client, edges, source):
+    """BFS and SSSP from ``source`` over two owners, undirected: the progress events the client
+    received (waiting up to 10 s for the four owners' ends) and both computed results."""
     seen = []
-    stop = progress.follow(dask_client2, seen.append)
+    stop = progress.follow(client, seen.append)
     try:
-        with dask_client2.as_current(), dask.config.set({"gpipe.partitions": 2}):
+        with client.as_current(), dask.config.set({"gpipe.partitions": 2}):
             graph = gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=2), directed=False,
                                            weight="weight")
-            graph.bfs(source).compute()
-            graph.sssp(source).compute()
+            bfs = graph.bfs(source).compute()
+            sssp = graph.sssp(source).compute()
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and sum(e["done"] for e in seen) < 4:
             time.sleep(0.1)
     finally:
         stop()
+    return seen, bfs, sssp
+
+
+def test_owners_on_a_cluster_send_progress_events(dask_client2):
+    edges = reference.random_edges(n=400, m=1600, seed=43, weights="positive")
+    source = int(edges["src"].iloc[0])
+    seen, _, _ = two_owner_bfs_and_sssp(dask_client2, edges, source)
     done = {(e["algorithm"], e["owner"]) for e in seen if e["done"]}
     assert done == {("bfs", 0), ("bfs", 1), ("sssp", 0), ("sssp", 1)}
     assert all(e["owners"] == 2 and e["elapsed_s"] >= 0 for e in seen)
@@ -77,19 +84,7 @@ def test_two_owners_report_the_deepest_level_and_sssp_steps(dask_client2):
     level the owners report is the largest distance, each owner's that of its own vertices."""
     edges = reference.random_edges(n=300, m=450, seed=46, weights="positive")
     source = int(edges["src"].iloc[0])
-    seen = []
-    stop = progress.follow(dask_client2, seen.append)
-    try:
-        with dask_client2.as_current(), dask.config.set({"gpipe.partitions": 2}):
-            graph = gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=2), directed=False,
-                                           weight="weight")
-            bfs = graph.bfs(source).compute()
-            sssp = graph.sssp(source).compute()
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and sum(e["done"] for e in seen) < 4:
-            time.sleep(0.1)
-    finally:
-        stop()
+    seen, bfs, sssp = two_owner_bfs_and_sssp(dask_client2, edges, source)
     expected = reference.expected_bfs(edges, [source], directed=False)
     deepest = int(expected.max())
     assert deepest >= 3 and int(bfs["distance"].max()) == deepest

@@ -82,6 +82,15 @@ def _lowest_bit_index(bit, table):
     return table[((bit * _DEBRUIJN) >> 58) & 63]
 
 
+@_inline
+def _write_level(dist, new, v, level, table):
+    """``dist[i, v] = level`` for each source bit i set in ``new``."""
+    while new != 0:
+        bit = new & -new
+        dist[_lowest_bit_index(bit, table), v] = level
+        new ^= bit
+
+
 @kernel(*each_index(lambda indices: (INT64S, indices, INT64S, INT64, BOOL, INT64S, indices,
                                       INT32S_2D, FLOAT64)), parallel=True)
 def _ms_bfs(indptr, indices, sources, depth_limit, bottom_up, in_indptr, in_indices, dist, alpha):
@@ -131,10 +140,7 @@ def _ms_bfs(indptr, indices, sources, depth_limit, bottom_up, in_indptr, in_indi
                     seen[v] |= new
                     active += 1
                     frontier_edges_next += indptr[v + 1] - indptr[v]
-                    while new != 0:
-                        bit = new & -new
-                        dist[_lowest_bit_index(bit, table), v] = level
-                        new ^= bit
+                    _write_level(dist, new, v, level, table)
             frontier, nxt = nxt, frontier
             next_is_clear = False
         else:
@@ -159,10 +165,7 @@ def _ms_bfs(indptr, indices, sources, depth_limit, bottom_up, in_indptr, in_indi
                     seen[v] |= new
                     active += 1
                     frontier_edges_next += indptr[v + 1] - indptr[v]
-                    while new != 0:
-                        bit = new & -new
-                        dist[_lowest_bit_index(bit, table), v] = level
-                        new ^= bit
+                    _write_level(dist, new, v, level, table)
             next_is_clear = True
         frontier_edges = frontier_edges_next
 

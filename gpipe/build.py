@@ -22,6 +22,7 @@ import numpy as np
 from gpipe import backend as backends
 from gpipe import sizing, validate
 from gpipe.errors import InputError
+from gpipe.owners import nccl
 from gpipe.partition import Layout, build_partition
 
 # Keep ids as they are while max id + 1 <= IDENTITY_SLACK * rows + IDENTITY_EXTRA: then the
@@ -70,6 +71,9 @@ class Built:
     # A one-owner graph on a cluster: handles to copies of its partition, each on a worker of
     # its own (parts[0] first), over which per-source batches spread (gpipe.each); else None.
     replicas: list | None = None
+    # A multi-owner GPU graph whose owners talk over NCCL: the key of its communicator on the
+    # owners' workers (gpipe.owners.nccl); None where they use Dask's comms.
+    transport: str | None = None
 
 
 def build(executor, edges, *, directed, src, dst, weight, partitions=None, replicas=None) -> Built:
@@ -133,7 +137,9 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
             executor.submit(_packed_presence, part, owner=owner) for owner, part in enumerate(parts)])
     else:
         executor.wait(parts)
-    replicas = None
+    replicas = transport = None
+    if layout.n_owners > 1:
+        transport = nccl.make_group(executor, layout, backend_name)
     if layout.n_owners == 1 and hasattr(executor, "replicate"):
         addresses = sizing.choose_replicas(size, memory, executor.workers[0], requested_replicas)
         replicas = executor.replicate(parts[0], addresses)
@@ -151,6 +157,7 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
         negative_weights=negative_weights,
         string_ids=strings,
         replicas=replicas,
+        transport=transport,
     )
 
 

@@ -6,7 +6,7 @@ hands it to the worker, the worker reports its end to the scheduler, which tells
 worker is one traversal of a few milliseconds, so that round trip was most of it. Here the
 client asks each owner's worker directly, over a comm handler that :class:`DirectQueries`
 installs (the way Dask's P2P shuffle and direct scatter talk to workers): a one-owner
-traversal, or one owner's share of a multi-owner one (:func:`gpipe.peers.run_owner`, all
+traversal, or one owner's share of a multi-owner one (:func:`gpipe.owners.peers.run_owner`, all
 started at once). The worker runs it on a thread of its own, keeps the result frame as
 ordinary Dask data and tells the scheduler that it holds it for this client (as a scatter from
 a task does); the client then holds a :class:`distributed.Future` of it, which Dask treats

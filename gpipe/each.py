@@ -29,7 +29,7 @@ import pandas as pd
 
 from gpipe import backend as backends
 from gpipe import sources as source_ids
-from gpipe import traverse, validate
+from gpipe import outcome, traverse, validate
 from gpipe.errors import InputError, NegativeCycleError
 from gpipe.result import BFS, SSSP
 from gpipe.tasks import run_task
@@ -308,7 +308,7 @@ def one_owner_batch(part, sources, query: Query):
                 f"{_input_id(part, int(sources[index]))!r}") from None
         _raise_if_negative_loop_reached(part, sources, dist, query.limit)
         if cut_later:
-            traverse._cut_beyond(dist, parent, query.limit)
+            outcome.cut_beyond(dist, parent, query.limit)
         reached = xp.isfinite(dist) if mask else None
     return batch_rows(part, part.ids, np.asarray(sources, dtype=np.int64), dist,
                       parent if query.parents else None, reached, query)

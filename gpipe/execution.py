@@ -99,7 +99,7 @@ class Executor:
         """Start ``fn(channel, *args)`` on every owner at once; one handle per owner.
 
         ``per_owner_args[p]`` are owner ``p``'s arguments and ``channel`` its
-        :class:`gpipe.peers.Channel`, through which the owners message each other directly.
+        :class:`gpipe.owners.peers.Channel`, through which the owners reach each other directly.
         On a cluster the owners run as direct requests (:mod:`gpipe.direct`): this returns once
         they all have, or raises the first owner's error. As tasks (``gpipe.direct-queries:
         false``) it returns at once, and :meth:`wait` raises.
@@ -359,7 +359,8 @@ class OnCluster(Executor):
         once per client: the scheduler installs them on workers that join (or restart) later.
         A worker that died moments ago may still be listed and refuse them; asked again once
         the scheduler has let it go."""
-        from gpipe import direct, peers
+        from gpipe import direct
+        from gpipe.owners import peers
 
         if getattr(self.client, "_gpipe_handlers", False):
             return
@@ -400,7 +401,7 @@ class OnCluster(Executor):
             pass
 
     def run_together(self, fn, per_owner_args):
-        from gpipe import peers
+        from gpipe.owners import peers
 
         self._install_handlers()
         key = f"gpipe-traversal-{uuid.uuid4().hex}"
@@ -417,7 +418,7 @@ class OnCluster(Executor):
     def _abort_owners(self, key, addresses) -> None:
         """Tell every owner of traversal ``key`` to stop, as a failing peer would (best effort,
         within :data:`ABORT_S`): each stops at its next exchange, without a result."""
-        from gpipe import peers
+        from gpipe.owners import peers
 
         async def abort():
             await asyncio.gather(*(
@@ -479,7 +480,7 @@ def _raise_error(error):
     from distributed import KilledWorker
 
     from gpipe.errors import OutOfMemory, out_of_memory
-    from gpipe.peers import PeerLost
+    from gpipe.owners.peers import PeerLost
 
     if isinstance(error, PeerLost):
         raise _lost(str(error)) from error

@@ -75,7 +75,7 @@ def _owner_rows(part, kind, source, targets, negative_weights) -> tuple:
     """``(targets, column, step, vertex)``: the targets' global ids (host) and the rows of
     :func:`chains` for the reached ones, ``column`` indexing ``targets``."""
     from gpipe import sources as source_ids
-    from gpipe import traverse
+    from gpipe import outcome, traverse
     from gpipe.result import BFS
 
     be = backends.get(part.backend)
@@ -88,7 +88,7 @@ def _owner_rows(part, kind, source, targets, negative_weights) -> tuple:
         reached = be.to_host(be.kernels.take(dist, be.xp.asarray(targets))) >= 0
     else:
         dist, parent = traverse.sssp_arrays(part, source, negative_weights, target=target)
-        traverse._raise_if_negative_loop_reached(part, part.ids, dist)
+        outcome.raise_if_negative_loop_reached(part, part.ids, dist)
         reached = np.isfinite(be.to_host(be.kernels.take(dist, be.xp.asarray(targets))))
     column, step, vertex = walk(be, kind, dist, parent, root, targets[reached])
     return targets, np.flatnonzero(reached)[column], step, vertex

@@ -25,7 +25,7 @@ ALONE_ON_HOST = {"_bfs_one_owner", "_sssp_one_owner", "_time_one_owner", "owner_
 
 def task_name(fn, args=()) -> str:
     """``gpipe-<step>`` for ``fn`` (a long owner task is named for the traversal it runs)."""
-    from gpipe import peers
+    from gpipe.owners import peers
 
     if fn is peers.run_owner and args:
         fn = args[0]

@@ -425,14 +425,14 @@ def check_frontier_bitmap_round_trip(kernels, device, host):
 # SSSP over several owners with the owner kernels (sssp_owner_*), either backend
 # ---------------------------------------------------------------------------------------------
 
-FIRST_THRESHOLD = float(np.nextafter(0.0, 1.0))  # as gpipe.traverse: the first window is distance 0
+FIRST_THRESHOLD = float(np.nextafter(0.0, 1.0))  # as gpipe.owners.sssp: the first window is distance 0
 # (local bucket width, window width): narrow and wide, equal, one that jumps, and Bellman-Ford-like.
 OWNER_WIDTHS = [(1.0, 3.0), (0.5, 20.0), (2.0, 1e9), (np.inf, np.inf)]
 
 
 def drive_owner_sssp(kernels, xp, owners, n, sources, negative, widths=(1.0, 3.0), max_steps=10_000):
     """A whole multi-owner SSSP through `kernels`' sssp_owner_* functions, with the loop of
-    gpipe.traverse._sssp_owner (no messages: every bucket handed over in this process) and fixed
+    gpipe.owners.sssp.sssp_owner_arrays (no messages: every bucket handed over in this process) and fixed
     widths. `owners` hold the CSR rows as `xp` arrays. Returns host (dist, parent, steps).
 
     Checks on the way what every step promises: what a peer gets has one row per target, only

@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 import gpipe
-from gpipe import bench, cluster, peers
+from gpipe import bench, cluster
+from gpipe.owners import peers
 
 
 @pytest.mark.parametrize("installed, asked, chosen", [

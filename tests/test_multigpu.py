@@ -14,6 +14,7 @@ import pytest
 import gpipe
 import reference
 from gpipe import traverse
+from gpipe.owners import bfs as owners_bfs
 from test_api import BFS_CASES, SSSP_CASES, check_frame, run_bfs, run_sssp, sorted_frame
 from test_peers import MIXED, check_directions, check_tree
 
@@ -100,7 +101,7 @@ def test_bfs_in_every_direction_with_stats(multigpu_engine, directed, direction)
     edges = reference.random_edges(3000, 12000, seed=31, ids="shuffled")
     sources = reference.pick_sources(edges, 3, seed=31)
     graph = gpipe.Graph.from_edges(multigpu_engine.frame(edges, npartitions=4), directed=directed)
-    with dask.config.set({traverse.DIRECTION_KEY: direction}):
+    with dask.config.set({owners_bfs.DIRECTION_KEY: direction}):
         for query, depth_limit in ((sources[:1], None), (sources, None), (sources, 3)):
             stats = []
             frames = traverse.bfs(graph._executor, graph._built, graph._global_sources(query),

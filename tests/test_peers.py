@@ -13,7 +13,9 @@ import pytest
 import gpipe
 import reference
 from conftest import Engine
-from gpipe import execution, peers, traverse
+from gpipe import execution, traverse
+from gpipe.owners import bfs as owners_bfs
+from gpipe.owners import peers
 from test_api import SSSP_CASES, run_sssp
 
 
@@ -219,11 +221,11 @@ def check_directions(stats, direction, directed):
     assert sorted(s["owner"] for s in stats) == list(range(len(stats)))
     used = {d for d, f in zip(levels, stats[0]["frontier"]) if f > 0}
     if directed or direction == "top-down":
-        assert used == {traverse.TOP_DOWN}
+        assert used == {owners_bfs.TOP_DOWN}
     elif direction == "bottom-up":
-        assert levels[0] == traverse.TOP_DOWN and set(levels[1:]) == {traverse.BOTTOM_UP}
+        assert levels[0] == owners_bfs.TOP_DOWN and set(levels[1:]) == {owners_bfs.BOTTOM_UP}
     elif direction == MIXED:
-        assert used == {traverse.TOP_DOWN, traverse.BOTTOM_UP}
+        assert used == {owners_bfs.TOP_DOWN, owners_bfs.BOTTOM_UP}
         assert any(m == 2 for m in stats[0]["messages"])  # a bottom-up level turned top-down
 
 
@@ -235,7 +237,7 @@ def test_two_owners_bfs_in_every_direction(cluster, directed, direction):
     sources = reference.pick_sources(edges, 3, seed=2)
     graph = gpipe.Graph.from_edges(dask.dataframe.from_pandas(edges, npartitions=2), directed=directed)
     assert graph.num_partitions == 2
-    with dask.config.set({traverse.DIRECTION_KEY: direction}):
+    with dask.config.set({owners_bfs.DIRECTION_KEY: direction}):
         for query, depth_limit in ((sources[:1], None), (sources, None), (sources, 2)):
             got, stats = bfs_with_stats(graph, query, depth_limit)
             reference.assert_distances(got, reference.expected_bfs(edges, query, directed=directed,
@@ -307,7 +309,7 @@ def test_three_owners_agree_with_scipy(over_three):
     reference.assert_distances(graph.bfs([source]).compute(),
                                reference.expected_bfs(positive, [source], directed=False))
     for direction in ("bottom-up", MIXED):
-        with dask.config.set({traverse.DIRECTION_KEY: direction}):
+        with dask.config.set({owners_bfs.DIRECTION_KEY: direction}):
             got, stats = bfs_with_stats(graph, [source])
         reference.assert_distances(got, reference.expected_bfs(positive, [source], directed=False))
         check_tree(got, positive, directed=False)

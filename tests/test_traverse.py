@@ -3,7 +3,7 @@ a BFS over several owners (its owners run as threads here), against SciPy."""
 
 import numpy as np
 
-from gpipe.traverse import _cycle_check_due, _has_parent_cycle
+from gpipe.outcome import cycle_check_due as _cycle_check_due, has_parent_cycle as _has_parent_cycle
 
 
 def test_forest_has_no_parent_cycle():
@@ -22,8 +22,9 @@ def test_cycle_checks_run_at_powers_of_two():
 
 
 # ---------------------------------------------------------------------------------------------
-# BFS over several owners: the real owner loop (traverse.bfs_owner_arrays), its owners run in
-# threads of this process that pass their messages through a peers.Mailbox, against SciPy.
+# BFS over several owners: the real owner loop (gpipe.owners.bfs.bfs_owner_arrays), its owners
+# run in threads of this process that pass their messages through a peers.Mailbox (the
+# DaskTransport over an in-process channel), against SciPy.
 # ---------------------------------------------------------------------------------------------
 
 import threading  # noqa: E402
@@ -31,14 +32,17 @@ import threading  # noqa: E402
 import pytest  # noqa: E402
 
 import kernel_graphs  # noqa: E402
-from gpipe import InputError, peers, traverse  # noqa: E402
+from gpipe import InputError  # noqa: E402
+from gpipe.owners import bfs as owners_bfs  # noqa: E402
+from gpipe.owners import peers  # noqa: E402
+from gpipe.owners.dask_comms import DaskTransport  # noqa: E402
 from gpipe.partition import Layout, build_partition  # noqa: E402
 
 MIXED = {"alpha": 1e9, "beta": 1e-9, "gamma": 1e9}  # change direction at every chance
 
 
 class ThreadChannel:
-    """What bfs_owner_arrays needs of a gpipe.peers.Channel, for owners that are threads."""
+    """What DaskTransport needs of a gpipe.owners.peers.Channel, for owners that are threads."""
 
     def __init__(self, mailbox, owner, n_owners):
         self.mailbox, self.owner = mailbox, owner
@@ -61,14 +65,15 @@ def owner_bfs(src, dst, n, n_owners, directed, sources, depth_limit=None, direct
         mine = (src >= lo) & (src < lo + size)
         parts.append(build_partition(backend, layout, p, directed, False, None,
                                      (xp.asarray(src[mine]), xp.asarray(dst[mine]), None, None, False, None)))
-    thresholds = traverse.bfs_thresholds(direction)
+    thresholds = owners_bfs.bfs_thresholds(direction)
     mailbox, results, errors = peers.Mailbox(), [None] * n_owners, []
     owners = layout.owner_of(np.asarray(sources))
 
     def run(p):
         try:
-            results[p] = traverse.bfs_owner_arrays(
-                ThreadChannel(mailbox, p, n_owners), parts[p], layout,
+            transport = DaskTransport(ThreadChannel(mailbox, p, n_owners), n_owners, backend)
+            results[p] = owners_bfs.bfs_owner_arrays(
+                transport, parts[p], layout,
                 np.asarray(sources)[owners == p] - layout.offset(p), depth_limit, thresholds)
         except BaseException as error:  # noqa: BLE001 (re-raised below)
             errors.append(error)
@@ -132,16 +137,16 @@ def check_owner_bfs_case(seed, directed, n_owners, direction, backend, monkeypat
     for sources in (np.array([7]), np.array([3, 150, 3, 299])):
         stats, levels = check_owner_bfs(src, dst, n, n_owners, directed, sources, direction=rule,
                                         backend=backend)
-        assert levels[0] == traverse.TOP_DOWN
+        assert levels[0] == owners_bfs.TOP_DOWN
         if directed or direction == "top-down":
-            assert set(levels) == {traverse.TOP_DOWN}
+            assert set(levels) == {owners_bfs.TOP_DOWN}
         elif direction == "bottom-up":
-            assert set(levels[1:]) == {traverse.BOTTOM_UP}
+            assert set(levels[1:]) == {owners_bfs.BOTTOM_UP}
         elif direction == "mixed":
             # Both ways, and back: every bottom-up phase that ends goes top-down again.
             changes = [(a, b) for a, b in zip(levels, levels[1:]) if a != b]
-            assert (traverse.TOP_DOWN, traverse.BOTTOM_UP) in changes
-            assert (traverse.BOTTOM_UP, traverse.TOP_DOWN) in changes
+            assert (owners_bfs.TOP_DOWN, owners_bfs.BOTTOM_UP) in changes
+            assert (owners_bfs.BOTTOM_UP, owners_bfs.TOP_DOWN) in changes
         assert all(m in (1, 2) for m in stats["messages"])
 
 
@@ -194,23 +199,23 @@ def test_owner_bfs_stats_count_the_bytes_sent():
     for s in stats:
         slice_bytes = 8 * -(-layout.size(s["owner"]) // 64)
         levels = list(zip(s["direction"], s["bytes_sent"], s["messages"]))
-        assert levels[0][0] == traverse.TOP_DOWN and levels[0][1] % 8 == 0  # int32 (target, parent)
-        assert levels[1:] and all(level == (traverse.BOTTOM_UP, slice_bytes, 1) for level in levels[1:])
+        assert levels[0][0] == owners_bfs.TOP_DOWN and levels[0][1] % 8 == 0  # int32 (target, parent)
+        assert levels[1:] and all(level == (owners_bfs.BOTTOM_UP, slice_bytes, 1) for level in levels[1:])
         assert all(t >= 0 for t in s["kernel_s"] + s["wait_s"])
 
 
 def test_bfs_thresholds_from_dask_config():
     import dask
 
-    assert traverse.bfs_thresholds() == traverse.Thresholds()
-    with dask.config.set({traverse.DIRECTION_KEY: "top-down"}):
-        assert traverse.bfs_thresholds().alpha == 0
-    with dask.config.set({traverse.DIRECTION_KEY: {"beta": 2}}):
-        assert traverse.bfs_thresholds() == traverse.Thresholds(beta=2.0)
+    assert owners_bfs.bfs_thresholds() == owners_bfs.Thresholds()
+    with dask.config.set({owners_bfs.DIRECTION_KEY: "top-down"}):
+        assert owners_bfs.bfs_thresholds().alpha == 0
+    with dask.config.set({owners_bfs.DIRECTION_KEY: {"beta": 2}}):
+        assert owners_bfs.bfs_thresholds() == owners_bfs.Thresholds(beta=2.0)
     for wrong in ("sideways", {"delta": 1}, 3):
         with pytest.raises(InputError, match="bfs-direction"):
-            traverse.bfs_thresholds(wrong)
-    top_down, bottom_up = traverse.DIRECTIONS["top-down"], traverse.DIRECTIONS["bottom-up"]
+            owners_bfs.bfs_thresholds(wrong)
+    top_down, bottom_up = owners_bfs.DIRECTIONS["top-down"], owners_bfs.DIRECTIONS["bottom-up"]
     assert not top_down.go_bottom_up(10**9, 0, 10)
     assert bottom_up.go_bottom_up(1, 10**9, 10) and not bottom_up.go_bottom_up(0, 10**9, 10)
     assert bottom_up.stay_bottom_up(1, 10**9, 10)

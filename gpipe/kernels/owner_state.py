@@ -1,6 +1,6 @@
 """One owner's working arrays for an SSSP over several owners, shared by the CPU and GPU kernels.
 
-A multi-owner SSSP (``gpipe.traverse._sssp_owner``) keeps, per owner and per traversal, the
+A multi-owner SSSP (``gpipe.owners.sssp.sssp_owner_arrays``) keeps, per owner and per traversal, the
 arrays below; the kernels of :mod:`gpipe.kernels.cpu_sssp_owners` (Numba) and
 :mod:`gpipe.kernels.gpu_sssp_owners` (``kernels/sssp_owners.cu``) read and write them in place.
 Allocated once per traversal with the backend's array module, so that no round allocates,

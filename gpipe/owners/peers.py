@@ -108,6 +108,12 @@ class Mailbox:
                     )
                 self._changed.wait(min(left, WATCH_S) if check is not None else left)
 
+    def raise_if_aborted(self, box) -> None:
+        """Raise :class:`PeerAborted` if an abort has reached ``box``."""
+        with self._changed:
+            if box in self._failed:
+                raise PeerAborted(f"owner {self._failed[box]} of the traversal failed")
+
     def close(self, box) -> None:
         """Forget ``box``: drop what is left in it and every message that comes later."""
         with self._changed:
@@ -203,6 +209,14 @@ class Channel:
             self._raise_lost_peer()
 
         return MAILBOX.take(self.box, tag, senders, self.timeout, check=check)
+
+    def check(self) -> None:
+        """Raise :class:`PeerAborted` if a peer failed, :class:`PeerLost` if a peer's worker
+        has left (asking the scheduler at most every :data:`WATCH_S` seconds), or the error of
+        a failed delivery. For owners whose steps travel another way (NCCL), between steps."""
+        MAILBOX.raise_if_aborted(self.box)
+        self._raise_failed_delivery()
+        self._raise_lost_peer()
 
     def flush(self, timeout: float | None = None) -> None:
         """Wait until every delivery started has been filed; raise the first that failed."""

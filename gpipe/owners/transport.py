@@ -1,0 +1,102 @@
+"""What an owner of a multi-owner traversal needs from the wire between owners.
+
+The BFS and SSSP loops (:mod:`gpipe.owners.bfs`, :mod:`gpipe.owners.sssp`) talk to their peers
+only through a :class:`Transport`, in *steps*: every owner calls the same method with the same
+tag at the same point of its loop. Two implementations sit side by side:
+
+- :class:`gpipe.owners.dask_comms.DaskTransport`: one message per peer and step over Dask's
+  worker-to-worker comms (:mod:`gpipe.owners.peers`). CPU owners, and GPU owners where NCCL
+  cannot serve (two workers on one GPU, ``gpipe.transport: dask``).
+- :class:`gpipe.owners.nccl.NcclTransport`: NCCL collectives and grouped send/recv on the
+  kernels' stream, over a communicator made when the graph was built
+  (:mod:`gpipe.owners.nccl`). GPU owners, one per device.
+
+Counts travel as one float64 vector per owner (integers below 2**53 are exact): every owner
+gets every owner's vector, in owner order, and reduces them the same way, so all owners take
+the same decisions. Payloads travel as *buckets*: per peer, None or a tuple of arrays of the
+owner's array module whose dtypes every owner knows from the step (see
+:mod:`gpipe.owners.messages`).
+"""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+
+import numpy as np
+
+
+class TransportLost(Exception):
+    """An owner's transport is gone (its NCCL communicator was aborted after a failure): the
+    driver makes a new one and runs the traversal again."""
+
+
+class Transport(abc.ABC):
+    """One owner's end of the wire between the owners of one traversal.
+
+    Attributes: ``owner`` (this owner's index), ``n_owners``, ``key`` (the traversal's name,
+    for progress events and messages), ``peers`` (the other owners' indices, ascending).
+    """
+
+    owner: int
+    n_owners: int
+    key: str
+
+    @property
+    def peers(self) -> list:
+        return [q for q in range(self.n_owners) if q != self.owner]
+
+    @abc.abstractmethod
+    def exchange(self, tag, counts, buckets: list, dtypes: tuple) -> tuple:
+        """Send every peer ``q`` its ``buckets[q]`` (None, or a tuple of arrays of ``dtypes``,
+        all of one length) along with this owner's ``counts``.
+
+        Returns ``(counts, received)``: a host float64 array ``[n_owners, len(counts)]`` of
+        every owner's counts in owner order (this owner's row included), and per owner what it
+        sent here (None for this owner and for empty buckets), tuples of arrays of ``dtypes``.
+        The arrays sent may be reused by the caller once this returns.
+        """
+
+    @abc.abstractmethod
+    def allgather(self, tag, counts, piece, out) -> np.ndarray:
+        """Every owner's ``piece`` (arrays of one dtype, at most ``out.size // n_owners`` long)
+        written into ``out`` at ``q * (out.size // n_owners)`` for owner ``q``, and every
+        owner's ``counts`` as in :meth:`exchange`. ``out`` is an array of the owner's array
+        module; the rest of each owner's slot is zeroed."""
+
+    def payload(self, arrays: tuple) -> tuple:
+        """``arrays`` (views of buffers the caller reuses at its next step) made fit to be a
+        bucket: the same arrays where the transport sends them before :meth:`exchange`
+        returns, copies where the send may still be under way."""
+        return arrays
+
+
+
+@contextlib.contextmanager
+def open_transport(channel, group: str | None, n_owners: int, backend_name: str):
+    """This owner's transport for one traversal: NCCL over ``group`` when the graph has one
+    (:mod:`gpipe.owners.nccl`), else Dask's comms over ``channel``. On an error the NCCL
+    communicator is aborted and dropped (its peers may be blocked in a collective with this
+    owner; they hear of the failure through ``channel``), so the next query makes a new one.
+
+    Raises TransportLost when this worker no longer holds ``group``. The channel's own
+    lifecycle (flush, abort, close) is :func:`gpipe.owners.peers.run_owner`'s.
+    """
+    if group is None:
+        from gpipe.owners.dask_comms import DaskTransport
+
+        yield DaskTransport(channel, n_owners, backend_name)
+        return
+    from gpipe.owners import nccl
+
+    transport = nccl.transport_for(channel, group, n_owners)
+    try:
+        yield transport
+    except BaseException:
+        nccl.drop(group)
+        raise
+
+
+def stack_counts(rows) -> np.ndarray:
+    """Owners' count vectors (owner order) as one host float64 array ``[n_owners, k]``."""
+    return np.vstack([np.asarray(r, dtype=np.float64) for r in rows])

@@ -371,7 +371,9 @@ class _Bench:
         info = _graph_info(graph)
         report["graph"].update(vertices=info["n"], present_vertices=graph.num_vertices,
                                directed_edges=info["directed_edges"], graph_bytes=info["bytes"],
-                               owners=graph.num_partitions)
+                               owners=graph.num_partitions,
+                               transport=("nccl" if graph._built.transport else "dask")
+                               if graph.num_partitions > 1 else None)
         peak = builds[-1]["peak_device_bytes"]
         report["build"] = {
             "runs": builds,
@@ -961,8 +963,8 @@ def _owner_summary(rows) -> str:
         buckets = len(set(owners[0]["labels"]))
         rounds = "/".join(str(sum(o["rounds"])) for o in owners)
         sent = sum(sum(o["bytes_sent"]) for o in owners)
-        work = "/".join(f"{o['kernel_s'] * 1e3:.0f}" for o in owners)
-        wait = "/".join(f"{o['wait_s'] * 1e3:.0f}" for o in owners)
+        work = "/".join(f"{o['kernel_s'] * 1e3:.1f}" for o in owners)
+        wait = "/".join(f"{o['wait_s'] * 1e3:.1f}" for o in owners)
         parts.append(f"{steps} steps, {buckets} buckets, local rounds {rounds}, sent {_bytes(sent)}, "
                      f"kernel ms {work}, wait ms {wait}")
     return "; ".join(parts)
@@ -1248,7 +1250,9 @@ def format_table(report) -> str:
         text, met = _target(report, r)
         rows.append([
             g["name"], f"{g['vertices']:,}", f"{g['directed_edges']:,}", r["algo"], r["backend"],
-            str(r["workers"]), str(r.get("owners", "-")), f"{r['median_ms']:.2f}",
+            str(r["workers"]),
+            " ".join(str(x) for x in (r.get("owners", "-"), g.get("transport")) if x is not None),
+            f"{r['median_ms']:.2f}",
             f"{r['public_median_ms']:.2f}" if "public_median_ms" in r else "-",
             f"{r['public_len_median_ms']:.2f}" if "public_len_median_ms" in r else "-",
             f"{r['gteps_hmean']:.4g}", _bytes(r["peak_memory_bytes"]),

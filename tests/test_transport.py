@@ -135,8 +135,8 @@ def test_a_lost_communicator_is_made_again_and_the_traversal_rerun(monkeypatch):
             return ["frame-0", "frame-1"]
 
     made = []
-    monkeypatch.setattr(nccl, "make_group", lambda executor, layout, backend: made.append(1) or "new")
+    monkeypatch.setattr(nccl, "make_group", lambda executor, layout, backend, fresh: made.append(fresh) or "new")
     built, executor = Built(), Executor()
     handles = owners_run.bfs(executor, built, np.array([0, 70]), None, None, False, True)
     assert handles == ["frame-0", "frame-1"]
-    assert executor.started == ["old", "new"] and built.transport == "new" and made == [1]
+    assert executor.started == ["old", "new"] and built.transport == "new" and made == [True]

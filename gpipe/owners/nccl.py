@@ -1,10 +1,11 @@
 """The owners' transport over NCCL: one communicator per multi-owner GPU graph.
 
-A graph built on several GPU workers, one per device, gets one NCCL communicator across its
+A graph built on several GPU workers, one per device, gets an NCCL communicator across its
 owners (:func:`make_group`): owner 0's worker draws NCCL's unique id, the client hands it to
 every owner, and the owners join together (``ncclCommInitRank``, one rank per owner, on the
 device of its worker). Each owner's worker keeps its end in :data:`GROUPS` under the group's
-key, which the graph keeps (``Built.transport``) and every query passes to its owners.
+key, which the graph keeps (``Built.transport``) and every query passes to its owners. Graphs
+of one client on the same owners share one communicator, and its traversals take turns.
 
 A step of a traversal (:class:`NcclTransport`) runs on the stream the kernels use, so nothing
 waits between a kernel and the send of what it queued:
@@ -38,6 +39,8 @@ GROUPS_KEPT = 8  # communicators a worker keeps; the oldest is aborted to make r
 POLL_CHECK_S = 0.001  # how often a waiting owner looks at its channel and at NCCL's errors
 
 GROUPS: OrderedDict = OrderedDict()  # group key -> NCCL communicator, in this worker process
+_CLIENT_GROUPS = {}  # (id of a client, its owners' addresses) -> group key, on the client
+_TURNS = {}  # group key -> the client's lock of it
 _GROUPS_LOCK = threading.Lock()
 
 
@@ -98,11 +101,17 @@ def _abort(comm) -> None:
         pass
 
 
-def make_group(executor, layout, backend_name: str) -> str | None:
-    """The key of a new NCCL communicator across the owners of a multi-owner graph, or None
+def make_group(executor, layout, backend_name: str, *, fresh: bool = False) -> str | None:
+    """The key of the NCCL communicator across the owners of a multi-owner graph, or None
     where the owners keep Dask's comms: a CPU graph, ``gpipe.transport: dask``, or (with
     ``auto``) NCCL not loading on an owner's worker or two owners on one device. With
-    ``gpipe.transport: nccl`` those raise InputError instead."""
+    ``gpipe.transport: nccl`` those raise InputError instead.
+
+    One communicator serves every graph of this client whose owners are the same workers in
+    the same order: made at the first such build, reused by the next (NCCL's setup costs
+    seconds, and communicators made one after another on the same devices have hung each
+    other's collectives). ``fresh`` makes a new one, for a communicator that was aborted.
+    """
     import dask
 
     from gpipe import backend as backends
@@ -118,8 +127,13 @@ def make_group(executor, layout, backend_name: str) -> str | None:
             raise InputError(f"{CONFIG_KEY}: nccl needs GPU workers; this graph's partitions are "
                              "pandas (set it to 'auto' or 'dask')")
         return None
-    owners = range(layout.n_owners)
-    devices = executor.gather([executor.submit(device_identity, owner=p) for p in owners])
+    owners = (id(executor.client), tuple(executor.workers[:layout.n_owners]))
+    with _GROUPS_LOCK:
+        known = _CLIENT_GROUPS.get(owners)
+    if known is not None and not fresh:
+        return known
+    devices = executor.gather([executor.submit(device_identity, owner=p)
+                               for p in range(layout.n_owners)])
     why = None
     if any(d is None for d in devices):
         why = "NCCL does not load on every owner's worker (CuPy's cupy.cuda.nccl)"
@@ -135,7 +149,16 @@ def make_group(executor, layout, backend_name: str) -> str | None:
     group = f"gpipe-nccl-{uuid.uuid4().hex}"
     uid = executor.gather([executor.submit(unique_id, owner=0)])[0]
     executor.run_together(join, [(group, uid, layout.n_owners)] * layout.n_owners)
+    with _GROUPS_LOCK:
+        _CLIENT_GROUPS[owners] = group
     return group
+
+
+def turn(group: str) -> threading.Lock:
+    """The client's lock of communicator ``group``: its traversals run one at a time (two at
+    once would interleave their collectives)."""
+    with _GROUPS_LOCK:
+        return _TURNS.setdefault(group, threading.Lock())
 
 
 def transport_for(channel, group: str, n_owners: int) -> NcclTransport:

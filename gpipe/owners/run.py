@@ -3,8 +3,9 @@
 Every owner runs its loop (:func:`gpipe.owners.bfs.bfs_owner`,
 :func:`gpipe.owners.sssp.sssp_owner`) as one long call on its worker, all started together
 (``Executor.run_together``); the loops talk over the graph's transport (``Built.transport``:
-an NCCL communicator's key, or None for Dask's comms). A communicator that an earlier failure
-aborted is made again here, once, and the traversal rerun.
+an NCCL communicator's key, or None for Dask's comms). Traversals over one NCCL communicator take
+turns (on this client); a communicator that an earlier failure aborted is made again here,
+once, and the traversal rerun.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def _run(executor, built, sources, owner_loop, *options) -> list:
     try:
         return _start(executor, built, sources, owner_loop, *options)
     except TransportLost:
-        built.transport = nccl.make_group(executor, built.layout, built.backend)
+        built.transport = nccl.make_group(executor, built.layout, built.backend, fresh=True)
         return _start(executor, built, sources, owner_loop, *options)
 
 
@@ -40,8 +41,9 @@ def _start(executor, built, sources, owner_loop, *options) -> list:
     vertex_dtype)`` on every owner with its own sources; the caller waits for them."""
     layout = built.layout
     owners = layout.owner_of(sources)
-    return executor.run_together(owner_loop, [
-        (built.parts[p], built.ids, layout, sources[owners == p] - layout.offset(p),
-         built.transport, *options, built.vertex_dtype)
-        for p in range(layout.n_owners)
-    ])
+    calls = [(built.parts[p], built.ids, layout, sources[owners == p] - layout.offset(p),
+              built.transport, *options, built.vertex_dtype) for p in range(layout.n_owners)]
+    if built.transport is None:
+        return executor.run_together(owner_loop, calls)
+    with nccl.turn(built.transport):
+        return executor.run_together(owner_loop, calls)

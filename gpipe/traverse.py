@@ -33,6 +33,12 @@ change only on strict improvement, so without a negative cycle the parent graph 
 checked at power-of-two steps, and by a step bound that no negative-cycle-free graph reaches. A
 negative self-loop, which the CSR does not hold, is a negative cycle when the traversal reaches
 its vertex: each owner checks its own (``Partition.negative_loops``) once the steps are over.
+
+``max_distance`` is Dijkstra's cutoff on every path, whatever the weights: the relaxations drop
+a candidate distance above it (one owner: the ``bound`` of ``sssp_relax`` and the batch kernels;
+several: the bound of the owner state), so the search never extends a path beyond the cutoff,
+every reached vertex's parent is reached, and only a negative cycle (or negative self-loop) that
+this bounded search reaches is raised.
 """
 
 from __future__ import annotations
@@ -114,8 +120,10 @@ def sssp(executor, built, sources: np.ndarray, stats: list | None = None, *,
     for, unless ``stats`` is given).
 
     ``parents=False`` leaves the ``parent`` column out (one owner, non-negative weights: no
-    parent array is made). ``max_distance``: vertices farther are unreached; one owner with
-    non-negative weights stops there, the other paths traverse everything and cut at the end.
+    parent array is made). ``max_distance``: Dijkstra's cutoff on every path: a candidate
+    distance above it is never accepted (so farther vertices are unreached, every reached
+    vertex's parent is reached, and the search stops early); with negative weights a negative
+    cycle is raised only when this bounded search reaches it.
 
     With several owners and a ``stats`` list, one handle per owner to its :class:`OwnerStats`
     is appended to it (for benchmarks; each costs a small task on the owner's worker). One
@@ -242,7 +250,7 @@ def _sssp_owner(channel, part: Partition, ids, layout: Layout, local_sources, ne
     threshold = np.inf if negative_weights else FIRST_THRESHOLD
     state = owner_state.new_state(part.xp, layout.n, part.offset, part.n_local, layout.chunk,
                                   layout.n_owners, np.unique(local_sources).astype(np.int64),
-                                  threshold)
+                                  threshold, bound=np.inf if max_distance is None else max_distance)
     max_rounds = 1 if negative_weights else -1
     weights = None if negative_weights else _weight_sample(part)
     bucket, step, first_window, relaxed, repeated = 0, 0, None, 0, 0
@@ -380,25 +388,22 @@ def _bfs_one_owner(part: Partition, sources, depth_limit, vertex_dtype, parents=
 def _sssp_one_owner(part: Partition, sources, negative_weights, vertex_dtype, parents=True,
                     max_distance=None):
     """The whole SSSP of a one-owner graph, in this task (``sources`` as for
-    :func:`_bfs_one_owner`). Raises NegativeCycleError."""
+    :func:`_bfs_one_owner`). Raises NegativeCycleError for a negative cycle, a negative
+    self-loop included, that the search bounded by ``max_distance`` reaches."""
     sources = source_ids.global_ids(part.backend, part.ids, sources)
     reporter = _start_one_owner(SSSP, sources)
-    # Negative weights run to the end anyway: the self-loops are checked before the cut, so a
-    # reachable one beyond max_distance is the negative cycle it is (as over several owners).
-    cut_later = negative_weights and max_distance is not None
-    dist, parent = sssp_arrays(part, sources, negative_weights,
-                               max_distance=None if cut_later else max_distance, parents=parents)
+    dist, parent = sssp_arrays(part, sources, negative_weights, max_distance=max_distance,
+                               parents=parents)
     _raise_if_negative_loop_reached(part, part.ids, dist)  # before the end: a raise reports failed
     _report_one_owner(reporter, part, dist)
-    if cut_later:
-        _cut_beyond(dist, parent, max_distance)
     return owner_frame(part, part.ids, dist, parent, SSSP, vertex_dtype)
 
 
 def _cut_beyond(dist, parent, max_distance) -> None:
-    """Make the vertices farther than ``max_distance`` unreached, in place: for the traversals
-    that cannot stop there (several owners, negative weights). A reached vertex may then keep
-    a parent beyond the cut (possible with negative weights only)."""
+    """Make the vertices farther than ``max_distance`` unreached, in place. The relaxations
+    drop candidates beyond the cutoff already (the bound of the owner state), so over several
+    owners this finds nothing to cut; kept as a safety net (with non-negative weights a cut
+    never leaves a kept vertex with a cut parent)."""
     if max_distance is None or dist.size == 0:
         return
     beyond = dist > max_distance
@@ -490,11 +495,16 @@ def sssp_arrays(part: Partition, sources, negative_weights: bool, *, target=-1,
     reachable negative cycle of the CSR; negative self-loops (``part.negative_loops``, not in
     the CSR) are the caller's to check.
 
-    With non-negative weights the kernels stop once ``target`` (a global id, -1: none) is
-    settled, and where the distances pass ``max_distance`` (farther vertices are unreached);
-    ``parents=False`` allocates no parent array (``parent`` is None). With negative weights
-    the Bellman-Ford rounds run to the end (a distance is final only then) and keep their
-    parents (they detect negative cycles), then cut at ``max_distance`` and drop the parents.
+    ``max_distance`` is Dijkstra's cutoff, whatever the weights' signs: a candidate distance
+    above it is never accepted, so the search never extends a path beyond it and farther
+    vertices are unreached (with negative weights a vertex whose only short paths climb above
+    the cutoff on the way is unreached too; every reached vertex's parent is reached). A
+    negative cycle is raised only when this bounded search reaches it. With non-negative
+    weights the kernels stop once ``target`` (a global id, -1: none) is settled, and where the
+    distances pass ``max_distance``; ``parents=False`` allocates no parent array (``parent``
+    is None). With negative weights the Bellman-Ford rounds run until nothing below the cutoff
+    improves (a distance is final only then) and keep their parents (they detect negative
+    cycles), then drop them when ``parents=False``.
     ``stats`` (a dict) receives the kernel's counts (CPU: ``buckets``; GPU: ``passes``).
     """
     kernels = backends.get(part.backend).kernels
@@ -508,20 +518,21 @@ def sssp_arrays(part: Partition, sources, negative_weights: bool, *, target=-1,
         return kernels.delta_stepping(part.indptr, part.indices, part.weights, sources,
                                       target=int(target), max_distance=max_distance,
                                       parents=parents, stats=stats)
-    dist, parent = _bellman_ford(part, kernels, sources, negative_weights)
-    _cut_beyond(dist, parent, max_distance)
+    bound = np.inf if max_distance is None else float(max_distance)
+    dist, parent = _bellman_ford(part, kernels, sources, negative_weights, bound)
     return dist, (parent if parents else None)
 
 
-def _bellman_ford(part: Partition, kernels, sources, negative_weights: bool):
-    """Frontier Bellman-Ford rounds of ``kernels.sssp_relax`` to the end: ``(dist, parent)``."""
+def _bellman_ford(part: Partition, kernels, sources, negative_weights: bool, bound=np.inf):
+    """Frontier Bellman-Ford rounds of ``kernels.sssp_relax`` to the end, candidates above
+    ``bound`` dropped: ``(dist, parent)``."""
     state = _initial_state(part, sources, SSSP)
     round_no = 0
     while state.frontier.size:
         frontier = state.frontier
         state.frontier, _, _, _ = kernels.sssp_relax(
             part.indptr, part.indices, part.weights, 0, frontier, kernels.take(state.dist, frontier),
-            state.dist, state.parent, False,
+            state.dist, state.parent, False, bound,
         )
         round_no += 1
         if negative_weights and state.frontier.size and (

@@ -13,7 +13,8 @@ from gpipe.kernels import cuda, gpu_arrays
 _SOURCE = "sssp.cu"
 
 
-def sssp_relax(indptr, indices, weights, offset, frontier, frontier_dist, dist, parent, remote):
+def sssp_relax(indptr, indices, weights, offset, frontier, frontier_dist, dist, parent, remote,
+               bound=float("inf")):
     """Relax every out-edge of the frontier once, in place; see ARCHITECTURE.md, "Kernel contract".
 
     Parameters
@@ -37,13 +38,17 @@ def sssp_relax(indptr, indices, weights, offset, frontier, frontier_dist, dist, 
         or empty: no parent is written.
     remote : bool
         Whether to list the candidates for targets outside this owner.
+    bound : float
+        The cutoff (``max_distance``; +inf: none): a candidate above it is dropped, local or
+        remote (Dijkstra's cutoff, so a kept vertex's parent is kept with negative weights too).
 
     Returns
     -------
     improved, remote_targets, remote_dists, remote_parents : cupy.ndarray
         Local ids (int64, unique, no particular order) whose distance strictly decreased; and,
         when ``remote``, one ``(v, cand, offset + u)`` triple per edge to a target outside
-        ``[offset, offset + n_local)`` (int64, float64, int64; raw), else empty arrays.
+        ``[offset, offset + n_local)`` whose ``cand`` is not above ``bound`` (int64, float64,
+        int64; raw), else empty arrays.
 
     Notes
     -----
@@ -81,7 +86,8 @@ def sssp_relax(indptr, indices, weights, offset, frontier, frontier_dist, dist, 
     )
     cuda.function(_SOURCE, "sssp_relax_edges", indices)(
         grid, (cuda.BLOCK,),
-        edges + (remote_targets, remote_dists, remote_parents, counters, cupy.int32(bool(remote))),
+        edges + (remote_targets, remote_dists, remote_parents, counters, cupy.int32(bool(remote)),
+                 cupy.float64(bound)),
     )
     cuda.function(_SOURCE, "sssp_settle_parents", indices)(
         grid, (cuda.BLOCK,), edges + (_or_null(parent), improved, counters),

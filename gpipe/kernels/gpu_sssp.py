@@ -277,12 +277,7 @@ def sssp_with_stats(indptr, indices, weights, sources, *, delta=None, symmetric=
         except cupy.cuda.driver.CUDADriverError as exc:  # grid too large to be resident
             error = exc
     if error is not None:  # not even one block per SM can be resident: rounds from the host
-        dist, parent = _frontier_rounds(indptr, indices, weights, sources, dist, parent)
-        if max_distance is not None:
-            beyond = dist > limit
-            dist[beyond] = cupy.inf
-            if parent is not None:
-                parent[beyond] = -1
+        dist, parent = _frontier_rounds(indptr, indices, weights, sources, dist, parent, limit)
         return dist, parent, stats
     if n > 0 and parents:
         # Re-check the recorded parents; list the failures (in the now free first queue).
@@ -307,13 +302,13 @@ def sssp_with_stats(indptr, indices, weights, sources, *, delta=None, symmetric=
     return dist, parent, stats
 
 
-def _frontier_rounds(indptr, indices, weights, sources, dist, parent):
-    """Frontier Bellman-Ford rounds of :func:`sssp_relax` (when no cooperative launch fits);
-    ``parent`` may be None (none written)."""
+def _frontier_rounds(indptr, indices, weights, sources, dist, parent, bound=float("inf")):
+    """Frontier Bellman-Ford rounds of :func:`sssp_relax` (when no cooperative launch fits),
+    candidates above ``bound`` (max_distance) dropped; ``parent`` may be None (none written)."""
     frontier = sources
     while frontier.size:
         frontier, _, _, _ = sssp_relax(indptr, indices, weights, 0, frontier,
-                                       gpu_arrays.take(dist, frontier), dist, parent, False)
+                                       gpu_arrays.take(dist, frontier), dist, parent, False, bound)
     return dist, parent
 
 

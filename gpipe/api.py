@@ -88,8 +88,9 @@ def sssp(edges, source, *, directed=True, src="src", dst="dst", weight="weight",
         Owners of the graph on a Dask cluster; None: the fewest workers whose memory holds it
         (see :meth:`gpipe.Graph.from_edges`).
     max_distance : float or None
-        Vertices farther than this are unreached; the traversal stops there where it can
-        (see :meth:`gpipe.Graph.sssp`).
+        Dijkstra's cutoff: a candidate distance above it is never accepted, so farther
+        vertices are unreached and the traversal stops there (see :meth:`gpipe.Graph.sssp`,
+        also for negative weights).
     parents : bool, default True
         False: distances only, no ``parent`` column.
 
@@ -189,7 +190,7 @@ def sssp_each(edges, sources, *, directed=True, max_distance=None, targets=None,
     directed, src, dst, weight, partitions
         As in :func:`sssp`.
     max_distance : float or None
-        Vertices farther from a source are unreached for it.
+        Dijkstra's cutoff per source (see :meth:`gpipe.Graph.sssp_each`).
 
     Returns
     -------

@@ -29,7 +29,7 @@ import pandas as pd
 
 from gpipe import backend as backends
 from gpipe import sources as source_ids
-from gpipe import outcome, traverse, validate
+from gpipe import validate
 from gpipe.errors import InputError, NegativeCycleError
 from gpipe.result import BFS, SSSP
 from gpipe.tasks import run_task
@@ -293,22 +293,20 @@ def one_owner_batch(part, sources, query: Query):
                   if query.parents else None)
         reached = dist >= 0 if mask else None
     else:
-        # Negative weights: Bellman-Ford runs to the end anyway; the self-loops are checked
-        # before the cut, so one beyond max_distance is still the negative cycle it is.
-        cut_later = query.negative_weights and query.limit is not None
+        # max_distance is Dijkstra's cutoff with negative weights too (the kernels drop every
+        # candidate above it): a negative self-loop counts only where the bounded search
+        # reaches its vertex.
         try:
             dist, parent = kernels.sssp_batch(part.indptr, part.indices, part.weights, batch,
                                               symmetric=part.symmetric,
                                               negative_weights=query.negative_weights,
-                                              max_distance=None if cut_later else query.limit)
+                                              max_distance=query.limit)
         except NegativeCycleError as error:
             index = getattr(error, "source_index", 0)
             raise NegativeCycleError(
                 "a negative-weight cycle is reachable from source "
                 f"{_input_id(part, int(sources[index]))!r}") from None
         _raise_if_negative_loop_reached(part, sources, dist, query.limit)
-        if cut_later:
-            outcome.cut_beyond(dist, parent, query.limit)
         reached = xp.isfinite(dist) if mask else None
     return batch_rows(part, part.ids, np.asarray(sources, dtype=np.int64), dist,
                       parent if query.parents else None, reached, query)
@@ -457,7 +455,7 @@ class MultiOwnerBatch:
                     if query.kind == BFS:
                         handles = traverse.bfs(executor, built, one, None if query.limit < 0 else query.limit)
                     else:
-                        handles = traverse.sssp(executor, built, one)
+                        handles = traverse.sssp(executor, built, one, max_distance=query.limit)
                     frames = executor.gather(handles)
                 except NegativeCycleError as error:
                     raise NegativeCycleError(f"{error} (source {_plain(value)!r})") from None

@@ -167,12 +167,13 @@ class Graph:
             Vertex id(s) of the input (strings when the graph's ids are strings); with several,
             each distance is to the nearest.
         max_distance : float or None
-            Vertices farther than this are unreached (null distance and parent), as
-            ``scipy.sparse.csgraph.dijkstra(limit=...)`` leaves them. On one owner with
-            non-negative weights the traversal stops there (candidates beyond it are
-            dropped); with negative weights, or over several owners, it runs to the end and
-            the result is cut (with negative weights a vertex within the limit may then name
-            a parent beyond it).
+            Dijkstra's cutoff: the search never extends a path beyond it (a candidate
+            distance greater than it is never accepted), so farther vertices are unreached
+            (null distance and parent), as ``scipy.sparse.csgraph.dijkstra(limit=...)``
+            leaves them, and the traversal stops there. With negative weights a vertex whose
+            only short paths climb above it on the way is unreached too (``0 -> 1`` (2.0),
+            ``1 -> 3`` (-1.0), ``max_distance=1.0``: neither 1 nor 3), so every reached
+            vertex's parent is reached.
         parents : bool, default True
             False: distances only, no ``parent`` column. On one owner with non-negative
             weights no parent array is allocated (on the GPU, no parent, parent-edge or
@@ -193,7 +194,8 @@ class Graph:
             ``max_distance`` is negative or NaN.
         NegativeCycleError
             A cycle of negative total weight is reachable from a source; a self-loop of
-            negative weight is one.
+            negative weight is one. With ``max_distance``, only one that the search bounded
+            by it reaches (it never passes above the cutoff to go round a cycle).
         """
         if self.weight is None:
             raise InputError("sssp needs edge weights: build the graph with weight='<column>'")
@@ -391,8 +393,11 @@ class Graph:
         sources : list, array, Series, or a Dask Series / one-column frame
             As in :meth:`bfs_each`.
         max_distance : float or None
-            Vertices farther than this from a source are unreached for it (no row, or a null
-            distance with ``targets``); the traversal stops early.
+            Dijkstra's cutoff, as in :meth:`sssp`: a candidate distance greater than it is
+            never accepted, so vertices farther from a source are unreached for it (no row,
+            or a null distance with ``targets``) and the traversal stops early. With negative
+            weights a vertex whose only short paths climb above it on the way is unreached
+            too, so every row's parent is a row of the same source.
         targets : list, array or Series of input ids, optional
             As in :meth:`bfs_each`.
         parents : bool, default False
@@ -410,7 +415,8 @@ class Graph:
             No weights, a source not in the graph or given twice, a negative or NaN
             ``max_distance``.
         NegativeCycleError
-            When computed: a negative cycle is reachable from a source (named by its id).
+            When computed: a negative cycle is reachable from a source (named by its id);
+            with ``max_distance``, only one that the search bounded by it reaches.
 
         Notes
         -----

@@ -1,4 +1,4 @@
-"""What every traversal does at its end, one owner or several: cut at a distance, check for
+"""What every traversal does at its end, one owner or several: check for
 negative cycles (parent cycles, negative self-loops), report the end to whoever watches."""
 
 from __future__ import annotations
@@ -17,18 +17,6 @@ def cycle_check_due(round_no: int) -> bool:
     """Whether Bellman-Ford round ``round_no`` looks for a parent cycle (powers of two from
     :data:`FIRST_CYCLE_CHECK`)."""
     return round_no >= FIRST_CYCLE_CHECK and round_no & (round_no - 1) == 0
-
-
-def cut_beyond(dist, parent, max_distance) -> None:
-    """Make the vertices farther than ``max_distance`` unreached, in place: for the traversals
-    that cannot stop there (several owners, negative weights). A reached vertex may then keep
-    a parent beyond the cut (possible with negative weights only)."""
-    if max_distance is None or dist.size == 0:
-        return
-    beyond = dist > max_distance
-    dist[beyond] = np.inf
-    if parent is not None:
-        parent[beyond] = -1
 
 
 def raise_if_negative_loop_reached(part, ids, dist) -> None:

@@ -7,6 +7,12 @@ kernels.
 
 Several owners: one long call per owner, all started together, level-synchronous, talking
 over NCCL (GPU owners, one per device) or Dask's comms: the engine in :mod:`gpipe.owners`.
+
+``max_distance`` is Dijkstra's cutoff on every path, whatever the weights: the relaxations drop
+a candidate distance above it (one owner: the ``bound`` of ``sssp_relax`` and the batch kernels;
+several: the bound of the owner state), so the search never extends a path beyond the cutoff,
+every reached vertex's parent is reached, and only a negative cycle (or negative self-loop) that
+this bounded search reaches is raised.
 """
 
 from __future__ import annotations
@@ -20,8 +26,8 @@ from gpipe import backend as backends
 from gpipe import progress, validate
 from gpipe import sources as source_ids
 from gpipe.errors import NegativeCycleError
-from gpipe.outcome import (cut_beyond, cycle_check_due, has_parent_cycle,
-                           raise_if_negative_loop_reached, report_end)
+from gpipe.outcome import (cycle_check_due, has_parent_cycle, raise_if_negative_loop_reached,
+                           report_end)
 from gpipe.owners import run as owners
 from gpipe.owners.bfs import bfs_thresholds
 from gpipe.partition import Partition
@@ -65,8 +71,10 @@ def sssp(executor, built, sources: np.ndarray, stats: list | None = None, *,
     for, unless ``stats`` is given).
 
     ``parents=False`` leaves the ``parent`` column out (one owner, non-negative weights: no
-    parent array is made). ``max_distance``: vertices farther are unreached; one owner with
-    non-negative weights stops there, the other paths traverse everything and cut at the end.
+    parent array is made). ``max_distance``: Dijkstra's cutoff on every path: a candidate
+    distance above it is never accepted (so farther vertices are unreached, every reached
+    vertex's parent is reached, and the search stops early); with negative weights a negative
+    cycle is raised only when this bounded search reaches it.
 
     With several owners and a ``stats`` list, one handle per owner to its :class:`gpipe.owners.sssp.OwnerStats`
     is appended to it (for benchmarks; each costs a small task on the owner's worker). One
@@ -125,18 +133,14 @@ def _bfs_one_owner(part: Partition, sources, depth_limit, vertex_dtype, parents=
 def _sssp_one_owner(part: Partition, sources, negative_weights, vertex_dtype, parents=True,
                     max_distance=None):
     """The whole SSSP of a one-owner graph, in this task (``sources`` as for
-    :func:`_bfs_one_owner`). Raises NegativeCycleError."""
+    :func:`_bfs_one_owner`). Raises NegativeCycleError for a negative cycle, a negative
+    self-loop included, that the search bounded by ``max_distance`` reaches."""
     sources = source_ids.global_ids(part.backend, part.ids, sources)
     reporter = _start_one_owner(SSSP, sources)
-    # Negative weights run to the end anyway: the self-loops are checked before the cut, so a
-    # reachable one beyond max_distance is the negative cycle it is (as over several owners).
-    cut_later = negative_weights and max_distance is not None
-    dist, parent = sssp_arrays(part, sources, negative_weights,
-                               max_distance=None if cut_later else max_distance, parents=parents)
+    dist, parent = sssp_arrays(part, sources, negative_weights, max_distance=max_distance,
+                               parents=parents)
     raise_if_negative_loop_reached(part, part.ids, dist)  # before the end: a raise reports failed
     _report_one_owner(reporter, part, dist)
-    if cut_later:
-        cut_beyond(dist, parent, max_distance)
     return owner_frame(part, part.ids, dist, parent, SSSP, vertex_dtype)
 
 
@@ -194,11 +198,16 @@ def sssp_arrays(part: Partition, sources, negative_weights: bool, *, target=-1,
     reachable negative cycle of the CSR; negative self-loops (``part.negative_loops``, not in
     the CSR) are the caller's to check.
 
-    With non-negative weights the kernels stop once ``target`` (a global id, -1: none) is
-    settled, and where the distances pass ``max_distance`` (farther vertices are unreached);
-    ``parents=False`` allocates no parent array (``parent`` is None). With negative weights
-    the Bellman-Ford rounds run to the end (a distance is final only then) and keep their
-    parents (they detect negative cycles), then cut at ``max_distance`` and drop the parents.
+    ``max_distance`` is Dijkstra's cutoff, whatever the weights' signs: a candidate distance
+    above it is never accepted, so the search never extends a path beyond it and farther
+    vertices are unreached (with negative weights a vertex whose only short paths climb above
+    the cutoff on the way is unreached too; every reached vertex's parent is reached). A
+    negative cycle is raised only when this bounded search reaches it. With non-negative
+    weights the kernels stop once ``target`` (a global id, -1: none) is settled, and where the
+    distances pass ``max_distance``; ``parents=False`` allocates no parent array (``parent``
+    is None). With negative weights the Bellman-Ford rounds run until nothing below the cutoff
+    improves (a distance is final only then) and keep their parents (they detect negative
+    cycles), then drop them when ``parents=False``.
     ``stats`` (a dict) receives the kernel's counts (CPU: ``buckets``; GPU: ``passes``).
     """
     kernels = backends.get(part.backend).kernels
@@ -212,20 +221,21 @@ def sssp_arrays(part: Partition, sources, negative_weights: bool, *, target=-1,
         return kernels.delta_stepping(part.indptr, part.indices, part.weights, sources,
                                       target=int(target), max_distance=max_distance,
                                       parents=parents, stats=stats)
-    dist, parent = _bellman_ford(part, kernels, sources, negative_weights)
-    cut_beyond(dist, parent, max_distance)
+    bound = np.inf if max_distance is None else float(max_distance)
+    dist, parent = _bellman_ford(part, kernels, sources, negative_weights, bound)
     return dist, (parent if parents else None)
 
 
-def _bellman_ford(part: Partition, kernels, sources, negative_weights: bool):
-    """Frontier Bellman-Ford rounds of ``kernels.sssp_relax`` to the end: ``(dist, parent)``."""
+def _bellman_ford(part: Partition, kernels, sources, negative_weights: bool, bound=np.inf):
+    """Frontier Bellman-Ford rounds of ``kernels.sssp_relax`` to the end, candidates above
+    ``bound`` dropped: ``(dist, parent)``."""
     state = _initial_state(part, sources, SSSP)
     round_no = 0
     while state.frontier.size:
         frontier = state.frontier
         state.frontier, _, _, _ = kernels.sssp_relax(
             part.indptr, part.indices, part.weights, 0, frontier, kernels.take(state.dist, frontier),
-            state.dist, state.parent, False,
+            state.dist, state.parent, False, bound,
         )
         round_no += 1
         if negative_weights and state.frontier.size and (

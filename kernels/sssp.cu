@@ -3,7 +3,9 @@
 // What it computes
 //   One call of sssp_relax (gpipe/kernels/gpu.py) relaxes every out-edge of the frontier once,
 //   from the snapshot frontier_dist (never from dist[u], which may drop during the round):
-//     cand = frontier_dist[i] + w(u->v)
+//     cand = frontier_dist[i] + w(u->v); a cand above `bound` (the cutoff, max_distance; +inf:
+//     none) is dropped, local or remote, as Dijkstra's cutoff drops it (so a kept vertex's
+//     parent is kept, whatever the weights' signs). Otherwise:
 //     * v local: dist[v] = min(dist[v], cand); v is IMPROVED if its distance strictly decreased
 //       in this call. Each improved v then gets parent[v] = offset + u for some frontier edge
 //       whose cand equals the final dist[v] exactly (any tie winner), and is listed once in
@@ -73,7 +75,8 @@ __global__ void sssp_relax_edges(const long long* __restrict__ indptr,
                                  double* __restrict__ remote_dists,
                                  long long* __restrict__ remote_parents,
                                  unsigned long long* __restrict__ counters,
-                                 int remote) {
+                                 int remote,
+                                 double bound) {
     const long long n_edges = edge_end[k - 1];
     const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
     for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < n_edges;
@@ -89,7 +92,9 @@ __global__ void sssp_relax_edges(const long long* __restrict__ indptr,
             v = static_cast<long long>(indices[j]);
             cand = frontier_dist[i] + weights[j];
             const long long local = v - offset;
-            if (local >= 0 && local < n_local) {
+            if (!(cand <= bound)) {
+                // beyond the cutoff: dropped (pass 2 never matches it: dist <= bound or +inf)
+            } else if (local >= 0 && local < n_local) {
                 if (atomic_min_double(&dist[local], cand)) {
                     flags[local] = 1;  // every writer writes 1: a benign race
                 }

@@ -53,9 +53,10 @@
 //   plain stores, possibly interleaved with another thread's); the check keeps a parent whose
 //   edge is in u's row, targets v, is tight and stamp-ordered, and lists the rest.
 //   max_distance: a candidate above it is dropped, so farther pairs stay unreached and the
-//   traversal ends once nothing nearer is left. With negative weights a path may climb above
-//   the cutoff and come back, so there the traversal runs without it and sssp_batch_cut
-//   marks the farther pairs unreached afterwards (as the CPU kernels do).
+//   traversal ends once nothing nearer is left. The same with negative weights (Dijkstra's
+//   cutoff: the search never extends a path beyond it, so a reached pair's parent is
+//   reached, as in the CPU kernels); a negative cycle is found only where this bounded
+//   search reaches it.
 //   Shared edge scans (the *_shared kernels, sssp_batch(shared_scans=True)): the near queue
 //   holds vertices, each with a 64-bit mask of the sources whose pair is queued, so one read of
 //   a vertex's row relaxes it for all of them (MS-BFS's shared scans, for weights); the far
@@ -344,19 +345,6 @@ __global__ void sssp_batch_repair_push(const long long* __restrict__ indptr,
                     p_row[v << shift] = owner_u;
                 }
             }
-        }
-    }
-}
-
-// max_distance with negative weights (the traversal ran without it, since a path may climb
-// above the cutoff and come back below): pairs farther than `limit` become unreached.
-template <typename Index>
-__global__ void sssp_batch_cut(long long pairs, double limit, double* dist, long long* parent) {
-    for (long long p = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; p < pairs;
-         p += static_cast<long long>(gridDim.x) * blockDim.x) {
-        if (dist[p] > limit) {
-            dist[p] = __longlong_as_double(0x7ff0000000000000ll);
-            parent[p] = -1;
         }
     }
 }

@@ -188,7 +188,10 @@ __global__ void sssp_owner_frontier(const long long* __restrict__ indptr,
     }
 }
 
-// Pass 1: relax every frontier edge from the snapshot. Local targets: atomic min, stamped
+// Pass 1: relax every frontier edge from the snapshot. A candidate above `bound` (the cutoff,
+// max_distance; +inf: none) is dropped, local or remote: Dijkstra's cutoff, so no distance
+// above it is held or sent and a kept vertex's parent is kept (pass 2 never matches a dropped
+// candidate: dist and sent_best are <= bound or +inf). Local targets: atomic min, stamped
 // `lowered` by the thread that lowered them. Remote targets: atomic min on sent_best; the
 // thread that lowered it folds the candidate into counters[kSentMin] and, if the target was
 // not queued yet, appends it to its owner's outbox segment.
@@ -211,7 +214,8 @@ __global__ void sssp_owner_relax_edges(const long long* __restrict__ indptr,
                                        int* queued,
                                        long long* outbox,
                                        const long long* __restrict__ outbox_start,
-                                       unsigned long long* counters) {
+                                       unsigned long long* counters,
+                                       double bound) {
     const long long n_edges = edge_end[k - 1];
     const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
     for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < n_edges;
@@ -227,7 +231,9 @@ __global__ void sssp_owner_relax_edges(const long long* __restrict__ indptr,
             v = static_cast<long long>(indices[j]);
             const double cand = snapshot[i] + weights[j];
             const long long local = v - offset;
-            if (local >= 0 && local < n_local) {
+            if (!(cand <= bound)) {
+                // beyond the cutoff: dropped
+            } else if (local >= 0 && local < n_local) {
                 if (atomic_min_double(&dist[local], cand)) {
                     stamp[local] = lowered;  // every writer writes the same value
                 }

@@ -430,10 +430,12 @@ FIRST_THRESHOLD = float(np.nextafter(0.0, 1.0))  # as gpipe.owners.sssp: the fir
 OWNER_WIDTHS = [(1.0, 3.0), (0.5, 20.0), (2.0, 1e9), (np.inf, np.inf)]
 
 
-def drive_owner_sssp(kernels, xp, owners, n, sources, negative, widths=(1.0, 3.0), max_steps=10_000):
+def drive_owner_sssp(kernels, xp, owners, n, sources, negative, widths=(1.0, 3.0), max_steps=10_000,
+                     bound=np.inf):
     """A whole multi-owner SSSP through `kernels`' sssp_owner_* functions, with the loop of
-    gpipe.owners.sssp.sssp_owner_arrays (no messages: every bucket handed over in this process) and fixed
-    widths. `owners` hold the CSR rows as `xp` arrays. Returns host (dist, parent, steps).
+    gpipe.owners.sssp.sssp_owner_arrays (no messages: every bucket handed over in this process)
+    and fixed widths. `owners` hold the CSR rows as `xp` arrays; `bound` is the owner states'
+    cutoff (max_distance). Returns host (dist, parent, steps).
 
     Checks on the way what every step promises: what a peer gets has one row per target, only
     its own targets, parents of the sender, and no candidate that is not below what the same
@@ -444,7 +446,8 @@ def drive_owner_sssp(kernels, xp, owners, n, sources, negative, widths=(1.0, 3.0
     chunk = -(-n // parts)
     threshold = np.inf if negative else FIRST_THRESHOLD
     states = [owner_state.new_state(xp, n, o.offset, o.n_local, chunk, parts,
-                                    local_sources(o, sources), threshold) for o in owners]
+                                    local_sources(o, sources), threshold, bound=bound)
+              for o in owners]
     sent_before = np.full((parts, n), np.inf)  # per sender: what it sent for each target
     step = 0
     while True:
@@ -704,6 +707,155 @@ def check_sssp_batch_negative_cycle(kernels, device, index_dtype):
         kernels.sssp_batch(device(indptr), device(indices), device(weights), device(sources),
                            symmetric=False, negative_weights=True)
     assert raised.value.source_index == 2
+
+# max_distance as Dijkstra's cutoff with negative weights (issue 23): every kernel that relaxes
+# drops a candidate above it; the reference is a plain Bellman-Ford with the same rule.
+# ---------------------------------------------------------------------------------------------
+
+NEGATIVE_BOUNDS = (0.0, 5.0, 15.0, np.inf)
+
+
+def bounded_bellman_ford(src, dst, w, n, sources, bound):
+    """Distances from `sources` (all at 0) by Bellman-Ford passes over every edge in which a
+    candidate above `bound` is never accepted; None if they still fall after n + 1 passes (a
+    negative cycle that the bounded search reaches)."""
+    dist = np.full(n, np.inf)
+    dist[np.asarray(sources, dtype=np.int64)] = 0.0
+    for _ in range(n + 1):
+        cand = dist[src] + w
+        ok = np.isfinite(cand) & (cand <= bound)
+        new = dist.copy()
+        np.minimum.at(new, dst[ok], cand[ok])
+        if (new == dist).all():
+            return dist
+        dist = new
+    return None
+
+
+def _cut_differs(src, dst, w, n, sources, bound, bounded):
+    """Whether cutting the unbounded distances at `bound` gives other distances (the case the
+    old cut got wrong: a short path that climbs above the cutoff on the way)."""
+    full = bounded_bellman_ford(src, dst, w, n, sources, np.inf)
+    return not np.array_equal(np.where(full > bound, np.inf, full), bounded)
+
+
+def check_sssp_relax_bound(kernels, device, host, index_dtype):
+    """Frontier Bellman-Ford rounds of sssp_relax with `bound` (as gpipe.traverse._bellman_ford)
+    == the bounded reference; the parents form a tree of reached vertices."""
+    n = 200
+    src, dst, w = random_edges(21, n=n, m=800, dag=True, integer=True)
+    indptr, indices, weights = (device(a) for a in csr_rows(src, dst, w, 0, n, index_dtype))
+    differs = False
+    for sources in (np.array([0]), np.array([3, 40])):
+        for bound in NEGATIVE_BOUNDS:
+            start = np.full(n, np.inf)
+            start[sources] = 0.0
+            dist, parent = device(start), device(np.full(n, -1, dtype=np.int64))
+            frontier = device(sources.astype(np.int64))
+            rounds = 0
+            while int(frontier.size):
+                rounds += 1
+                assert rounds <= n, "no convergence"
+                frontier, _, _, _ = kernels.sssp_relax(indptr, indices, weights, 0, frontier,
+                                                       dist[frontier], dist, parent, False, bound)
+            dist, parent = host(dist), host(parent)
+            want = bounded_bellman_ford(src, dst, w, n, sources, bound)
+            np.testing.assert_array_equal(dist, want, err_msg=f"bound {bound}")
+            assert_tree(src, dst, w, dist, parent, sources, np.isfinite(dist))
+            differs |= _cut_differs(src, dst, w, n, sources, bound, want)
+    assert differs, "degenerate graph: the cut after the search would have been right"
+
+
+def check_sssp_relax_bound_remote(kernels, device, host):
+    """Local and remote candidates above the bound are dropped."""
+    src, dst, w = np.array([0, 0, 0, 0]), np.array([1, 2, 5, 6]), np.array([1.0, 3.0, 2.0, 7.0])
+    indptr, indices, weights = (device(a) for a in csr_rows(src, dst, w, 0, 4, np.int64))
+    dist = device(np.array([0.0, np.inf, np.inf, np.inf]))
+    parent = device(np.full(4, -1, dtype=np.int64))
+    out = kernels.sssp_relax(indptr, indices, weights, 0, device(np.array([0], dtype=np.int64)),
+                             device(np.array([0.0])), dist, parent, True, 2.0)
+    improved, targets, cands, parents = (host(a) for a in out)
+    assert improved.tolist() == [1]
+    assert targets.tolist() == [5] and cands.tolist() == [2.0] and parents.tolist() == [0]
+    np.testing.assert_array_equal(host(dist), [0.0, 1.0, np.inf, np.inf])
+
+
+def check_sssp_batch_negative_max_distance(kernels, device, host, index_dtype):
+    """sssp_batch with negative weights and max_distance == the bounded reference per source;
+    trees of reached vertices."""
+    n = 300
+    src, dst, w, indptr, indices, weights, _ = _batch_graph(13, True, index_dtype, n=n, dag=True)
+    sources = _batch_sources(13, n, 24)
+    differs = False
+    for bound in NEGATIVE_BOUNDS:
+        dist, parent = kernels.sssp_batch(device(indptr), device(indices), device(weights),
+                                          device(sources), symmetric=False, negative_weights=True,
+                                          max_distance=None if bound == np.inf else bound)
+        dist, parent = host(dist), host(parent)
+        for i, s in enumerate(sources):
+            want = bounded_bellman_ford(src, dst, w, n, [s], bound)
+            np.testing.assert_array_equal(dist[i], want, err_msg=f"bound {bound}, source {s}")
+            assert_tree(src, dst, w, dist[i], parent[i], [s], np.isfinite(dist[i]))
+            differs |= _cut_differs(src, dst, w, n, [s], bound, want)
+    assert differs, "degenerate graph: the cut after the search would have been right"
+
+
+def check_sssp_batch_bounded_negative_cycle(kernels, device, host, index_dtype):
+    """A negative cycle that the bounded search cannot go round is not reached: no error, the
+    vertices beyond the cutoff unreached; with a cutoff that lets it, NegativeCycleError."""
+    from gpipe.errors import NegativeCycleError
+
+    # 0 -> 1 (4); 1 -> 2 -> 1 costs -1 around; 0 -> 3 (1).
+    src = np.array([0, 1, 2, 0], dtype=np.int64)
+    dst = np.array([1, 2, 1, 3], dtype=np.int64)
+    w = np.array([4.0, 1.0, -2.0, 1.0])
+    indptr, indices, weights = (device(a) for a in csr_rows(src, dst, w, 0, 4, index_dtype))
+    sources = device(np.array([0], dtype=np.int64))
+    dist, parent = kernels.sssp_batch(indptr, indices, weights, sources, symmetric=False,
+                                      negative_weights=True, max_distance=3.0)
+    np.testing.assert_array_equal(host(dist)[0], [0.0, np.inf, np.inf, 1.0])
+    np.testing.assert_array_equal(host(parent)[0], [-1, -1, -1, 0])
+    # At 4.0 vertex 1 is reached but 2 (at 5.0) is not: the cycle cannot be gone round.
+    dist, parent = kernels.sssp_batch(indptr, indices, weights, sources, symmetric=False,
+                                      negative_weights=True, max_distance=4.0)
+    np.testing.assert_array_equal(host(dist)[0], [0.0, 4.0, np.inf, 1.0])
+    np.testing.assert_array_equal(host(parent)[0], [-1, 0, -1, 0])
+    with pytest.raises(NegativeCycleError):
+        kernels.sssp_batch(indptr, indices, weights, sources, symmetric=False,
+                           negative_weights=True, max_distance=5.0)
+
+
+def check_owner_sssp_negative_max_distance(kernels, xp, split_owners, index_dtype):
+    """The multi-owner kernels with the owner state's bound (Bellman-Ford, one round per step)
+    == the bounded reference over 1, 2 and 3 owners; trees of reached vertices.
+    ``split_owners``: :func:`split`, or a test file's with device owners."""
+    n = 200
+    src, dst, w = random_edges(21, n=n, m=800, dag=True, integer=True)
+    sources = np.array([0, 5])
+    for parts in (1, 2, 3):
+        owners = split_owners(src, dst, w, n, parts, index_dtype)
+        for bound in NEGATIVE_BOUNDS:
+            dist, parent, _ = drive_owner_sssp(kernels, xp, owners, n, sources, True, bound=bound)
+            want = bounded_bellman_ford(src, dst, w, n, sources, bound)
+            np.testing.assert_array_equal(dist, want, err_msg=f"{parts} owners, bound {bound}")
+            assert_tree(src, dst, w, dist, parent, sources, np.isfinite(dist))
+
+
+def check_owner_sssp_max_distance(kernels, xp, split_owners, index_dtype, widths):
+    """Non-negative weights with the owner state's bound: SciPy's dijkstra(limit=...)."""
+    n = 300
+    src, dst, w = random_edges(22, n=n, m=1200, integer=True)
+    graph = scipy_graph(src, dst, w, n)
+    sources = np.array([0, 7])
+    for parts in (2, 3):
+        owners = split_owners(src, dst, w, n, parts, index_dtype)
+        for bound in (0.0, 6.0, 20.0):
+            dist, parent, _ = drive_owner_sssp(kernels, xp, owners, n, sources, False, widths,
+                                               bound=bound)
+            want = csgraph.dijkstra(graph, directed=True, indices=sources, min_only=True, limit=bound)
+            np.testing.assert_array_equal(dist, want, err_msg=f"{parts} owners, bound {bound}")
+            assert_tree(src, dst, w, dist, parent, sources, np.isfinite(dist))
+
 
 # Early exit at a target, distances without parents, SSSP cut at max_distance (one owner):
 # one check per case, run by the CPU and the GPU kernel tests with their own kernels.

@@ -275,10 +275,10 @@ def test_ids_no_integer_dtype_holds_are_input_errors_naming_them():
         graph.bfs_each([0], targets=[2**32 + 1])  # would wrap to vertex 1 in int32
 
 
-@pytest.mark.parametrize("max_distance", [None, 2.0])
-def test_a_negative_self_loop_beyond_max_distance_is_still_a_negative_cycle(max_distance):
-    """Bellman-Ford runs to the end: the cut at max_distance comes after the cycle check, as
-    over several owners (one source and per source alike)."""
+@pytest.mark.parametrize("max_distance", [None, 6.0])
+def test_a_negative_self_loop_the_bounded_search_reaches_is_a_negative_cycle(max_distance):
+    """The loop's vertex 2 is at 6.0: within max_distance (or without one) the search reaches
+    it, and the loop is a negative cycle (one source and per source alike)."""
     edges = pd.DataFrame({"src": [0, 1, 2, 2, 3], "dst": [1, 2, 2, 3, 0],
                           "w": [1.0, 5.0, -1.0, 1.0, -0.5]})
     graph = gpipe.Graph.from_edges(edges, weight="w")
@@ -286,6 +286,19 @@ def test_a_negative_self_loop_beyond_max_distance_is_still_a_negative_cycle(max_
         graph.sssp(0, max_distance=max_distance).compute()
     with pytest.raises(NegativeCycleError):
         graph.sssp_each([0], max_distance=max_distance).compute()
+
+
+def test_a_negative_self_loop_beyond_max_distance_is_not_reached():
+    """max_distance is Dijkstra's cutoff: the search never extends a path beyond it, so the
+    loop's vertex (at 6.0) is unreached at max_distance 2.0 and its loop no negative cycle."""
+    edges = pd.DataFrame({"src": [0, 1, 2, 2, 3], "dst": [1, 2, 2, 3, 0],
+                          "w": [1.0, 5.0, -1.0, 1.0, -0.5]})
+    graph = gpipe.Graph.from_edges(edges, weight="w")
+    got = graph.sssp(0, max_distance=2.0).compute().set_index("vertex")["distance"]
+    assert got.loc[0] == 0.0 and got.loc[1] == 1.0
+    assert got.loc[[2, 3]].isna().all()
+    each = graph.sssp_each([0], max_distance=2.0).compute()
+    assert sorted(each["vertex"].tolist()) == [0, 1]
 
 
 # ---------------------------------------------------------------------------------------------

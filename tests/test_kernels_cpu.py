@@ -726,3 +726,33 @@ def test_delta_stepping_max_distance_and_no_parents(symmetric):
         return cpu.delta_stepping(indptr, indices, weights, sources, **options)
 
     kernel_graphs.check_sssp_max_distance_and_no_parents(sssp, np.asarray, np.asarray, symmetric)
+
+
+# ---------------------------------------------------------------------------------------------
+# max_distance as Dijkstra's cutoff with negative weights (issue 23): the relaxations drop
+# every candidate above it; kernel_graphs.check_* shared with the GPU tests
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+def test_sssp_relax_drops_candidates_above_the_bound(index_dtype):
+    kernel_graphs.check_sssp_relax_bound(cpu, _same, _same, index_dtype)
+    kernel_graphs.check_sssp_relax_bound_remote(cpu, _same, _same)
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+def test_sssp_batch_negative_weights_max_distance_is_bounded_bellman_ford(index_dtype):
+    kernel_graphs.check_sssp_batch_negative_max_distance(cpu, _same, _same, index_dtype)
+    kernel_graphs.check_sssp_batch_bounded_negative_cycle(cpu, _same, _same, index_dtype)
+
+
+@pytest.mark.parametrize("kind", list(OWNER_KERNELS))
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+def test_owner_sssp_negative_weights_with_the_state_bound(index_dtype, kind):
+    kernel_graphs.check_owner_sssp_negative_max_distance(OWNER_KERNELS[kind], np, split, index_dtype)
+
+
+@pytest.mark.parametrize("kind", list(OWNER_KERNELS))
+@pytest.mark.parametrize("widths", [(1.0, 3.0), (np.inf, np.inf)], ids=str)
+def test_owner_sssp_with_the_state_bound_is_dijkstra_with_limit(kind, widths):
+    kernel_graphs.check_owner_sssp_max_distance(OWNER_KERNELS[kind], np, split, np.int32, widths)

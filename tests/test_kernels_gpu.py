@@ -1269,3 +1269,27 @@ def test_near_far_stops_once_its_target_is_settled(symmetric):
 @pytest.mark.parametrize("symmetric", [False, True])
 def test_near_far_max_distance_and_no_parents(symmetric):
     kernel_graphs.check_sssp_max_distance_and_no_parents(gpu.sssp, _host, cupy.asarray, symmetric)
+
+
+# ---------------------------------------------------------------------------------------------
+# max_distance as Dijkstra's cutoff with negative weights (issue 23): the relaxations of
+# kernels/sssp.cu and kernels/sssp_owners.cu drop every candidate above the bound; the checks
+# are the CPU tests' (kernel_graphs)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+def test_sssp_relax_drops_candidates_above_the_bound(index_dtype):
+    kernel_graphs.check_sssp_relax_bound(gpu, cupy.asarray, cupy.asnumpy, index_dtype)
+    kernel_graphs.check_sssp_relax_bound_remote(gpu, cupy.asarray, cupy.asnumpy)
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+def test_owner_sssp_negative_weights_with_the_state_bound(index_dtype):
+    kernel_graphs.check_owner_sssp_negative_max_distance(gpu, cupy, split, index_dtype)
+
+
+@pytest.mark.parametrize("widths", [(1.0, 3.0), (np.inf, np.inf)], ids=str)
+def test_owner_sssp_with_the_state_bound_is_dijkstra_with_limit(widths):
+    kernel_graphs.check_owner_sssp_max_distance(gpu, cupy, split, np.int32, widths)
+

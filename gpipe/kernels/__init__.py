@@ -34,8 +34,11 @@ one owner's CSR (offset 0, ``indices`` global = local ids, int32 or int64), ``n`
     BFS_BATCH_WIDTH per call). Returns ``dist`` float64[k, n] (+inf unreached) and ``parent``
     int64[k, n] (-1 for sources and unreached), each row a shortest-path tree from
     ``sources[i]``: ``dist[i, parent] + w(parent -> v) == dist[i, v]`` for an existing edge.
-    ``max_distance`` (float or None): vertices farther than it are unreached (+inf, -1), and
-    the traversal may stop once nothing nearer is left. ``negative_weights=False`` promises
+    ``max_distance`` (float or None): Dijkstra's cutoff, whatever the weights' signs: a
+    candidate distance above it is never accepted, so farther vertices are unreached (+inf,
+    -1), every reached vertex's parent is reached, and the traversal may stop once nothing
+    nearer is left; with negative weights only a negative cycle this bounded search reaches
+    is raised. ``negative_weights=False`` promises
     every weight is >= 0 (CPU: delta-stepping once per source; how a batch shares the work is
     each backend's choice). ``negative_weights=True``: frontier Bellman-Ford per source; a negative
     cycle reachable from ``sources[i]`` raises :class:`gpipe.errors.NegativeCycleError` whose

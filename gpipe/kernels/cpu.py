@@ -12,7 +12,8 @@ What each kernel computes
                 dropped in the previous round relax their out-edges, each from the distance it
                 had when the round began (`frontier_dist`). The vertices whose distance drops
                 now are the next round's frontier. Works with negative weights; the driver
-                bounds the number of rounds to detect a negative cycle.
+                bounds the number of rounds to detect a negative cycle. A candidate above
+                `bound` (max_distance) is dropped: the search never goes beyond the cutoff.
     bfs         A whole one-owner BFS, one compiled step per level, direction-optimizing [2]
                 when given the in-edges (for an undirected graph, the CSR itself): top-down steps over a queue
                 while the frontier has few edges, bottom-up steps over a frontier bitmap (every
@@ -81,7 +82,7 @@ import numba
 import numpy as np
 
 from gpipe.kernels import atomics
-from gpipe.kernels.cpu_jit import BOOL, BOOLS, FLOAT64S, INT32S, INT64, INT64S, each_index, kernel
+from gpipe.kernels.cpu_jit import BOOL, BOOLS, FLOAT64, FLOAT64S, INT32S, INT64, INT64S, each_index, kernel
 from gpipe.kernels.cpu_csr import build_csr  # noqa: F401 (the contract)
 from gpipe.kernels.cpu_arrays import (  # noqa: F401 (the contract: array operations)
     arange, astype, copy, count_nonzero, cumsum_in_place, flatnonzero, full, isfinite, logical_not, negative, non_negative,
@@ -155,10 +156,11 @@ def _top_down_step(indptr, indices, offset, frontier, dist, parent, level, remot
 
 
 @kernel(*each_index(lambda indices: (INT64S, indices, FLOAT64S, INT64, INT64S, FLOAT64S, FLOAT64S,
-                                      INT64S, BOOL, BOOLS, INT64S, INT64S, FLOAT64S, INT64S)))
+                                      INT64S, BOOL, FLOAT64, BOOLS, INT64S, INT64S, FLOAT64S, INT64S)))
 def _relax_step(indptr, indices, weights, offset, frontier, frontier_dist, dist, parent, remote,
-                is_improved, improved, remote_targets, remote_dists, remote_parents):
-    """Relax the frontier's out-edges once; return how many ids went to improved and to the remote lists."""
+                bound, is_improved, improved, remote_targets, remote_dists, remote_parents):
+    """Relax the frontier's out-edges once, dropping candidates above ``bound``; return how
+    many ids went to improved and to the remote lists."""
     n_local = dist.shape[0]
     keep_parents = parent.shape[0] > 0  # an empty parent array: distances only
     n_improved = 0
@@ -170,6 +172,8 @@ def _relax_step(indptr, indices, weights, offset, frontier, frontier_dist, dist,
         for e in range(indptr[u], indptr[u + 1]):
             target = np.int64(indices[e])
             cand = du + weights[e]
+            if cand > bound:
+                continue  # beyond the cutoff: never accepted, so every kept parent is kept too
             v = target - offset
             if 0 <= v < n_local:
                 if cand < dist[v]:
@@ -497,7 +501,8 @@ def bfs_expand(indptr, indices, offset, frontier, dist, parent, level, remote):
     return next_frontier[:n_next], remote_targets[:n_remote], remote_parents[:n_remote]
 
 
-def sssp_relax(indptr, indices, weights, offset, frontier, frontier_dist, dist, parent, remote):
+def sssp_relax(indptr, indices, weights, offset, frontier, frontier_dist, dist, parent, remote,
+               bound=np.inf):
     """Relax the out-edges of one owner's frontier once; mutate `dist` and `parent` in place.
 
     Parameters
@@ -512,6 +517,10 @@ def sssp_relax(indptr, indices, weights, offset, frontier, frontier_dist, dist, 
         Distances, +inf = unreached.
     parent : int64[n_local]
         Global parent ids, -1 = none.
+    bound : float
+        The cutoff (``max_distance``; +inf: none). A candidate above it is dropped, local or
+        remote, as Dijkstra's cutoff drops it: the search never extends a path beyond the
+        cutoff, so with negative weights too a kept vertex's parent is kept.
 
     Returns
     -------
@@ -520,8 +529,8 @@ def sssp_relax(indptr, indices, weights, offset, frontier, frontier_dist, dist, 
         parent = offset + u for a frontier edge u->v with frontier_dist + w == dist[v] exactly;
         no other parent changes.
     remote_targets, remote_dists, remote_parents : int64[r], float64[r], int64[r]
-        One row per edge u->v with v owned elsewhere: v, frontier_dist + w, offset + u; raw.
-        Empty when `remote` is False.
+        One row per edge u->v with v owned elsewhere and a candidate not above `bound`:
+        v, frontier_dist + w, offset + u; raw. Empty when `remote` is False.
     """
     total = _frontier_degree(indptr, frontier)
     n_remote_max = total if remote else 0
@@ -535,7 +544,8 @@ def sssp_relax(indptr, indices, weights, offset, frontier, frontier_dist, dist, 
     # call is cheap even when the frontier is small.
     is_improved = np.zeros(dist.shape[0], dtype=np.bool_)
     n_improved, n_remote = _relax_step(indptr, indices, weights, int(offset), frontier,
-                                       frontier_dist, dist, parent, bool(remote), is_improved,
+                                       frontier_dist, dist, parent, bool(remote), float(bound),
+                                       is_improved,
                                        improved, remote_targets, remote_dists, remote_parents)
     return (improved[:n_improved], remote_targets[:n_remote], remote_dists[:n_remote],
             remote_parents[:n_remote])

@@ -31,7 +31,9 @@ What each kernel computes
                 ``negative_weights``: frontier Bellman-Ford per source [3] (a queue of the
                 vertices improved in the previous round), the sources spread over the threads
                 (numba prange); more than n - 1 rounds means a negative cycle is reachable
-                from that source.
+                from that source. ``max_distance`` drops every candidate above it (Dijkstra's
+                cutoff: the search never extends a path beyond it, so a kept vertex's parent
+                is kept); a negative cycle only this bounded search reaches is raised.
 
 Invariants of the arrays
     - Bit i of a vertex's set stands for sources[i]; the batch is at most 64 wide (one int64
@@ -209,7 +211,8 @@ def _parents_pulled(indptr, indices, dist_by_vertex, parent_by_vertex):
 
 @_kernel
 def _bellman_ford_one(indptr, indices, weights, source, max_distance, dist, parent):
-    """Frontier Bellman-Ford from ``source``; False when a negative cycle is reachable."""
+    """Frontier Bellman-Ford from ``source``, candidates above ``max_distance`` dropped (the
+    search never goes beyond the cutoff); False when a negative cycle is reachable by it."""
     n = dist.shape[0]
     queued = np.zeros(n, dtype=np.bool_)
     frontier = np.empty(n, dtype=np.int64)
@@ -231,7 +234,7 @@ def _bellman_ford_one(indptr, indices, weights, source, max_distance, dist, pare
             for e in range(indptr[u], indptr[u + 1]):
                 v = np.int64(indices[e])
                 cand = du + weights[e]
-                if cand < dist[v]:
+                if cand <= max_distance and cand < dist[v]:
                     dist[v] = cand
                     parent[v] = u
                     if not queued[v]:
@@ -240,11 +243,6 @@ def _bellman_ford_one(indptr, indices, weights, source, max_distance, dist, pare
                         n_next += 1
         frontier, following = following, frontier
         size = n_next
-    if max_distance < np.inf:
-        for v in range(n):
-            if dist[v] > max_distance:
-                dist[v] = np.inf
-                parent[v] = -1
     return True
 
 
@@ -419,7 +417,10 @@ def sssp_batch(indptr, indices, weights, sources, *, symmetric, negative_weights
     negative_weights : bool
         Some weight is negative: Bellman-Ford per source instead of Dijkstra.
     max_distance : float or None
-        Vertices farther than this are unreached.
+        Dijkstra's cutoff: a candidate distance above it is never accepted, so farther
+        vertices are unreached (with negative weights also those whose short paths climb
+        above it on the way) and every reached vertex's parent is reached. With negative
+        weights only a negative cycle this bounded search reaches is raised.
 
     Returns
     -------

@@ -14,7 +14,9 @@ What it computes
                        A lowered local target goes near, mid or far by its new distance; a
                        remote target's candidate is kept only if it beats ``sent_best`` (the
                        least distance ever queued for it) and then queued once in its
-                       owner's outbox segment.
+                       owner's outbox segment. A candidate above the state's ``bound``
+                       (max_distance) is dropped, local or remote: Dijkstra's cutoff, so a
+                       kept vertex's parent is kept, whatever the weights' signs.
     sssp_owner_pack    The outbox, one ``(targets, dists, parents)`` per owner; clears it.
     sssp_owner_merge   Lowers ``dist`` by arriving candidates; the improved go near, mid or far.
     sssp_owner_advance Raises T: the far pile's entries below the new T move to the mid pile.
@@ -138,13 +140,16 @@ def _frontier(indptr, frontier, k, dist, snapshot, edge_end, counts):
 
 @_kernel
 def _relax_edges(indptr, indices, weights, offset, n_local, chunk, frontier, snapshot, k, dist,
-                 stamp, lowered, sent_best, queued, outbox, outbox_start, counts, values):
-    """sssp_owner_relax_edges (pass 1): every minimum of the round; remote targets queued once."""
+                 stamp, lowered, sent_best, queued, outbox, outbox_start, counts, values, bound):
+    """sssp_owner_relax_edges (pass 1): every minimum of the round; remote targets queued once;
+    candidates above `bound` (the cutoff) dropped."""
     for i in range(k):
         u = frontier[i]
         for j in range(indptr[u], indptr[u + 1]):
             v = np.int64(indices[j])
             cand = snapshot[i] + weights[j]
+            if cand > bound:
+                continue  # beyond the cutoff: never held, never sent
             local = v - offset
             if local >= 0 and local < n_local:
                 if _lower(dist, local, cand):
@@ -208,11 +213,11 @@ def _split(pile, pile_slot, pile_mark, drop_below, local_threshold, threshold, f
 @kernel(*each_index(lambda indices: (
     INT64S, indices, FLOAT64S, INT64, INT64, INT64, FLOAT64, FLOAT64, INT64, FLOAT64S, INT64S, INT32S,
     INT32S, UINT8S, UINT8S, INT64S_2D, INT64S_2D, INT64S_2D, FLOAT64S, INT64S, FLOAT64S, INT64S, INT32S,
-    INT64S, INT64S, INT64S, FLOAT64S, INT64, INT64, INT64, INT64, INT64, FLOAT64)))
+    INT64S, INT64S, INT64S, FLOAT64S, INT64, INT64, INT64, INT64, INT64, FLOAT64, FLOAT64)))
 def _local_phase(indptr, indices, weights, offset, n_local, chunk, threshold, local_delta,
                  max_rounds, dist, parent, stamp, near_mark, mid_mark, far_mark, near, mid, far,
                  snapshot, edge_end, sent_best, send_parent, queued, outbox, outbox_start, counts,
-                 values, near_fill, mid_fill, far_fill, fill_round, calls, local_threshold):
+                 values, near_fill, mid_fill, far_fill, fill_round, calls, local_threshold, bound):
     """The host loop of gpu_sssp_owners.sssp_owner_relax, compiled. Returns the rounds run and
     the new near_fill, mid_fill, fill_round, calls and local threshold."""
     rounds = 0
@@ -228,7 +233,7 @@ def _local_phase(indptr, indices, weights, offset, n_local, chunk, threshold, lo
             calls += 1
             _relax_edges(indptr, indices, weights, offset, n_local, chunk, frontier, snapshot, k,
                          dist, stamp, lowered, sent_best, queued, outbox, outbox_start, counts,
-                         values)
+                         values, bound)
             _settle_edges(indptr, indices, weights, offset, n_local, frontier, snapshot, k, dist,
                           parent, stamp, lowered, local_threshold, threshold, fill_round, near_mark,
                           mid_mark, far_mark, near[near_fill], mid[mid_fill], MID + mid_fill,
@@ -312,7 +317,8 @@ def sssp_owner_relax(indptr, indices, weights, state: SsspOwnerState, threshold,
     (below T) or on the far pile. Remote candidates below ``sent_best`` lower it and queue their
     target (once), with ``send_parent`` consistent with it. When the near queue is empty and
     the mid pile holds something below T, t rises to the pile's least distance plus
-    ``state.local_delta`` (at most T) and the pile is split.
+    ``state.local_delta`` (at most T) and the pile is split. A candidate above ``state.bound``
+    (the cutoff) is dropped, local or remote, so what arrives at a merge is within it too.
     """
     counts, values = _views(state)
     (rounds, state.near_fill, state.mid_fill, state.fill_round, state.calls,
@@ -323,7 +329,8 @@ def sssp_owner_relax(indptr, indices, weights, state: SsspOwnerState, threshold,
         state.near, state.mid, state.far, state.snapshot, state.edge_end, state.sent_best,
         state.send_parent, state.queued, state.outbox, state.outbox_start, counts, values,
         np.int64(state.near_fill), np.int64(state.mid_fill), np.int64(state.far_fill),
-        np.int64(state.fill_round), np.int64(state.calls), float(state.local_threshold))
+        np.int64(state.fill_round), np.int64(state.calls), float(state.local_threshold),
+        float(state.bound))
     return int(rounds)
 
 

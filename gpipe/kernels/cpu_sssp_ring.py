@@ -127,10 +127,10 @@ def _list(v, d, threshold, delta, vertex, next_, head, tail, count, cursor, far_
 @kernel(*each_index(lambda indices: (
     INT64S, indices, FLOAT64S, INT64, INT64, INT64, FLOAT64, FLOAT64, FLOAT64S, INT64S, FLOAT64S,
     INT64S, INT64S, INT64S, INT64S, INT64S, INT64S, UINT8S, INT64S, INT64, FLOAT64S, INT64S, INT32S,
-    INT64S, INT64S, INT64S, FLOAT64S)))
+    INT64S, INT64S, INT64S, FLOAT64S, FLOAT64)))
 def _phase(indptr, indices, weights, offset, n_local, chunk, threshold, delta, dist, parent,
            relaxed, vertex, next_, head, tail, count, cursor, far_mark, far_out, far_slot,
-           sent_best, send_parent, queued, outbox, outbox_start, counts, values):
+           sent_best, send_parent, queued, outbox, outbox_start, counts, values, bound):
     """Empty the ring bucket by bucket. Returns (done, buckets emptied); done is False when the
     pool might not hold the next vertex's improvements (grow it and call again)."""
     n_slots = head.shape[0]
@@ -170,6 +170,8 @@ def _phase(indptr, indices, weights, offset, n_local, chunk, threshold, delta, d
             for j in range(lo, hi):
                 x = np.int64(indices[j])
                 cand = du + weights[j]
+                if cand > bound:
+                    continue  # beyond the cutoff (max_distance): dropped
                 local = x - offset
                 if local >= 0 and local < n_local:
                     if cand < dist[local]:
@@ -316,7 +318,7 @@ def sssp_owner_relax(indptr, indices, weights, state: SsspOwnerState, threshold,
             ring.relaxed, ring.vertex, ring.next, ring.head, ring.tail, ring.count, ring.cursor,
             state.far_mark, state.far[state.far_fill], np.int64(FAR + state.far_fill),
             state.sent_best, state.send_parent, state.queued, state.outbox, state.outbox_start,
-            state.counters.view(np.int64), state.counters.view(np.float64))
+            state.counters.view(np.int64), state.counters.view(np.float64), float(state.bound))
         buckets += int(count)
         if done:
             return buckets

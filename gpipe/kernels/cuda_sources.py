@@ -75,7 +75,7 @@ MODULES = {
     "sssp.cu": Module(("sssp_relax_edges", "sssp_settle_parents")),
     "sssp_batch.cu": Module(("sssp_batch_prepare", "sssp_batch_relax", "sssp_batch_split",
                              "sssp_batch_check", "sssp_batch_repair_pull", "sssp_batch_repair_push",
-                             "sssp_batch_cut", "sssp_batch_transpose", "sssp_batch_prepare_shared",
+                             "sssp_batch_transpose", "sssp_batch_prepare_shared",
                              "sssp_batch_relax_shared", "sssp_batch_split_shared")),
     "sssp_nearfar.cu": Module(("sssp_near_far", "sssp_check_parents", "sssp_repair_scan",
                                "sssp_repair_rows", "sssp_settle_tree"), cooperative=True),

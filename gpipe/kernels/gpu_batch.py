@@ -280,10 +280,11 @@ def sssp_batch(indptr, indices, weights, sources, *, symmetric, negative_weights
         compare-and-swap minimum; a negative cycle reachable from ``sources[i]`` raises
         :class:`gpipe.errors.NegativeCycleError` with ``source_index = i``.
     max_distance : float, optional
-        Vertices farther than this stay unreached (``inf``, parent -1); the traversal stops
-        once nothing nearer is left. With ``negative_weights`` the traversal runs to the end
-        and the farther vertices are cut afterwards (as the CPU kernels do; a kept vertex's
-        parent may then be a cut one).
+        Dijkstra's cutoff, whatever the weights' signs: a candidate above it is dropped, so
+        farther vertices stay unreached (``inf``, parent -1), every reached vertex's parent is
+        reached, and the traversal stops once nothing nearer is left. With
+        ``negative_weights`` only a negative cycle this bounded search reaches is raised (as
+        the CPU kernels do).
     delta : float, optional
         Width of the near band (default :func:`gpipe.kernels.gpu_sssp.default_delta` times
         :data:`SSSP_DELTA_FACTOR`).
@@ -431,9 +432,8 @@ def _sssp_pairs(indptr, indices, weights, sources, first_row, symmetric, negativ
     shift = (k - 1).bit_length()
     pairs = n << shift
     kernel = lambda name: _kernel(_SSSP, name, indices)  # noqa: E731
-    # With negative weights a path may climb above the cutoff and come back below it: the
-    # traversal runs without it and the farther pairs are cut afterwards.
-    cutoff, limit = (limit, np.inf) if negative else (np.inf, limit)
+    # The relax kernels drop a candidate above `limit` (Dijkstra's cutoff, with negative
+    # weights too): no pair is ever beyond it, so nothing is cut afterwards.
     dist = gpu_arrays.full(pairs, np.inf, cupy.float64)
     start = (cupy.asnumpy(sources) << shift) + np.arange(k, dtype=np.int64)
     start_pairs = cupy.asarray(start)
@@ -449,9 +449,6 @@ def _sssp_pairs(indptr, indices, weights, sources, first_row, symmetric, negativ
         repair = _pair_passes(*common, start, sort_queue, totals)
     _sssp_parents(indptr, indices, weights, n, k, shift, symmetric, dist, stamp, parent,
                   parent_edge, repair, totals)
-    if cutoff < np.inf:
-        kernel("sssp_batch_cut")(cuda.grid(pairs), (cuda.BLOCK,),
-                                 (cupy.int64(pairs), cupy.float64(cutoff), dist, parent))
     del repair, stamp, parent_edge
     tiles = (-(-n // 32), -(-k // 32))
     for work, out in ((dist, dist_out), (parent, parent_out)):

@@ -13,7 +13,8 @@ from gpipe.kernels import cuda, gpu_arrays
 _SOURCE = "sssp.cu"
 
 
-def sssp_relax(indptr, indices, weights, offset, frontier, frontier_dist, dist, parent, remote):
+def sssp_relax(indptr, indices, weights, offset, frontier, frontier_dist, dist, parent, remote,
+               bound=float("inf")):
     """Relax every out-edge of the frontier once, in place; see ARCHITECTURE.md, "Kernel contract".
 
     Parameters
@@ -37,13 +38,17 @@ def sssp_relax(indptr, indices, weights, offset, frontier, frontier_dist, dist, 
         or empty: no parent is written.
     remote : bool
         Whether to list the candidates for targets outside this owner.
+    bound : float
+        The cutoff (``max_distance``; +inf: none): a candidate above it is dropped, local or
+        remote (Dijkstra's cutoff, so a kept vertex's parent is kept with negative weights too).
 
     Returns
     -------
     improved, remote_targets, remote_dists, remote_parents : cupy.ndarray
         Local ids (int64, unique, no particular order) whose distance strictly decreased; and,
         when ``remote``, one ``(v, cand, offset + u)`` triple per edge to a target outside
-        ``[offset, offset + n_local)`` (int64, float64, int64; raw), else empty arrays.
+        ``[offset, offset + n_local)`` whose ``cand`` is not above ``bound`` (int64, float64,
+        int64; raw), else empty arrays.
 
     Notes
     -----
@@ -81,7 +86,8 @@ def sssp_relax(indptr, indices, weights, offset, frontier, frontier_dist, dist, 
     )
     cuda.function(_SOURCE, "sssp_relax_edges", indices)(
         grid, (cuda.BLOCK,),
-        edges + (remote_targets, remote_dists, remote_parents, counters, cupy.int32(bool(remote))),
+        edges + (remote_targets, remote_dists, remote_parents, counters, cupy.int32(bool(remote)),
+                 cupy.float64(bound)),
     )
     cuda.function(_SOURCE, "sssp_settle_parents", indices)(
         grid, (cuda.BLOCK,), edges + (_or_null(parent), improved, counters),
@@ -271,12 +277,7 @@ def sssp_with_stats(indptr, indices, weights, sources, *, delta=None, symmetric=
         except cupy.cuda.driver.CUDADriverError as exc:  # grid too large to be resident
             error = exc
     if error is not None:  # not even one block per SM can be resident: rounds from the host
-        dist, parent = _frontier_rounds(indptr, indices, weights, sources, dist, parent)
-        if max_distance is not None:
-            beyond = dist > limit
-            dist[beyond] = cupy.inf
-            if parent is not None:
-                parent[beyond] = -1
+        dist, parent = _frontier_rounds(indptr, indices, weights, sources, dist, parent, limit)
         return dist, parent, stats
     if n > 0 and parents:
         # Re-check the recorded parents; list the failures (in the now free first queue).
@@ -301,13 +302,13 @@ def sssp_with_stats(indptr, indices, weights, sources, *, delta=None, symmetric=
     return dist, parent, stats
 
 
-def _frontier_rounds(indptr, indices, weights, sources, dist, parent):
-    """Frontier Bellman-Ford rounds of :func:`sssp_relax` (when no cooperative launch fits);
-    ``parent`` may be None (none written)."""
+def _frontier_rounds(indptr, indices, weights, sources, dist, parent, bound=float("inf")):
+    """Frontier Bellman-Ford rounds of :func:`sssp_relax` (when no cooperative launch fits),
+    candidates above ``bound`` (max_distance) dropped; ``parent`` may be None (none written)."""
     frontier = sources
     while frontier.size:
         frontier, _, _, _ = sssp_relax(indptr, indices, weights, 0, frontier,
-                                       gpu_arrays.take(dist, frontier), dist, parent, False)
+                                       gpu_arrays.take(dist, frontier), dist, parent, False, bound)
     return dist, parent
 
 

@@ -70,7 +70,8 @@ def sssp_owner_relax(indptr, indices, weights, state: SsspOwnerState, threshold,
                 (indptr, indices, weights, cupy.int64(state.offset), cupy.int64(n_local),
                  cupy.int64(state.chunk), cupy.int64(state.n_owners), frontier, state.snapshot,
                  edge_end, cupy.int64(k), state.dist, state.stamp, cupy.int32(lowered),
-                 state.sent_best, state.queued, state.outbox, state.outbox_start, counters),
+                 state.sent_best, state.queued, state.outbox, state.outbox_start, counters,
+                 cupy.float64(state.bound)),
             )
             _kernel("sssp_owner_settle_edges", indices)(
                 edges_grid, (cuda.BLOCK,),

@@ -52,7 +52,9 @@ buffer is current), ``fill_round`` (the ``near_mark`` of the queue being filled)
 (calls so far; call ``c`` stamps ``2c + 1`` and ``2c + 2``), ``local_threshold`` (t),
 ``local_delta`` and ``window`` (the widths of a local bucket and of the exchange window, set
 by the driver once the first message has brought every owner's weight statistics; +inf
-before); and
+before); ``bound``, the cutoff (``max_distance``, +inf: none): every relaxation drops a
+candidate above it, local or remote, so no distance above it is ever held or sent (Dijkstra's
+cutoff, with negative weights too: a reached vertex's parent is reached); and
 ``ring``, the CPU's own local buckets for non-negative weights (gpipe/kernels/cpu_sssp_ring.py),
 which then stand in for the near queue and the mid pile (``counters[NEAR]`` counts its entries).
 """
@@ -129,14 +131,16 @@ class SsspOwnerState:
     local_threshold: float = 0.0
     local_delta: float = float("inf")
     window: float = float("inf")
+    bound: float = float("inf")  # the cutoff (max_distance): candidates above it are dropped
     ring: object = None  # the CPU's bucket ring (gpipe/kernels/cpu_sssp_ring.py), made on first use
 
 
 def new_state(xp, n: int, offset: int, n_local: int, chunk: int, n_owners: int,
-              local_sources, local_threshold: float) -> SsspOwnerState:
+              local_sources, local_threshold: float, bound: float = float("inf")) -> SsspOwnerState:
     """Fresh arrays for one traversal, with ``local_sources`` (unique local ids) at distance 0 in
     the first near queue and the first local threshold (> 0). ``xp`` is the backend's array
-    module."""
+    module. ``bound``: the cutoff (``max_distance``, >= 0; +inf: none), which the relaxations
+    read: a candidate above it, local or remote, is dropped."""
     n_remote = n - n_local
     starts = [min(n, q * chunk) for q in range(n_owners)]
     outbox_start = [s if s < offset else s - n_local for s in starts]
@@ -164,6 +168,7 @@ def new_state(xp, n: int, offset: int, n_local: int, chunk: int, n_owners: int,
         outbox_start_host=tuple(outbox_start),
         counters=xp.asarray(counters),
         local_threshold=float(local_threshold),
+        bound=float(bound),
     )
     sources = xp.asarray(local_sources, dtype=np.int64)
     state.dist[sources] = 0.0

@@ -27,8 +27,8 @@ from gpipe import backend as backends
 from gpipe import progress
 from gpipe.errors import NegativeCycleError
 from gpipe.kernels import owner_state
-from gpipe.outcome import (cut_beyond, cycle_check_due, has_parent_cycle,
-                           raise_if_negative_loop_reached, report_end)
+from gpipe.outcome import (cycle_check_due, has_parent_cycle, raise_if_negative_loop_reached,
+                           report_end)
 from gpipe.owners import messages
 from gpipe.owners.transport import open_transport
 from gpipe.partition import Layout, Partition
@@ -113,19 +113,19 @@ def sssp_owner(channel, part: Partition, ids, layout: Layout, local_sources, gro
     """
     with open_transport(channel, group, layout.n_owners, part.backend) as transport:
         dist, parent, stats = sssp_owner_arrays(transport, part, layout, local_sources,
-                                                negative_weights, ids)
-    cut_beyond(dist, parent, max_distance)
+                                                negative_weights, ids, max_distance)
     frame = owner_frame(part, ids, dist, parent if parents else None, SSSP, vertex_dtype)
     return (frame, stats) if want_stats else frame
 
 
 def sssp_owner_arrays(transport, part: Partition, layout: Layout, local_sources,
-                      negative_weights: bool, ids=None):
+                      negative_weights: bool, ids=None, max_distance=None):
     """One owner's share of an SSSP over several owners: ``(dist float64[n_local], parent
     int64[n_local] global ids, OwnerStats)``, +inf and -1 where unreached.
 
     Non-negative weights: delta-stepping; each step runs the local rounds below the threshold,
-    then exchanges. Negative weights: Bellman-Ford, one round per step. Raises
+    then exchanges. Negative weights: Bellman-Ford, one round per step. ``max_distance`` is
+    Dijkstra's cutoff (the owner state's bound: candidates above it are dropped). Raises
     NegativeCycleError where this owner reached one of its negative self-loops (named by its
     input id through ``ids``, the graph's sorted ids if renumbered), before its end is
     reported, so that whoever watches sees it fail.
@@ -138,7 +138,7 @@ def sssp_owner_arrays(transport, part: Partition, layout: Layout, local_sources,
     threshold = np.inf if negative_weights else FIRST_THRESHOLD
     state = owner_state.new_state(part.xp, layout.n, part.offset, part.n_local, layout.chunk,
                                   layout.n_owners, np.unique(local_sources).astype(np.int64),
-                                  threshold)
+                                  threshold, bound=np.inf if max_distance is None else max_distance)
     max_rounds = 1 if negative_weights else -1
     sample = (0.0,) * 5 if negative_weights else _weight_sample(part)
     bucket, step, first_window, relaxed, repeated = 0, 0, None, 0, 0

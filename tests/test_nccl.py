@@ -1,7 +1,7 @@
 """NCCL between GPU owners (gpipe/owners/nccl.py) on the multi-GPU cluster of tests/conftest.py.
 
-With distinct devices (``GPIPE_TEST_CUDA_DEVICES=0,1`` or ``0,1,2,3``) every multi-owner graph
-gets a communicator and the traversals of tests/test_multigpu.py run over it; these tests check
+With ``gpipe.transport: auto`` and distinct devices (``GPIPE_TEST_CUDA_DEVICES=0,1`` or
+``0,1,2,3``) every multi-owner graph gets a communicator and the traversals of tests/test_multigpu.py run over it; these tests check
 that it does, that its answers match Dask's comms and the references, and that a communicator
 aborted on one worker is made again. With one device named twice the owners keep Dask's comms.
 Run the module again with ``NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1`` to go over sockets.
@@ -19,6 +19,12 @@ from conftest import multigpu_devices
 from gpipe.owners import nccl
 
 pytestmark = [pytest.mark.multigpu, pytest.mark.timeout(300)]
+
+
+@pytest.fixture(autouse=True)
+def nccl_where_it_serves():
+    with dask.config.set({nccl.CONFIG_KEY: "auto"}):
+        yield
 
 
 def distinct_gpus() -> bool:

@@ -104,6 +104,10 @@ def test_a_cpu_graph_keeps_dask_comms(dask_client2):
         graph = gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=2), directed=True,
                                        partitions=2)
         assert graph.num_partitions == 2 and graph._built.transport is None
+        with dask.config.set({nccl.CONFIG_KEY: "auto"}):
+            graph = gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=2), directed=True,
+                                           partitions=2)
+            assert graph._built.transport is None  # pandas partitions: NCCL cannot serve
         with dask.config.set({nccl.CONFIG_KEY: "nccl"}), pytest.raises(gpipe.InputError,
                                                                       match="nccl needs GPU"):
             gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=2), directed=True,

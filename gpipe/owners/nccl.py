@@ -34,7 +34,11 @@ import numpy as np
 
 from gpipe.owners.transport import Transport, TransportLost
 
-CONFIG_KEY = "gpipe.transport"  # "auto" (NCCL where it can serve), "nccl", "dask"
+CONFIG_KEY = "gpipe.transport"  # "dask" (the default), "auto" (NCCL where it can serve), "nccl"
+# Dask's comms stay the default until the hang seen on the H100s is understood: in a long
+# multigpu test session, an SSSP over a communicator hung after earlier graphs and traversals
+# (a standalone run of the same queries, an aborted communicator before them included, did not).
+DEFAULT = "dask"
 GROUPS_KEPT = 8  # communicators a worker keeps; the oldest is aborted to make room
 POLL_CHECK_S = 0.001  # how often a waiting owner looks at its channel and at NCCL's errors
 
@@ -103,8 +107,8 @@ def _abort(comm) -> None:
 
 def make_group(executor, layout, backend_name: str, *, fresh: bool = False) -> str | None:
     """The key of the NCCL communicator across the owners of a multi-owner graph, or None
-    where the owners keep Dask's comms: a CPU graph, ``gpipe.transport: dask``, or (with
-    ``auto``) NCCL not loading on an owner's worker or two owners on one device. With
+    where the owners keep Dask's comms: a CPU graph, ``gpipe.transport: dask`` (the default), or
+    (with ``auto``) NCCL not loading on an owner's worker or two owners on one device. With
     ``gpipe.transport: nccl`` those raise InputError instead.
 
     One communicator serves every graph of this client whose owners are the same workers in
@@ -117,7 +121,7 @@ def make_group(executor, layout, backend_name: str, *, fresh: bool = False) -> s
     from gpipe import backend as backends
     from gpipe.errors import InputError
 
-    setting = dask.config.get(CONFIG_KEY, "auto")
+    setting = dask.config.get(CONFIG_KEY, DEFAULT)
     if setting not in ("auto", "nccl", "dask"):
         raise InputError(f"{CONFIG_KEY} must be 'auto', 'nccl' or 'dask', not {setting!r}")
     if setting == "dask" or layout.n_owners < 2 or not hasattr(executor, "client"):

@@ -13,7 +13,8 @@ TASK_NAMES = {
     "_survey": "survey", "_unique_ids": "ids", "_merge_unique": "ids", "_split": "shuffle",
     "build_partition": "build", "_packed_presence": "build-presence", "getitem": "shuffle-part",
     "global_ids": "sources", "_bfs_one_owner": "bfs", "_sssp_one_owner": "sssp",
-    "_bfs_owner": "bfs", "_sssp_owner": "sssp", "owner_paths": "paths", "owner_path": "path",
+    "bfs_owner": "bfs", "sssp_owner": "sssp", "join": "nccl-join", "device_identity": "nccl-device",
+    "unique_id": "nccl-id", "owner_paths": "paths", "owner_path": "path",
 }
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from gpipe import backend as backends
-from gpipe import sizing, validate
+from gpipe import footers, sizing, validate
 from gpipe.errors import InputError
 from gpipe.owners import nccl
 from gpipe.partition import Layout, build_partition
@@ -85,10 +85,16 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
     """
     requested = sizing.requested_partitions(partitions)
     requested_replicas = sizing.requested_replicas(replicas)
+    from_footers = footers.of(edges)
     edges = validate.edge_frame(edges, src, dst, weight)
     backend_name = backends.name_of_frame(edges)
     strings = backends.is_string_dtype(edges.dtypes[src])  # then dst's too (validate.edge_frame)
     columns = Columns(src, dst, weight, strings=strings)
+    memory = None
+    early = _footer_size(from_footers, directed, weight is not None)
+    if early is not None:  # GraphTooLarge before anything is read
+        memory = executor.memory(backend_name)
+        sizing.choose_owners(early, memory, requested)
 
     inputs = executor.partitions(edges)
     surveys = executor.gather([executor.submit(_survey, backend_name, p, columns) for p in inputs])
@@ -106,7 +112,7 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
         identity = low >= 0 and high + 1 <= IDENTITY_SLACK * rows + IDENTITY_EXTRA
         n_bound = high + 1 if identity else min(2 * rows, high - low + 1)
     size = sizing.GraphSize(rows=rows, n=n_bound, directed=directed, weighted=weight is not None)
-    memory = executor.memory(backend_name)
+    memory = memory or executor.memory(backend_name)
     executor = executor.for_owners(sizing.choose_owners(size, memory, requested))
 
     if identity:
@@ -159,6 +165,22 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
         replicas=replicas,
         transport=transport,
     )
+
+
+def _footer_size(survey, directed: bool, weighted: bool):
+    """The :class:`sizing.GraphSize` that a read_edges frame's Parquet footers give
+    (:mod:`gpipe.footers`), as the survey of its rows would; None where they cannot tell the
+    vertex count (integer ids without statistics) or there are none."""
+    if survey is None or survey.rows == 0:
+        return None
+    if survey.strings:
+        n_bound = 2 * survey.rows
+    elif survey.low is None:
+        return None
+    else:
+        identity = survey.low >= 0 and survey.high + 1 <= IDENTITY_SLACK * survey.rows + IDENTITY_EXTRA
+        n_bound = survey.high + 1 if identity else min(2 * survey.rows, survey.high - survey.low + 1)
+    return sizing.GraphSize(rows=survey.rows, n=n_bound, directed=directed, weighted=weighted)
 
 
 def _packed_presence(part):

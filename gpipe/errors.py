@@ -126,6 +126,56 @@ def out_of_memory(error: BaseException) -> str | None:
     return None
 
 
+_DEVICE_MODULES = ("cupy", "rmm", "cudf", "pylibcudf", "numba.cuda", "cuda")
+_DEVICE_TEXT = re.compile(r"\bcuda|cudaMalloc|device memory|\brmm\b|out_of_memory", re.IGNORECASE)
+_BYTES = re.compile(r"allocat\w*\s+([\d,]+)\s*bytes", re.IGNORECASE)
+_SIZED = re.compile(r"allocate\s+([\d.]+)\s*(B|KiB|MiB|GiB|TiB)\b", re.IGNORECASE)
+_UNITS = {"b": 1, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+
+
+def memory_kind(error: BaseException, on_gpu: bool = False) -> str:
+    """``"device"`` or ``"host"``: which memory an out-of-memory error ran out of.
+
+    Device where the error, or one it came from, is CuPy's, RMM's or cuDF's and names CUDA or
+    RMM (RMM's ``out_of_memory`` says "CUDA error ... failed to allocate"), or where the task
+    worked on the GPU (``on_gpu``) and the library said only ``bad_alloc`` (cuDF turns RMM's
+    failures into a ``MemoryError`` of that text); host otherwise (NumPy, Arrow, Numba).
+
+    >>> memory_kind(MemoryError("Unable to allocate 8.00 GiB for an array"))
+    'host'
+    >>> memory_kind(MemoryError("std::bad_alloc: out_of_memory: CUDA error: failed to allocate 34359685776 bytes"))
+    'device'
+    """
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        text = str(error)
+        module = type(error).__module__ or ""
+        if module.startswith(_DEVICE_MODULES) or _DEVICE_TEXT.search(text):
+            return "device"
+        if on_gpu and "bad_alloc" in text:
+            return "device"
+        error = error.__cause__ if error.__suppress_context__ else error.__context__
+    return "host"
+
+
+def bytes_asked(error: BaseException) -> int | None:
+    """The size of the allocation that failed, where the message says it (CuPy's "allocating
+    N bytes", RMM's "failed to allocate N bytes", NumPy's "Unable to allocate 8.00 GiB").
+
+    >>> bytes_asked(MemoryError("Unable to allocate 1.50 GiB for an array"))
+    1610612736
+    """
+    text = str(error)
+    found = _BYTES.search(text)
+    if found:
+        return int(found.group(1).replace(",", ""))
+    found = _SIZED.search(text)
+    if found:
+        return int(float(found.group(1)) * _UNITS[found.group(2).lower()])
+    return None
+
+
 def _killed_workers(error) -> str:
     task = getattr(error, "task", None)
     return (

@@ -17,6 +17,7 @@ import os
 from contextlib import contextmanager
 
 from gpipe import backend as backends
+from gpipe import footers as footer_sizes
 from gpipe.errors import InputError
 from gpipe.output import restore_interrupted
 
@@ -76,8 +77,11 @@ def read_edges(path, *, src="src", dst="dst", weight=None, backend="auto"):
     footers = {file: _footer(file) for file in files}
     columns = _edge_columns(path, footers, src, dst, weight)
     if backend == backends.GPU:
-        return _read_files_into_cudf(files, columns, footers[files[0]])
-    return _read_files_into_pandas(footers, columns)
+        frame = _read_files_into_cudf(files, columns, footers[files[0]])
+    else:
+        frame = _read_files_into_pandas(footers, columns)
+    footer_sizes.remember(frame, footer_sizes.survey(footers, src, dst))
+    return frame
 
 
 def _read_url(path, src, dst, weight, backend):

@@ -8,6 +8,8 @@ which partition it was working on. This module imports neither of them.
 
 from __future__ import annotations
 
+import sys
+
 # The names that tasks show in the dashboard: gpipe-<step>-<owner>-<unique>.
 TASK_NAMES = {
     "_survey": "survey", "_unique_ids": "ids", "_merge_unique": "ids", "_split": "shuffle",
@@ -39,7 +41,6 @@ def run_task(fn, *args):
     names the partition it was working on; a traversal that raises reports its failed end
     (:func:`gpipe.progress.ending_on_error`)."""
     from gpipe.errors import OutOfMemory
-    from gpipe.partition import Partition
     from gpipe.progress import ending_on_error
     from gpipe.threads import kernel_threads
 
@@ -49,13 +50,40 @@ def run_task(fn, *args):
     except OutOfMemory:
         raise
     except MemoryError as error:
-        part = next((a for a in args if isinstance(a, Partition)), None)
-        where = ""
-        if part is not None:
-            where = (f" on partition {part.owner} ({part.n_local:,} vertices, {part.n_edges:,} "
-                     f"stored edges, {part.nbytes / 2**30:.2f} GiB)")
-        device = "device" if "cupy" in type(error).__module__ or "rmm" in type(error).__module__ else "host"
-        raise OutOfMemory(f"{task_name(fn, args)}{where} ran out of {device} memory: {error}") from error
+        raise OutOfMemory(_out_of_memory_line(fn, args, error)) from error
+
+
+def _out_of_memory_line(fn, args, error) -> str:
+    """What ran out of memory, said where: the step (task name), the partition it worked on,
+    the worker, device or host memory, and the bytes asked for where the message says so."""
+    from gpipe.errors import bytes_asked, memory_kind
+    from gpipe.partition import Partition
+
+    part = next((a for a in args if isinstance(a, Partition)), None)
+    where = ""
+    if part is not None:
+        where = (f" on partition {part.owner} ({part.n_local:,} vertices, {part.n_edges:,} "
+                 f"stored edges, {part.nbytes / 2**30:.2f} GiB)")
+    worker = _worker_address()
+    if worker:
+        where += f" on worker {worker}"
+    on_gpu = (part is not None and part.backend == "gpu") or "gpu" in [a for a in args if isinstance(a, str)]
+    asked = bytes_asked(error)
+    size = f" asking for {asked:,} bytes ({asked / 2**30:.2f} GiB)" if asked else ""
+    return (f"{task_name(fn, args)}{where} ran out of {memory_kind(error, on_gpu)} memory{size}: "
+            f"{error}")
+
+
+def _worker_address() -> str | None:
+    """This process's Dask worker's address, if this runs on one."""
+    if "distributed" not in sys.modules:
+        return None
+    try:
+        from distributed import get_worker
+
+        return get_worker().address
+    except ValueError:  # not on a worker
+        return None
 
 
 def run_query_task(query, fn, *args):

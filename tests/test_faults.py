@@ -149,7 +149,7 @@ def test_running_out_of_memory_in_a_task_names_the_partition(client):
     def _bfs_one_owner(part, *args):
         raise MemoryError("Out of memory allocating 1,000,000,000 bytes")
 
-    with pytest.raises(gpipe.OutOfMemory, match=r"gpipe-bfs on partition 0 \(\d+ vertices, \d+ stored edges"):
+    with pytest.raises(gpipe.OutOfMemory, match=r"gpipe-bfs on partition 0 \(\d+ vertices, \d+ stored edges.* on worker tcp://.* ran out of host memory asking for 1,000,000,000 bytes"):
         graph._executor.gather([graph._executor.submit(_bfs_one_owner, graph._built.parts[0], owner=0)])
     assert tasks.task_name(_bfs_one_owner) == "gpipe-bfs"
 

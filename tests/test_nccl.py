@@ -106,3 +106,27 @@ def test_a_communicator_aborted_on_one_worker_is_made_again(multigpu):
     out = graph.bfs(source).compute().to_pandas()
     reference.assert_distances(out, reference.expected_bfs(edges, source, directed=False))
     assert graph._built.transport not in (None, first)
+
+
+def test_many_graphs_and_traversals_over_one_communicator(multigpu):
+    """What hung on four H100s when NCCL was the default (BENCHMARKS.md, "NCCL between owners"):
+    a long session of builds and queries over one communicator, an aborted one (a negative
+    cycle) among them, then BFS and SSSP over a graph built earlier. Each query must end well
+    within the test's timeout; a hang fails here with the stacks (pytest-timeout)."""
+    import pandas as pd
+
+    p = owners(multigpu)
+    edges = reference.random_edges(500, 2000, seed=65, weights="positive", ids="sparse")
+    s1, s2 = reference.pick_sources(edges, 2, seed=65)
+    cycle = pd.DataFrame({"src": [0, 1, 2, 3], "dst": [1, 2, 3, 1], "weight": [1.0, -2.0, 4.0, -3.0]})
+    kept = gpipe.Graph.from_edges(cudf_frame(edges), directed=False, weight="weight", partitions=p)
+    for round_no in range(6):
+        one_shot = gpipe.bfs(cudf_frame(edges), s1, directed=False, partitions=p).compute()
+        reference.assert_distances(one_shot.to_pandas(),
+                                   reference.expected_bfs(edges, [s1], directed=False))
+        if round_no == 2:
+            with pytest.raises(gpipe.NegativeCycleError):
+                gpipe.sssp(cudf_frame(cycle, 2), 0, partitions=p).compute()
+        for query, want in ((kept.sssp(s2), reference.expected_sssp(edges, [s2], directed=False)),
+                            (kept.bfs(s1), reference.expected_bfs(edges, [s1], directed=False))):
+            reference.assert_distances(query.compute().to_pandas(), want, exact=False)

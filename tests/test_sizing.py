@@ -115,3 +115,44 @@ def test_the_cli_refuses_partitions_without_a_cluster(tmp_path):
                    "--out", str(tmp_path / "out"), "--partitions", "2", "--backend", "cpu"])
     assert status == 2
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("ids", ["dense", "sparse", "string"])
+def test_read_edges_frames_are_refused_before_a_row_is_read(tmp_path, monkeypatch, ids):
+    """Parquet footers give the rows and the id range (gpipe/footers.py): a graph too large is
+    refused before any partition is read; one that fits is sized the same way as after its
+    survey."""
+    from gpipe import build, footers, io
+
+    edges = reference.random_edges(n=300, m=1200, seed=5, ids=ids if ids != "string" else "dense")
+    if ids == "string":
+        edges = edges.assign(src=edges["src"].map("v{}".format), dst=edges["dst"].map("v{}".format))
+    edges.to_parquet(tmp_path / "edges.parquet", row_group_size=400)
+    read = []
+    real = io._read_pandas
+    monkeypatch.setattr(io, "_read_pandas", lambda *a, **k: read.append(a) or real(*a, **k))
+    frame = gpipe.read_edges(str(tmp_path / "edges.parquet"))
+    early = build._footer_size(footers.of(frame), directed=False, weighted=False)
+    ids_seen = edges[["src", "dst"]].stack()
+    if ids == "string":
+        assert early.n == 2 * len(edges)
+    else:
+        low, high = int(ids_seen.min()), int(ids_seen.max())
+        assert early.n == (high + 1 if ids == "dense" else min(2 * len(edges), high - low + 1))
+    assert early.rows == len(edges)
+    with dask.config.set({sizing.FRACTION_KEY: 1e-9}):
+        with pytest.raises(gpipe.GraphTooLarge, match="the graph needs about"):
+            gpipe.Graph.from_edges(frame, directed=False)
+    assert read == []
+    graph = gpipe.Graph.from_edges(frame, directed=False)
+    assert read and graph.num_vertices == len(ids_seen.unique())
+
+
+def test_a_frame_derived_from_read_edges_is_sized_after_its_survey(tmp_path):
+    from gpipe import footers
+
+    edges = reference.random_edges(n=50, m=100, seed=6)
+    edges.to_parquet(tmp_path / "edges.parquet")
+    frame = gpipe.read_edges(str(tmp_path / "edges.parquet"))
+    assert footers.of(frame) is not None
+    assert footers.of(frame[frame["src"] > 3]) is None

@@ -90,13 +90,16 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
     backend_name = backends.name_of_frame(edges)
     strings = backends.is_string_dtype(edges.dtypes[src])  # then dst's too (validate.edge_frame)
     columns = Columns(src, dst, weight, strings=strings)
-    memory = None
+    memory, inputs = None, None
     early = _footer_size(from_footers, directed, weight is not None)
     if early is not None:  # GraphTooLarge before anything is read
         memory = executor.memory(backend_name)
-        sizing.choose_owners(early, memory, requested)
-
-    inputs = executor.partitions(edges)
+        chosen = sizing.choose_owners(early, memory, requested)
+        if len(chosen) == 1:  # the footers tell the survey's figures: the same owner follows
+            executor = executor.for_owners(chosen)
+            inputs = executor.partitions(edges, on=0)
+    if inputs is None:
+        inputs = executor.partitions(edges)
     surveys = executor.gather([executor.submit(_survey, backend_name, p, columns) for p in inputs])
     surveys = [s for s in surveys if s.rows]
     if not surveys:

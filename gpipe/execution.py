@@ -50,8 +50,9 @@ class Executor:
         """Block until ``handles`` are done; re-raise the first task error, moving no data."""
         raise NotImplementedError
 
-    def partitions(self, frame) -> list:
-        """Handles to the partitions of the Dask DataFrame ``frame``, computed where they land.
+    def partitions(self, frame, on: int | None = None) -> list:
+        """Handles to the partitions of the Dask DataFrame ``frame``, computed where they land
+        (``on``: all on owner ``on``'s worker, for a graph that owner will hold alone).
 
         Frames that this process holds (:mod:`gpipe.in_memory`: a plain frame, ``dd.from_pandas``)
         are taken as they are, in row order, not as Dask's partitions: in-process as one frame,
@@ -130,7 +131,7 @@ class InProcess(Executor):
     def wait(self, handles):
         return None
 
-    def partitions(self, frame):
+    def partitions(self, frame, on=None):
         held = in_memory.held_frames(frame)
         if held is not None:
             return held
@@ -311,10 +312,13 @@ class OnCluster(Executor):
                 raise _lost(f"partition {owner}'s worker {address} left the cluster (killed, crashed, "
                             "or stopped by its nanny over its memory limit)")
 
-    def partitions(self, frame):
+    def partitions(self, frame, on=None):
         held = in_memory.held_frames(frame)
         if held is not None:  # sent to the workers once, a run of rows each, under random keys
             return self.client.scatter(in_memory.row_slices(held, len(self.workers)), hash=False)
+        if on is not None:  # read where the graph will be built: no edge crosses the network
+            return self.client.compute(frame.to_delayed(optimize_graph=True),
+                                       workers=[self.workers[on]], allow_other_workers=False)
         return self.client.compute(frame.to_delayed(optimize_graph=True))
 
     def to_frame(self, handles, meta, lengths=None):

@@ -156,3 +156,27 @@ def test_a_frame_derived_from_read_edges_is_sized_after_its_survey(tmp_path):
     frame = gpipe.read_edges(str(tmp_path / "edges.parquet"))
     assert footers.of(frame) is not None
     assert footers.of(frame[frame["src"] > 3]) is None
+
+
+def test_a_one_owner_graph_of_parquet_is_read_on_its_owner(dask_client2, tmp_path):
+    """The footers choose the owner before reading, so every file is read on the owner's
+    worker and no edge crosses the network (issue 22: a cluster costs a one-GPU graph
+    nothing); the answer is the same."""
+    from distributed import get_task_stream
+
+    from gpipe.io import READ_LABEL
+
+    edges = reference.random_edges(n=400, m=1600, seed=7, ids="sparse")
+    for i in range(4):
+        edges.iloc[i::4].to_parquet(tmp_path / f"part.{i}.parquet")
+    with dask_client2.as_current():
+        frame = gpipe.read_edges(str(tmp_path))
+        with get_task_stream(dask_client2) as stream:
+            graph = gpipe.Graph.from_edges(frame, directed=False)
+        assert graph.num_partitions == 1
+        owner = graph._executor.workers[0]
+        reads = [t["worker"] for t in stream.data if t["key"][0].startswith(READ_LABEL)]
+        assert len(reads) == 4 and set(reads) == {owner}
+        source = int(edges["src"].iloc[0])
+        reference.assert_distances(graph.bfs(source).compute(),
+                                   reference.expected_bfs(edges, [source], directed=False))

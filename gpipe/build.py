@@ -304,7 +304,8 @@ def _split(backend_name, frame, ids, columns, layout: Layout, directed: bool, tr
     ids. ``present_ids`` carries the ids whose presence the owner could not see from its own
     out-edges: self-loop vertices, and targets of directed edges. ``negative_loops`` carries
     the vertices with a self-loop of negative weight when the graph has negative weights (else
-    None): the CSR keeps no self-loop, and such a loop is a negative cycle. A graph with one
+    None): the CSR keeps no self-loop, and such a loop is a negative cycle. Ids are of the
+    layout's index dtype (int32 while ``n < 2**31``). A graph with one
     owner is passed on as it is (``as_given``: self-loops kept, each undirected edge once;
     ``build_csr`` leaves the loops out and stores both directions of an undirected edge), so
     neither a filtered nor a doubled list is ever made (nor a kernel that CuPy would compile
@@ -321,8 +322,10 @@ def _split(backend_name, frame, ids, columns, layout: Layout, directed: bool, tr
     if layout.n_owners == 1:
         negative_loops = _negative_loops(src, dst == src, weights) if negative_weights else None
         return [(src, dst, weights, None, True, negative_loops)]  # ids of any integer width: no copy
-    src = src.astype("int64", copy=False)
-    dst = dst.astype("int64", copy=False)
+    # Ids travel in the index dtype (int32 while n < 2**31): half the bytes of int64 pairs,
+    # in the split and in every owner's share of the shuffle.
+    src = src.astype(layout.index_dtype(), copy=False)
+    dst = dst.astype(layout.index_dtype(), copy=False)
     loops = src == dst
     present = None
     if track_presence:
@@ -367,5 +370,5 @@ def _by_owner(backend_name, vertices, layout: Layout) -> list:
 def _bounds(backend_name, sorted_owner, n_owners) -> list:
     """Start of each owner's run in ``sorted_owner``, plus the end: ``n_owners + 1`` ints."""
     be = backends.get(backend_name)
-    starts = be.xp.searchsorted(sorted_owner, be.xp.arange(n_owners + 1))
+    starts = be.xp.searchsorted(sorted_owner, be.xp.arange(n_owners + 1, dtype=sorted_owner.dtype))
     return be.to_host(starts).tolist()

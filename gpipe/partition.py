@@ -109,13 +109,14 @@ def build_partition(backend_name: str, layout: Layout, owner: int, directed: boo
     ``as_given`` buckets (one owner) hold the input's edges as they are: self-loops kept
     (``build_csr`` leaves them out), each undirected edge once (``build_csr`` stores both
     directions), ids of any integer width; the others hold every stored direction, self-loops
-    dropped, int64 ids.
+    dropped, ids of the layout's index dtype.
     """
     be = backends.get(backend_name)
     xp = be.xp
     offset, n_local = layout.offset(owner), layout.size(owner)
     as_given = any(b[4] for b in buckets)
-    id_dtype = xp.result_type(*[b[i].dtype for b in buckets for i in (0, 1)]) if as_given else "int64"
+    id_dtype = (xp.result_type(*[b[i].dtype for b in buckets for i in (0, 1)]) if as_given
+                else layout.index_dtype())
     src = _concat(xp, [b[0] for b in buckets], id_dtype)
     if offset:
         src = src - offset

@@ -344,7 +344,8 @@ class _Bench:
         rows = len(edges)
         input_bytes = rows * sum(_itemsize(t) for t in edges.dtypes)
         report["graph"] = {"name": spec.name, "input_edges": rows, "input_bytes": input_bytes,
-                           "weighted": spec.weighted, "generate_s": time.perf_counter() - t0}
+                           "weighted": spec.weighted, "generate_s": time.perf_counter() - t0,
+                           "generated_shares": getattr(self, "generated_shares", None)}
 
         e2e_frames = []
         if self.end_to_end:
@@ -466,6 +467,9 @@ class _Bench:
         lean = spec.scale is not None and spec.scale >= LEAN_SCALE
         meta = _with_ids(_empty_edges(self.backend, spec.weighted, "int32" if lean else "int64"), spec.ids)
         n_parts = -(-_generated_rows(*args[:2]) // PART_ROWS)
+        shares = self.report["options"]["partitions"] or 1
+        if self.client is not None and args[0] == "kron" and shares > 1:
+            return self._generated_on_every_owner(args, shares, meta)
         if self.client is not None:  # generated on a worker: the edges never pass through here
             whole = dask.delayed(_generate_parts, pure=False)(*args)
             parts = [dask.delayed(_with_ids)(dask.delayed(operator.getitem)(whole, i), spec.ids)
@@ -476,6 +480,26 @@ class _Bench:
         # Named delayeds: Dask does not hash the (large) frames to name them.
         parts = [dask.delayed(f, name=f"gpipe-bench-edges-{uuid.uuid4().hex}") for f in frames]
         return dd.from_delayed(parts, meta=frames[0].iloc[:0], verify_meta=False)
+
+    def _generated_on_every_owner(self, args, shares, meta):
+        """A Kronecker graph generated in ``shares`` shares, each on a worker of its own
+        (:func:`gpipe.generators.kronecker_share`: the same scale, distribution and seed, not
+        the single-stream edge list), so that no worker ever holds the whole edge list; held
+        where they were made, in frames of at most PART_ROWS rows."""
+        import dask.dataframe as dd
+
+        workers = sorted(self.client.scheduler_info(n_workers=-1)["workers"])
+        _, scale, weighted, seed, xp = args
+        futures = []
+        for share in range(shares):
+            where = [workers[share % len(workers)]]
+            parts = self.client.submit(_generate_share_parts, scale, share, shares, weighted, seed, xp,
+                                       workers=where, pure=False)
+            for i in range(_share_part_count(scale, shares)):
+                part = self.client.submit(operator.getitem, parts, i, workers=where)
+                futures.append(self.client.submit(_with_ids, part, self.spec.ids, workers=where))
+        self.generated_shares = shares
+        return dd.from_delayed(futures, meta=meta, verify_meta=False)
 
     # --- traversals from every source ---------------------------------------------------------
 
@@ -609,6 +633,22 @@ def _generate_parts(kind, size, weighted, seed, xp):
     frames = backends.get(backends.GPU if xp == "cupy" else backends.CPU).frames
     return [frames.DataFrame({k: v[lo:lo + PART_ROWS] for k, v in columns.items()})
             for lo in range(0, max(rows, 1), PART_ROWS)]
+
+
+def _share_part_count(scale, shares) -> int:
+    """Frames of at most PART_ROWS rows that the largest share of a Kronecker graph fills."""
+    return max(1, -(-(_generated_rows("kron", scale) // shares + 1) // PART_ROWS))
+
+
+def _generate_share_parts(scale, share, shares, weighted, seed, xp):
+    """Share ``share`` of a generated Kronecker graph as :func:`_share_part_count` frames of at
+    most PART_ROWS rows (the last ones possibly empty)."""
+    lean = scale >= LEAN_SCALE
+    columns = generators.kronecker_share(scale, share, shares, seed=seed, weights=weighted, xp=xp,
+                                         frame=False, id_dtype="int32" if lean else "int64")
+    frames = backends.get(backends.GPU if xp == "cupy" else backends.CPU).frames
+    return [frames.DataFrame({k: v[i * PART_ROWS:(i + 1) * PART_ROWS] for k, v in columns.items()})
+            for i in range(_share_part_count(scale, shares))]
 
 
 def _generate(kind, size, weighted, seed, xp, frame=True):

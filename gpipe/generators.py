@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["kronecker_edges", "grid_edges", "grid_centre"]
+__all__ = ["kronecker_edges", "kronecker_share", "grid_edges", "grid_centre"]
 
 WEIGHT_LOW = 1
 WEIGHT_HIGH = 255
@@ -101,23 +101,8 @@ def kronecker_edges(scale, edge_factor=16, *, a=0.57, b=0.19, c=0.19, seed=0, we
     rng = _Random(xp, seed)
     n = 1 << scale
     m = edge_factor * n
-    # Ids are built bit by bit in the narrowest integer type that holds them (less memory
-    # traffic per pass); the relabelling gather below returns int64.
-    bits_dtype = xp.int32 if scale <= 31 else xp.int64
-    src = xp.zeros(m, dtype=bits_dtype)
-    dst = xp.zeros(m, dtype=bits_dtype)
-    # Per level: the source bit is 1 (bottom half) with probability c + d = 1 - (a + b);
-    # given it, the target bit is 1 with probability d / (c + d) (bottom) or b / (a + b) (top).
-    ab = a + b
-    c_norm = c / (1.0 - ab)
-    a_norm = a / ab
-    for level in range(scale):  # one vectorized pass over all edges per bit level
-        src_bit = rng.random(m) > ab
-        draw = rng.random(m)
-        dst_bit = xp.where(src_bit, draw > c_norm, draw > a_norm)
-        bit = bits_dtype(1 << level)
-        src += src_bit * bit
-        dst += dst_bit * bit
+    columns = _rmat_columns(xp, rng, scale, m, a, b, c)
+    src, dst = columns["src"], columns["dst"]
 
     if np.dtype(id_dtype) == np.int32 and scale > 31:
         raise ValueError(f"id_dtype int32 holds scale <= 31 ids, not scale {scale}")
@@ -130,6 +115,74 @@ def kronecker_edges(scale, edge_factor=16, *, a=0.57, b=0.19, c=0.19, seed=0, we
     if weights:
         columns["weight"] = rng.integers(WEIGHT_LOW, WEIGHT_HIGH + 1, m).astype(xp.float64)
     return _frame(xp, columns) if frame else columns
+
+
+def kronecker_share(scale, share, shares, edge_factor=16, *, a=0.57, b=0.19, c=0.19, seed=0,
+                    weights=False, xp=None, frame=True, id_dtype="int64"):
+    """Share ``share`` of ``shares`` of a Graph500 Kronecker edge list, generated on its own.
+
+    Every R-MAT edge is drawn independently of the others, so each of ``shares`` workers can
+    draw its own ``edge_factor * 2**scale / shares`` edges (the first ``m % shares`` shares one
+    more) with a random stream of its own, seeded by ``(seed, share)``, and relabel them with
+    the same random permutation of the ids, drawn from ``seed`` on every share. The union of
+    the shares is a Kronecker graph of the same scale, distribution and seed, but not the
+    edge list :func:`kronecker_edges` gives for that seed (its one stream runs over all
+    edges), except with ``shares=1``, which returns exactly that (edges shuffled, as
+    Graph500 does; shares of several are not: their edges are independent draws already).
+
+    Parameters are those of :func:`kronecker_edges`, plus ``share`` (``0 <= share < shares``)
+    and ``shares``. Memory: the share's edges and the ``2**scale`` permutation.
+
+    >>> parts = [kronecker_share(4, k, 3, edge_factor=2) for k in range(3)]
+    >>> [len(p) for p in parts]
+    [11, 11, 10]
+    >>> kronecker_share(4, 0, 1, edge_factor=2).equals(kronecker_edges(4, edge_factor=2))
+    True
+    """
+    if not 0 <= share < shares:
+        raise ValueError(f"need 0 <= share < shares, got share={share}, shares={shares}")
+    if shares == 1:
+        return kronecker_edges(scale, edge_factor, a=a, b=b, c=c, seed=seed, weights=weights, xp=xp,
+                               frame=frame, id_dtype=id_dtype)
+    xp = _array_module(xp)
+    if not 0 <= scale <= 62:
+        raise ValueError(f"scale must be between 0 and 62, got {scale}")
+    if np.dtype(id_dtype) == np.int32 and scale > 31:
+        raise ValueError(f"id_dtype int32 holds scale <= 31 ids, not scale {scale}")
+    n = 1 << scale
+    m = edge_factor * n
+    rows = m // shares + (1 if share < m % shares else 0)
+    own = int(np.random.SeedSequence([seed, share]).generate_state(1, np.uint64)[0] >> 1)
+    if min(a, b, c) < 0 or a + b + c >= 1:
+        raise ValueError(f"need a, b, c >= 0 and a + b + c < 1, got a={a}, b={b}, c={c}")
+    columns = _rmat_columns(xp, _Random(xp, own), scale, rows, a, b, c)
+    relabel = _Random(xp, seed).permutation(n).astype(id_dtype)
+    columns = {"src": relabel[columns["src"]], "dst": relabel[columns["dst"]]}
+    if weights:
+        columns["weight"] = _Random(xp, own + 1).integers(WEIGHT_LOW, WEIGHT_HIGH + 1, rows).astype(xp.float64)
+    return _frame(xp, columns) if frame else columns
+
+
+def _rmat_columns(xp, rng, scale, m, a, b, c):
+    """``m`` R-MAT edges of ``2**scale`` ids drawn from ``rng``, before any relabelling."""
+    # Ids are built bit by bit in the narrowest integer type that holds them (less memory
+    # traffic per pass); the relabelling gather returns the ids' dtype.
+    bits_dtype = xp.int32 if scale <= 31 else xp.int64
+    # Per level: the source bit is 1 (bottom half) with probability c + d = 1 - (a + b);
+    # given it, the target bit is 1 with probability d / (c + d) (bottom) or b / (a + b) (top).
+    src = xp.zeros(m, dtype=bits_dtype)
+    dst = xp.zeros(m, dtype=bits_dtype)
+    ab = a + b
+    c_norm = c / (1.0 - ab)
+    a_norm = a / ab
+    for level in range(scale):
+        src_bit = rng.random(m) > ab
+        draw = rng.random(m)
+        dst_bit = xp.where(src_bit, draw > c_norm, draw > a_norm)
+        bit = bits_dtype(1 << level)
+        src += src_bit * bit
+        dst += dst_bit * bit
+    return {"src": src, "dst": dst}
 
 
 def grid_edges(side, *, weights=False, seed=0, xp=None, frame=True):

@@ -109,6 +109,7 @@ def test_bench_on_two_workers_times_scipy_after_all_sources():
     report = bench.run(scale=7, algo="bfs", sources=2, workers=2, partitions=2, compare_scipy=True)
     result = report["results"][0]
     assert result["owners"] == 2 and result["validated"]
+    assert report["graph"]["generated_shares"] == 2  # each owner's worker drew its own share
     assert not result["scipy"]["paired"] and len(result["scipy"]["times_s"]) == 2
     assert result["scipy"]["ratio"] > 0
 

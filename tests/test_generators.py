@@ -130,3 +130,24 @@ def test_grid_rejects_bad_side():
         grid_edges(0)
     with pytest.raises(ValueError):
         grid_centre(0)
+
+
+def test_kronecker_shares_make_one_graph_of_the_same_scale():
+    from gpipe.generators import kronecker_share
+
+    scale, shares, factor = 9, 3, 4
+    parts = [kronecker_share(scale, k, shares, factor, seed=5, weights=True) for k in range(shares)]
+    m = factor * 2**scale
+    assert [len(p) for p in parts] == [m // shares + (k < m % shares) for k in range(shares)]
+    whole = pd.concat(parts, ignore_index=True)
+    assert whole[["src", "dst"]].to_numpy().min() >= 0 and whole[["src", "dst"]].to_numpy().max() < 2**scale
+    assert whole["weight"].between(1, 255).all()
+    again = kronecker_share(scale, 1, shares, factor, seed=5, weights=True)
+    assert again.equals(parts[1])  # each share on its own, the same on any worker
+    assert not parts[0].head(50).reset_index(drop=True).equals(parts[1].head(50).reset_index(drop=True))
+    # R-MAT's skew survives the split: the busiest id of the whole has far more than the mean.
+    degree = pd.concat([whole["src"], whole["dst"]]).value_counts()
+    assert degree.iloc[0] > 10 * (2 * m / 2**scale)
+    assert kronecker_share(scale, 0, 1, factor, seed=5).equals(kronecker_edges(scale, factor, seed=5))
+    with pytest.raises(ValueError, match="share"):
+        kronecker_share(scale, 3, 3)

@@ -2,7 +2,7 @@
 
 >>> import gpipe
 >>> edges = gpipe.read_edges("edges/*.parquet")      # doctest: +SKIP
->>> gpipe.bfs(edges, 42).to_parquet("out/")          # doctest: +SKIP
+>>> gpipe.to_parquet(gpipe.bfs(edges, 42), "out/")   # doctest: +SKIP
 """
 
 from gpipe.api import bfs, bfs_each, sssp, sssp_each
@@ -10,10 +10,11 @@ from gpipe.errors import (ClientClosed, GpipeError, GraphLost, GraphTooLarge, In
                           NoPath, OutOfMemory)
 from gpipe.graph import Graph
 from gpipe.io import read_edges
+from gpipe.output import to_parquet
 
 __all__ = ["ClientClosed", "Graph", "GpipeError", "GraphLost", "GraphTooLarge", "InputError", "NegativeCycleError",
            "NoPath", "OutOfMemory", "bfs", "bfs_each", "dashboard_link", "read_edges", "sssp",
-           "sssp_each"]
+           "sssp_each", "to_parquet"]
 __version__ = "0.1.0"
 
 

@@ -6,7 +6,7 @@ from gpipe import validate
 from gpipe.graph import Graph
 
 
-def bfs(edges, source, *, directed=True, depth_limit=None, src="src", dst="dst", partitions=None,
+def bfs(edges, source, *, directed=True, depth_limit=None, src=None, dst=None, partitions=None,
         parents=True):
     """Breadth-first search over an edge list: hop distance and parent of every vertex.
 
@@ -22,8 +22,9 @@ def bfs(edges, source, *, directed=True, depth_limit=None, src="src", dst="dst",
         True follows ``src -> dst``; False follows edges both ways.
     depth_limit : int or None
         Reach only vertices at most this many hops from a source.
-    src, dst : str
-        Names of the id columns.
+    src, dst : str or None
+        Names of the id columns. None: those given to :func:`gpipe.read_edges` when ``edges``
+        is its frame, else ``"src"`` and ``"dst"``.
     partitions : int or None
         Owners of the graph on a Dask cluster; None: the fewest workers whose memory holds it
         (see :meth:`gpipe.Graph.from_edges`).
@@ -65,11 +66,12 @@ def bfs(edges, source, *, directed=True, depth_limit=None, src="src", dst="dst",
     [<NA>, <NA>, 20, 30]
     """
     depth_limit = validate.depth_limit(depth_limit)  # before the build, which may take long
-    graph = Graph.from_edges(edges, directed=directed, src=src, dst=dst, partitions=partitions)
+    graph = Graph.from_edges(edges, directed=directed, src=src, dst=dst, weight=False,
+                             partitions=partitions)
     return graph.bfs(source, depth_limit=depth_limit, parents=parents)
 
 
-def sssp(edges, source, *, directed=True, src="src", dst="dst", weight="weight", partitions=None,
+def sssp(edges, source, *, directed=True, src=None, dst=None, weight=None, partitions=None,
          max_distance=None, parents=True):
     """Single-source shortest paths over a weighted edge list.
 
@@ -82,8 +84,9 @@ def sssp(edges, source, *, directed=True, src="src", dst="dst", weight="weight",
         Start vertex id(s); with several, distances are to the nearest source.
     directed : bool, default True
         True follows ``src -> dst``; False follows edges both ways.
-    src, dst, weight : str
-        Column names.
+    src, dst, weight : str or None
+        Column names. None: those :func:`gpipe.read_edges` was given (the weight column it
+        read) when ``edges`` is its frame, else ``"src"``, ``"dst"`` and ``"weight"``.
     partitions : int or None
         Owners of the graph on a Dask cluster; None: the fewest workers whose memory holds it
         (see :meth:`gpipe.Graph.from_edges`).
@@ -123,11 +126,7 @@ def sssp(edges, source, *, directed=True, src="src", dst="dst", weight="weight",
     >>> gpipe.sssp(edges, 0).compute().sort_values("vertex")["distance"].tolist()
     [0.0, 1.0, 2.5]
     """
-    from gpipe import validate
-    from gpipe.errors import InputError
-
-    if weight is None:
-        raise InputError("sssp needs a weight column: pass weight='<column>'")
+    src, dst, weight = _weighted_columns(edges, src, dst, weight, "sssp")
     validate.max_distance(max_distance)  # before the build
     graph = Graph.from_edges(edges, directed=directed, src=src, dst=dst, weight=weight,
                              partitions=partitions)
@@ -135,7 +134,7 @@ def sssp(edges, source, *, directed=True, src="src", dst="dst", weight="weight",
 
 
 def bfs_each(edges, sources, *, directed=True, depth_limit=None, targets=None, parents=False,
-             src="src", dst="dst", partitions=None, replicas=None):
+             src=None, dst=None, partitions=None, replicas=None):
     """Breadth-first search from each of ``sources`` on its own, over an edge list.
 
     Parameters
@@ -172,13 +171,13 @@ def bfs_each(edges, sources, *, directed=True, depth_limit=None, targets=None, p
     [2, 3]
     """
     validate.depth_limit(depth_limit)  # before the build, which may take long
-    graph = Graph.from_edges(edges, directed=directed, src=src, dst=dst, partitions=partitions,
-                             replicas=replicas)
+    graph = Graph.from_edges(edges, directed=directed, src=src, dst=dst, weight=False,
+                             partitions=partitions, replicas=replicas)
     return graph.bfs_each(sources, depth_limit=depth_limit, targets=targets, parents=parents)
 
 
 def sssp_each(edges, sources, *, directed=True, max_distance=None, targets=None, parents=False,
-              src="src", dst="dst", weight="weight", partitions=None, replicas=None):
+              src=None, dst=None, weight=None, partitions=None, replicas=None):
     """Shortest paths by weight from each of ``sources`` on its own, over an edge list.
 
     Parameters
@@ -212,11 +211,20 @@ def sssp_each(edges, sources, *, directed=True, max_distance=None, targets=None,
     >>> gpipe.sssp_each(edges, [0, 1], targets=[2]).compute()["distance"].tolist()
     [2.5, 1.5]
     """
-    if weight is None:
-        from gpipe.errors import InputError
-
-        raise InputError("sssp_each needs a weight column: pass weight='<column>'")
+    src, dst, weight = _weighted_columns(edges, src, dst, weight, "sssp_each")
     validate.max_distance(max_distance)  # before the build, which may take long
     graph = Graph.from_edges(edges, directed=directed, src=src, dst=dst, weight=weight,
                              partitions=partitions, replicas=replicas)
     return graph.sssp_each(sources, max_distance=max_distance, targets=targets, parents=parents)
+
+
+def _weighted_columns(edges, src, dst, weight, call):
+    """``(src, dst, weight)`` of a weighted call: as given, else as :func:`gpipe.read_edges`
+    was given them for ``edges``, else ``"src"``, ``"dst"``, ``"weight"``. ``weight=False``
+    is an InputError: the call needs weights."""
+    from gpipe import origin
+    from gpipe.errors import InputError
+
+    if weight is False:
+        raise InputError(f"{call} needs a weight column: pass weight='<column>'")
+    return origin.columns(edges, src, dst, weight, default_weight="weight")

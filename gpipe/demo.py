@@ -44,7 +44,8 @@ def run_demo(scale=16, out="out/demo", *, cpu=False, edge_factor=16, seed=0, n_w
     -------
     dict
         ``scale``, ``edges``, ``vertices`` (ids that occur in an edge), ``source``,
-        ``cluster`` (``"cpu"`` or ``"cuda"``), ``workers``, ``dashboard`` (link or ""),
+        ``cluster`` (``"cpu"`` or ``"cuda"``), ``workers``, ``directed`` (False: traversed
+        as undirected, as the summary says on each traversal's line), ``dashboard`` (link or ""),
         ``seconds`` (per step), ``paths`` (``edges``, ``bfs``, ``sssp``), and for ``bfs`` and
         ``sssp`` a dict of ``reached`` and ``max_distance``.
 
@@ -106,6 +107,7 @@ def run_demo(scale=16, out="out/demo", *, cpu=False, edge_factor=16, seed=0, n_w
             "source": source,
             "cluster": kind,
             "workers": workers,
+            "directed": False,
             "dashboard": dashboard,
             "seconds": seconds,
             "paths": {name: str(path.absolute()) for name, path in paths.items()},
@@ -146,7 +148,7 @@ def _print_summary(summary, degree, edge_factor, file):
     for name in ("bfs", "sssp"):
         result = summary[name]
         say(
-            f"  {name:<10} reached {result['reached']:,} vertices, "
+            f"  {name:<10} reached {result['reached']:,} vertices (undirected), "
             f"max distance {_number(result['max_distance'])} -> {summary['paths'][name]}"
         )
     say("  step            seconds")

@@ -19,15 +19,16 @@ class Graph:
     partitions, so the cost of reading, renumbering and partitioning is paid once.
     """
 
-    def __init__(self, built, *, directed: bool, weight: str | None, rebuild=None):
+    def __init__(self, built, *, directed: bool, weight: str | None, rebuild=None, inputs=()):
         self._built = built
         self._executor = built.executor
         self._rebuild = rebuild  # () -> Built, from the same input; None: cannot be rebuilt
         self.directed = directed
         self.weight = weight
+        self.inputs = tuple(inputs)  # the edge paths it was built from, as far as known
 
     @classmethod
-    def from_edges(cls, edges, *, directed=True, src="src", dst="dst", weight=None,
+    def from_edges(cls, edges, *, directed=True, src=None, dst=None, weight=None,
                    partitions=None, replicas=None) -> "Graph":
         """Build a graph from an edge DataFrame.
 
@@ -37,13 +38,17 @@ class Graph:
             One row per edge, pandas- or cuDF-backed (a pandas or cuDF DataFrame is wrapped).
         directed : bool
             True follows ``src -> dst`` only; False follows both directions.
-        src, dst : str
+        src, dst : str or None
             Columns of vertex ids: integers of any dtype and any values (when their dtypes
             differ, result ids take the integer dtype that holds every id), or strings in
             both (pandas object, ``string``, ``str`` or Arrow strings, cuDF strings), given
-            back in the input's string dtype.
-        weight : str or None
-            Column of finite edge weights; needed for :meth:`sssp`.
+            back in the input's string dtype. None (default): the columns given to
+            :func:`gpipe.read_edges` when ``edges`` is its frame, else ``"src"`` and ``"dst"``.
+        weight : str, None or False
+            Column of finite edge weights; needed for :meth:`sssp`. None (default): the weight
+            column that :func:`gpipe.read_edges` read when ``edges`` is its frame (its
+            ``weight=``, or a column named ``weight`` it found), as :func:`gpipe.sssp` takes it;
+            else no weights. False: no weights even then (a BFS-only graph, less memory).
         partitions : int or None
             How many workers own a part of the graph. None (the default, or Dask config
             ``gpipe.partitions``): the fewest workers whose memory holds it, so a graph that
@@ -85,13 +90,22 @@ class Graph:
         >>> g.sssp(1).compute().sort_values("vertex")["distance"].tolist()
         [0.0, 0.5, 2.5]
         """
+        from gpipe import origin
+
+        if weight is False:
+            src, dst, _ = origin.columns(edges, src, dst)
+            weight = None
+        else:
+            src, dst, weight = origin.columns(edges, src, dst, weight)
+
         def build():
             executor = execution.current()
             with executor.span("gpipe-build"):
                 return builder.build(executor, edges, directed=directed, src=src, dst=dst,
                                      weight=weight, partitions=partitions, replicas=replicas)
 
-        return cls(build(), directed=directed, weight=weight, rebuild=build)
+        return cls(build(), directed=directed, weight=weight, rebuild=build,
+                   inputs=origin.input_paths(edges))
 
     @property
     def num_vertices(self) -> int:
@@ -382,8 +396,9 @@ class Graph:
         depth_limit = validate.depth_limit(depth_limit)
         parents = validate.flag(parents, "parents")
         self._ready()
-        return each.frame(self, result.BFS, sources, limit=-1 if depth_limit is None else depth_limit,
-                          targets=targets, parents=parents)
+        return self._recorded(each.frame(self, result.BFS, sources,
+                                         limit=-1 if depth_limit is None else depth_limit,
+                                         targets=targets, parents=parents))
 
     def sssp_each(self, sources, *, max_distance=None, targets=None, parents=False):
         """Shortest paths by weight from each of ``sources`` on its own.
@@ -437,8 +452,8 @@ class Graph:
         max_distance = validate.max_distance(max_distance)
         parents = validate.flag(parents, "parents")
         self._ready()
-        return each.frame(self, result.SSSP, sources, limit=max_distance, targets=targets,
-                          parents=parents)
+        return self._recorded(each.frame(self, result.SSSP, sources, limit=max_distance,
+                                         targets=targets, parents=parents))
 
     def _ready(self) -> None:
         """Rebuild the graph first when its partitions were lost (as a query does)."""
@@ -505,7 +520,16 @@ class Graph:
     def _frame(self, frames, kind, parents=True):
         built = self._built
         meta = result.meta(built.backend, kind, built.vertex_dtype, parents)
-        return self._executor.to_frame(frames, meta, built.rows)
+        return self._recorded(self._executor.to_frame(frames, meta, built.rows))
+
+    def _recorded(self, frame):
+        """``frame``, a result, with the graph's input paths recorded for it (:mod:`gpipe.origin`),
+        so that :func:`gpipe.to_parquet` refuses to write it over them."""
+        if self.inputs:
+            from gpipe import origin
+
+            origin.record(frame, origin.Origin(paths=self.inputs))
+        return frame
 
     def _global_sources(self, source) -> np.ndarray:
         """Global ids of the input ids in ``source``; InputError naming the first one not in the graph."""

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 
 from gpipe import backend as backends
 from gpipe import footers as footer_sizes
+from gpipe import origin as origins
 from gpipe.errors import InputError
 from gpipe.output import restore_interrupted
 
@@ -48,7 +49,11 @@ def read_edges(path, *, src="src", dst="dst", weight=None, backend="auto"):
     Returns
     -------
     dask.dataframe.DataFrame
-        Lazily read, with only the named columns (and ``weight`` if found). Local files are
+        Lazily read, with only the named columns (and ``weight`` if found). The frame
+        remembers ``path`` and its column names (:mod:`gpipe.origin`): the calls given it
+        (:func:`gpipe.bfs`, :func:`gpipe.sssp`, :meth:`gpipe.Graph.from_edges`, ...) take their
+        ``src``, ``dst`` and ``weight`` from here unless given them, and
+        :func:`gpipe.to_parquet` refuses to write its results over ``path``. Local files are
         read one partition per file, by pyarrow on CPU (files larger than 256 MiB
         uncompressed: one partition per 256 MiB of row groups) and by ``cudf.read_parquet``
         on GPU (straight into device memory); selecting columns of the frame reads only those.
@@ -72,16 +77,19 @@ def read_edges(path, *, src="src", dst="dst", weight=None, backend="auto"):
     backend = backends.resolve(backend)
     path = os.fspath(path)
     if "://" in path:
-        return _read_url(path, src, dst, weight, backend)
-    files = _local_files(path)
-    footers = {file: _footer(file) for file in files}
-    columns = _edge_columns(path, footers, src, dst, weight)
-    if backend == backends.GPU:
-        frame = _read_files_into_cudf(files, columns, footers[files[0]])
+        frame = _read_url(path, src, dst, weight, backend)
     else:
-        frame = _read_files_into_pandas(footers, columns)
-    footer_sizes.remember(frame, footer_sizes.survey(footers, src, dst))
-    return frame
+        files = _local_files(path)
+        footers = {file: _footer(file) for file in files}
+        columns = _edge_columns(path, footers, src, dst, weight)
+        if backend == backends.GPU:
+            frame = _read_files_into_cudf(files, columns, footers[files[0]])
+        else:
+            frame = _read_files_into_pandas(footers, columns)
+        footer_sizes.remember(frame, footer_sizes.survey(footers, src, dst))
+    read_weight = list(frame.columns)[2] if len(frame.columns) > 2 else None
+    return origins.record(frame, origins.Origin(paths=(path,), src=src, dst=dst, weight=read_weight,
+                                                edges=True))
 
 
 def _read_url(path, src, dst, weight, backend):

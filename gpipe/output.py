@@ -41,6 +41,7 @@ Each lookup of ``NAME`` finds a complete output, the previous one or the new one
 from __future__ import annotations
 
 import functools
+import glob
 import hashlib
 import logging
 import os
@@ -54,13 +55,117 @@ from pathlib import Path
 
 from gpipe.errors import InputError
 
-__all__ = ["write_parquet", "check_writable", "restore_interrupted", "summarize"]
+__all__ = ["to_parquet", "write_parquet", "check_writable", "refuse_over_edges", "restore_interrupted",
+           "summarize"]
 
 log = logging.getLogger("gpipe.output")
 
 STALE_AFTER_KEY = "gpipe.output.stale-after"  # Dask config: a sibling unchanged this long is stale
 DEFAULT_STALE_AFTER = "7 days"
 RESTORE_AFTER_S = 60  # a writer holds a set-aside output only for the instant between two renames
+
+
+def to_parquet(frame, path, *, overwrite=False):
+    """Write a result to a Parquet directory as the command line does: all at once or not at
+    all, and never over the edges it was computed from. Exported as ``gpipe.to_parquet``.
+
+    Dask's own ``frame.to_parquet(path)`` writes the partitions straight into ``path`` one
+    file at a time: it replaces the ``part.*.parquet`` files there (or, with ``append=True``,
+    adds to them), so a reader or a crash meets a mix of old and new files, and a path that
+    holds the edges is overwritten by result rows (the next read fails or reads results as
+    edges). This function is :func:`write_parquet` (a hidden sibling directory renamed into
+    place when complete) after :func:`refuse_over_edges` for every edge path the frame was
+    computed from (:func:`gpipe.origin.input_paths`: a frame of :func:`gpipe.read_edges`, any
+    result of a graph built from one, frames derived from them, and Dask Parquet reads).
+
+    Parameters
+    ----------
+    frame : dask.dataframe.DataFrame, or a pandas or cuDF DataFrame
+        The data to write (one partition for an in-memory frame); computed here, on the
+        active Dask client if there is one.
+    path : str or os.PathLike
+        The output directory (see :func:`write_parquet`).
+    overwrite : bool, optional (default=False)
+        Replace an existing output at `path`. An edges path is refused either way.
+
+    Returns
+    -------
+    pathlib.Path
+        The absolute path written.
+
+    Raises
+    ------
+    gpipe.InputError
+        Before anything is computed: `path` is, contains or lies inside an edges path of
+        `frame` (naming both); `path` exists and not `overwrite`; `path` cannot be written or
+        is a URL.
+
+    Examples
+    --------
+    >>> import os, tempfile, pandas as pd, gpipe
+    >>> folder = tempfile.mkdtemp()
+    >>> os.mkdir(os.path.join(folder, "edges"))
+    >>> pd.DataFrame({"src": [0, 1], "dst": [1, 2]}).to_parquet(os.path.join(folder, "edges", "0.parquet"))
+    >>> edges = gpipe.read_edges(os.path.join(folder, "edges"), backend="cpu")
+    >>> gpipe.to_parquet(gpipe.bfs(edges, 0), os.path.join(folder, "bfs")).name
+    'bfs'
+    >>> gpipe.to_parquet(gpipe.bfs(edges, 0), os.path.join(folder, "edges"), overwrite=True)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    gpipe.errors.InputError: output '...' is the edges path '...'; write the result elsewhere
+    """
+    from gpipe import origin
+
+    if not hasattr(frame, "expr") and not hasattr(frame, "dask"):  # pandas or cuDF, in memory
+        import dask.dataframe as dd
+
+        frame = dd.from_pandas(frame, npartitions=1, sort=False)
+    for edges in origin.input_paths(frame):
+        refuse_over_edges(path, edges)
+    return write_parquet(frame, path, overwrite=overwrite)
+
+
+def refuse_over_edges(output, edges) -> None:
+    """InputError naming both paths if `output` is `edges`, contains them or lies inside them.
+
+    Writing there would replace the input, or put the result among the edges that the next
+    read takes. Paths are compared with symbolic links and ``..`` resolved; a glob is compared
+    by the files it matches. URLs are not compared.
+
+    Examples
+    --------
+    >>> refuse_over_edges("/data/edges/out", "/data/edges")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    gpipe.errors.InputError: output '/data/edges/out' lies inside the edges path '/data/edges'; ...
+    """
+    output, edges = os.fspath(output), os.fspath(edges)
+    if "://" in output or "://" in edges:
+        return
+    target = os.path.realpath(output)
+    inputs = sorted(glob.glob(edges)) if glob.has_magic(edges) else [edges]
+    for path in map(os.path.realpath, inputs):
+        if target == path:
+            relation = "is"
+        elif _inside(path, target):
+            relation = "contains"
+        elif _inside(target, path):
+            relation = "lies inside"
+        else:
+            continue
+        raise InputError(
+            f"output {_shown(output, target)} {relation} the edges path {_shown(edges, path)}; "
+            "write the result elsewhere"
+        )
+
+
+def _inside(path, folder) -> bool:
+    return os.path.commonpath([path, folder]) == folder and path != folder
+
+
+def _shown(given, resolved) -> str:
+    """`given` quoted, followed by where it resolves to if that reads differently."""
+    return repr(given) if os.path.abspath(given) == resolved else f"{given!r} (= {resolved!r})"
 
 
 def write_parquet(frame, path, *, overwrite=False):

@@ -43,7 +43,6 @@ from any working directory::
 from __future__ import annotations
 
 import argparse
-import glob
 import logging
 import os
 import sys
@@ -56,7 +55,7 @@ import gpipe
 from gpipe import dashboard, execution, progress, sizing, validate
 from gpipe.cluster import connect, disconnect, silenced_logging
 from gpipe.errors import InputError, report_or_raise
-from gpipe.output import check_writable, restore_interrupted, summarize, write_parquet
+from gpipe.output import check_writable, refuse_over_edges, restore_interrupted, summarize, write_parquet
 
 log = logging.getLogger("gpipe.pipeline")
 
@@ -137,7 +136,8 @@ def run(config):
     dict
         ``algorithm``, ``source`` (as passed to the traversal), ``output`` (the absolute path
         written), ``vertices`` (rows of the result: the vertices that occur in an edge),
-        ``reached`` (rows with a distance), ``max_distance`` and ``seconds`` (per step:
+        ``reached`` (rows with a distance), ``max_distance``, ``directed`` (whether edges were
+        followed ``src -> dst`` only; logged with the summary) and ``seconds`` (per step:
         ``connect`` (with a cluster), ``read``, ``build``, ``traverse``, ``write``, ``summary``).
 
     Raises
@@ -153,7 +153,7 @@ def run(config):
     """
     settings = _validate(config)
     output = settings["output"]
-    _refuse_output_over_edges(output["path"], settings["edges"]["path"])
+    refuse_over_edges(output["path"], settings["edges"]["path"])
     check_writable(output["path"])  # before the work: a folder it cannot write fails it now
     restore_interrupted(output["path"])  # a previous run killed mid-overwrite: its output is back
     if os.path.lexists(output["path"]) and not output["overwrite"]:  # fail before the work
@@ -215,52 +215,19 @@ def run(config):
                 stop_following()
             if client is not None:
                 disconnect(client)
-    summary.update(algorithm=settings["algorithm"], source=source, output=str(written), seconds=timings)
+    summary.update(algorithm=settings["algorithm"], source=source, output=str(written), seconds=timings,
+                   directed=settings["directed"])
     log.info(
-        "%s from %s: %d of %d vertices reached, max distance %s -> %s",
+        "%s from %s, %s: %d of %d vertices reached, max distance %s -> %s",
         settings["algorithm"],
         source,
+        "directed (src -> dst)" if settings["directed"] else "undirected (edges both ways)",
         summary["reached"],
         summary["vertices"],
         summary["max_distance"],
         written,
     )
     return summary
-
-
-def _refuse_output_over_edges(output, edges):
-    """InputError naming both paths if `output` is `edges`, contains them or lies inside them.
-
-    Writing there would replace the input, or put the result among the edges that the next run
-    reads. Paths are compared with symbolic links and ``..`` resolved; a glob is compared by the
-    files it matches. URLs are not compared.
-    """
-    if "://" in output or "://" in edges:
-        return
-    target = os.path.realpath(output)
-    inputs = sorted(glob.glob(edges)) if glob.has_magic(edges) else [edges]
-    for path in map(os.path.realpath, inputs):
-        if target == path:
-            relation = "is"
-        elif _inside(path, target):
-            relation = "contains"
-        elif _inside(target, path):
-            relation = "lies inside"
-        else:
-            continue
-        raise InputError(
-            f"output {_shown(output, target)} {relation} the edges path {_shown(edges, path)}; "
-            "write the result elsewhere"
-        )
-
-
-def _inside(path, folder) -> bool:
-    return os.path.commonpath([path, folder]) == folder and path != folder
-
-
-def _shown(given, resolved) -> str:
-    """`given` quoted, followed by where it resolves to if that reads differently."""
-    return repr(given) if os.path.abspath(given) == resolved else f"{given!r} (= {resolved!r})"
 
 
 def _log_progress(event):

@@ -839,3 +839,62 @@ def test_sssp_checks_max_distance_before_building():
     edges = reference.random_edges(10, 20, seed=1, weights="positive")
     with pytest.raises(gpipe.InputError, match="max_distance"):
         gpipe.sssp(edges, 0, max_distance=-0.5)
+
+
+# ---------------------------------------------------------------------------------------------
+# Defaults that follow the data: read_edges' column names carry to the calls given its frame
+
+
+@pytest.fixture
+def renamed_edges(tmp_path):
+    """Edges ``a -> b`` with weights in ``cost``, read by read_edges(src="a", dst="b", weight="cost")."""
+    path = tmp_path / "edges.parquet"
+    pd.DataFrame({"a": [0, 1, 0], "b": [1, 2, 2], "cost": [1.0, 1.0, 5.0]}).to_parquet(path, index=False)
+    return gpipe.read_edges(path, src="a", dst="b", weight="cost", backend="cpu"), path
+
+
+def test_read_edges_columns_carry_to_every_call(renamed_edges):
+    edges, _ = renamed_edges
+    by_vertex = lambda frame: frame.compute().set_index("vertex")["distance"].sort_index().tolist()  # noqa: E731
+    assert by_vertex(gpipe.bfs(edges, 0)) == [0, 1, 1]
+    assert by_vertex(gpipe.sssp(edges, 0)) == [0.0, 1.0, 2.0]  # weight "cost", not repeated
+    assert gpipe.bfs_each(edges, [0], targets=[2]).compute()["distance"].tolist() == [1]
+    assert gpipe.sssp_each(edges, [0], targets=[2]).compute()["distance"].tolist() == [2.0]
+    graph = gpipe.Graph.from_edges(edges)
+    assert graph.weight == "cost"
+    assert by_vertex(graph.sssp(0)) == [0.0, 1.0, 2.0]
+    assert graph.path(0, 2) == [0, 1, 2]
+
+
+def test_graph_from_edges_takes_the_weight_that_read_edges_kept(tmp_path):
+    path = tmp_path / "edges.parquet"
+    pd.DataFrame({"src": [0, 1, 0], "dst": [1, 2, 2], "weight": [1.0, 1.0, 5.0]}).to_parquet(path, index=False)
+    edges = gpipe.read_edges(path, backend="cpu")  # keeps "weight" without being asked
+    graph = gpipe.Graph.from_edges(edges)
+    assert graph.weight == "weight"
+    assert graph.sssp(0).compute().set_index("vertex")["distance"].sort_index().tolist() == [0.0, 1.0, 2.0]
+    assert gpipe.Graph.from_edges(edges, weight=False).weight is None  # opting out
+    unweighted = tmp_path / "unweighted.parquet"
+    pd.DataFrame({"src": [0], "dst": [1]}).to_parquet(unweighted, index=False)
+    assert gpipe.Graph.from_edges(gpipe.read_edges(unweighted, backend="cpu")).weight is None
+
+
+def test_explicit_columns_win_over_read_edges(renamed_edges, tmp_path):
+    edges, _ = renamed_edges
+    with pytest.raises(gpipe.InputError, match="'weight'"):
+        gpipe.sssp(edges, 0, weight="weight")  # asked for by name: not "cost"
+    with pytest.raises(gpipe.InputError, match="'src'"):
+        gpipe.bfs(edges, 0, src="src")
+    with pytest.raises(gpipe.InputError, match="needs a weight column"):
+        gpipe.sssp(edges, 0, weight=False)
+    # a frame renamed after the read: its own columns, not the recorded ones
+    renamed = edges.rename(columns={"a": "src", "b": "dst"})
+    assert gpipe.bfs(renamed, 0).compute()["distance"].notna().sum() == 3
+
+
+def test_plain_frames_keep_the_plain_defaults():
+    import dask.dataframe as dd
+
+    edges = dd.from_pandas(pd.DataFrame({"src": [0, 1], "dst": [1, 2], "weight": [1.0, 2.0]}), npartitions=1)
+    assert gpipe.Graph.from_edges(edges).weight is None  # only read_edges' frames choose a weight
+    assert gpipe.sssp(edges, 0).compute()["distance"].max() == 3.0  # "weight", as before

@@ -64,6 +64,16 @@ def test_bfs_matches_scipy(graph, tmp_path, directed):
     check_bfs_tree(edges, result, [source], directed=directed)
 
 
+@pytest.mark.parametrize("directed", [True, False])
+def test_the_summary_says_directed_or_undirected(graph, tmp_path, capsys, directed):
+    edges, folder = graph
+    argv = ["bfs", str(folder), "--source", str(sources_of(edges, 1)[0]), "--out", str(tmp_path / "bfs")]
+    assert main(argv + ([] if directed else ["--undirected"])) == 0
+    summary = [line for line in capsys.readouterr().err.splitlines() if "vertices reached" in line]
+    assert len(summary) == 1
+    assert ("undirected" in summary[0]) is not directed and "directed" in summary[0]
+
+
 def test_bfs_several_sources_and_depth_limit(graph, tmp_path):
     edges, folder = graph
     sources = sources_of(edges, 3)
@@ -417,6 +427,8 @@ def test_demo_runs_on_a_cpu_cluster(tmp_path, capsys):
     printed = capsys.readouterr().out
     for word in ("Kronecker", "reached", "max distance", "dashboard", "seconds"):
         assert word in printed
+    for name in ("bfs", "sssp"):  # each traversal's line says how the edges were followed
+        assert any(line.split()[:1] == [name] and "(undirected)" in line for line in printed.splitlines())
     edges = pd.read_parquet(tmp_path / "edges")
     assert len(edges) == 16 * 2**8
     bfs = pd.read_parquet(tmp_path / "bfs")

@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 import gpipe
+import gpipe.origin
 from gpipe import output
 from gpipe.output import summarize, write_parquet
 
@@ -287,3 +288,61 @@ def test_check_writable_names_the_systems_reason(tmp_path):
     with pytest.raises(gpipe.InputError) as raised:
         output.check_writable("/proc/gpipe-out")
     assert str(raised.value).startswith("cannot write to /proc/gpipe-out: cannot create entries in /proc (")
+
+
+# ---------------------------------------------------------------------------------------------
+# gpipe.to_parquet: the command line's protection for writes from the Python API
+
+
+@pytest.fixture
+def edges_folder(tmp_path):
+    folder = tmp_path / "edges"
+    folder.mkdir()
+    pd.DataFrame({"src": [0, 1, 2], "dst": [1, 2, 3], "weight": [1.0, 2.0, 0.5]}).to_parquet(
+        folder / "part.0.parquet", index=False)
+    return folder
+
+
+@pytest.mark.parametrize("make", [
+    lambda edges: gpipe.bfs(edges, 0),
+    lambda edges: gpipe.sssp(edges, 0).persist(),
+    lambda edges: gpipe.Graph.from_edges(edges).bfs_each([0, 1]),
+    lambda edges: gpipe.bfs(edges, 0).query("distance > 0")[["vertex"]],
+    lambda edges: edges,
+    lambda edges: gpipe.bfs(dd.read_parquet(gpipe.origin.input_paths(edges)[0]), 0),
+], ids=["bfs", "sssp-persisted", "bfs_each", "derived", "the-edges", "dd.read_parquet"])
+@pytest.mark.parametrize("where", ["is", "inside", "contains"])
+def test_to_parquet_refuses_the_edges_path(edges_folder, make, where):
+    edges = gpipe.read_edges(edges_folder, backend="cpu")
+    result = make(edges)
+    target = {"is": edges_folder, "inside": edges_folder / "bfs", "contains": edges_folder.parent}[where]
+    before = sorted(p.name for p in edges_folder.iterdir())
+    with pytest.raises(gpipe.InputError, match=rf"{where if where != 'inside' else 'lies inside'} "
+                                               r"the edges path .*write the result elsewhere"):
+        gpipe.to_parquet(result, target, overwrite=True)
+    assert sorted(p.name for p in edges_folder.iterdir()) == before
+    assert len(gpipe.read_edges(edges_folder, backend="cpu").compute()) == 3  # still the edges
+
+
+def test_to_parquet_writes_atomically_elsewhere(edges_folder, tmp_path):
+    result = gpipe.bfs(gpipe.read_edges(edges_folder, backend="cpu"), 0)
+    out = gpipe.to_parquet(result, tmp_path / "out" / "bfs")
+    assert out == (tmp_path / "out" / "bfs").absolute()
+    assert sorted(pd.read_parquet(out)["distance"].tolist()) == [0, 1, 2, 3]
+    with pytest.raises(gpipe.InputError, match="already exists"):
+        gpipe.to_parquet(result, out)
+    gpipe.to_parquet(result, out, overwrite=True)
+    assert [p.name for p in out.parent.iterdir()] == ["bfs"]  # no hidden sibling left
+
+
+def test_to_parquet_of_a_frame_in_memory(tmp_path):
+    out = gpipe.to_parquet(pd.DataFrame({"vertex": [1, 2]}), tmp_path / "x")
+    assert pd.read_parquet(out)["vertex"].tolist() == [1, 2]
+
+
+def test_dask_to_parquet_is_what_to_parquet_protects_from(edges_folder):
+    """What the README says of Dask's own to_parquet: it writes into the edges' folder."""
+    edges = gpipe.read_edges(edges_folder, backend="cpu")
+    gpipe.bfs(edges, 0).to_parquet(edges_folder)  # Dask's: no refusal
+    with pytest.raises(gpipe.InputError):
+        gpipe.read_edges(edges_folder, backend="cpu")  # result rows have replaced the edges

@@ -34,12 +34,13 @@ def bfs(edges, source, *, directed=True, depth_limit=None, src=None, dst=None, p
     Returns
     -------
     dask.dataframe.DataFrame
-        Columns ``vertex`` (the input ids, same dtype), ``distance`` (integer hops) and
-        ``parent`` (the vertex it was reached from: the edge ``parent -> vertex`` exists and
+        Columns ``vertex`` (the input ids, same dtype), ``distance`` (hops, float64 as every
+        gpipe distance: README, "The result") and ``parent`` (the vertex it was reached from,
+        in the ids' dtype with nulls: the edge ``parent -> vertex`` exists and
         ``distance[parent] + 1 == distance[vertex]``), one row per vertex appearing in the edge
         list. Sources have distance 0 and a null parent; unreached vertices (or beyond
-        ``depth_limit``) have null distance and parent. cuDF partitions when ``edges`` is
-        cuDF-backed, pandas otherwise.
+        ``depth_limit``) have null distance (NaN in pandas) and parent. cuDF partitions when
+        ``edges`` is cuDF-backed, pandas otherwise.
 
     Raises
     ------
@@ -61,7 +62,7 @@ def bfs(edges, source, *, directed=True, depth_limit=None, src=None, dst=None, p
     >>> edges = dd.from_pandas(pd.DataFrame({"src": [10, 20, 30], "dst": [20, 30, 40]}), npartitions=1)
     >>> res = gpipe.bfs(edges, 20).compute().sort_values("vertex")
     >>> res["distance"].tolist()
-    [<NA>, 0, 1, 2]
+    [nan, 0.0, 1.0, 2.0]
     >>> res["parent"].tolist()
     [<NA>, <NA>, 20, 30]
     """
@@ -100,7 +101,8 @@ def sssp(edges, source, *, directed=True, src=None, dst=None, weight=None, parti
     Returns
     -------
     dask.dataframe.DataFrame
-        ``vertex``, ``distance`` (float64, null when unreachable) and ``parent`` (the edge
+        ``vertex``, ``distance`` (float64, null when unreachable) and ``parent`` (as in
+        :func:`bfs`; the edge
         ``parent -> vertex`` exists and ``distance[parent] + weight == distance[vertex]``).
 
     Raises
@@ -156,7 +158,7 @@ def bfs_each(edges, sources, *, directed=True, depth_limit=None, targets=None, p
     -------
     dask.dataframe.DataFrame
         Lazy, one partition per batch of sources: ``source``, ``vertex``, ``distance``
-        (int32) and ``parent`` when asked for (see :meth:`gpipe.Graph.bfs_each`).
+        (float64, as :func:`bfs`) and ``parent`` when asked for (see :meth:`gpipe.Graph.bfs_each`).
 
     Raises
     ------
@@ -168,7 +170,7 @@ def bfs_each(edges, sources, *, directed=True, depth_limit=None, targets=None, p
     >>> import pandas as pd, gpipe
     >>> edges = pd.DataFrame({"src": [10, 20, 30], "dst": [20, 30, 40]})
     >>> gpipe.bfs_each(edges, [20, 10], targets=[40]).compute()["distance"].tolist()
-    [2, 3]
+    [2.0, 3.0]
     """
     validate.depth_limit(depth_limit)  # before the build, which may take long
     graph = Graph.from_edges(edges, directed=directed, src=src, dst=dst, weight=False,

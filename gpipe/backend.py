@@ -85,41 +85,39 @@ class Backend:
     def result_frame(self, vertex, distance, parent, parent_missing):
         """A frame of ``vertex``, ``distance`` and ``parent``, with nulls for what is missing.
 
-        ``vertex`` comes from :meth:`shared_column`. ``distance`` is int64 hops, negative
+        ``vertex`` comes from :meth:`shared_column`. ``distance`` is integer hops, negative
         where unreached, or float64, +inf where unreached; ``parent`` holds vertex ids, missing
         where ``parent_missing``. The frame takes ``distance``, ``parent`` and
-        ``parent_missing`` over (it may keep or overwrite them). In pandas, ``distance`` is
-        ``Int64`` (nullable) or float64 with NaN and ``parent`` the nullable twin of the
-        vertex dtype (``Int64``, ``UInt32``...); in cuDF, both are their plain dtype with nulls.
+        ``parent_missing`` over (it may keep or overwrite them). The dtypes are gpipe's one
+        convention (README, "The result"): ``distance`` is float64 for every query, NaN where
+        unreached in pandas, null in cuDF; ``parent`` is the vertex dtype with nulls, in pandas
+        its Arrow twin (:func:`parent_dtype`: ``int64[pyarrow]``...), in cuDF the plain dtype.
         String ids: ``vertex`` and ``parent`` are columns of ``strings.to_column``, ``parent``
         with its nulls already, and ``parent_missing`` is None. ``parent`` None: a frame of
         ``vertex`` and ``distance`` only (a query with ``parents=False``).
         """
         if self.name == GPU:
             return _cudf_result(self.xp, vertex, distance, parent, parent_missing)
-        if distance.dtype.kind == "f":
-            distance[distance == np.inf] = np.nan  # in place: the unreached become NaN
-        else:
-            distance = pd.arrays.IntegerArray(distance, distance < 0)
+        distance = float_distance(distance)
         if parent is None:
             return pd.DataFrame({"vertex": vertex, "distance": distance}, copy=False)
         if parent_missing is not None:
-            parent = pd.arrays.IntegerArray(parent, parent_missing)
+            parent = nullable_ids(parent, parent_missing)
         return pd.DataFrame({"vertex": vertex, "distance": distance, "parent": parent}, copy=False)
 
-    def empty_result(self, vertex_dtype, distance_dtype, parents: bool = True):
+    def empty_result(self, vertex_dtype, parents: bool = True):
         """The zero-row frame with the dtypes :meth:`result_frame` produces (Dask's ``meta``);
         without its ``parent`` column when not ``parents``."""
         if not parents:
-            return self.empty_result(vertex_dtype, distance_dtype)[["vertex", "distance"]]
+            return self.empty_result(vertex_dtype)[["vertex", "distance"]]
         if is_string_dtype(vertex_dtype):
             empty = self.strings.empty(vertex_dtype)
             if self.name == GPU:
                 return self.frames.DataFrame({"vertex": empty, "distance": self.frames.Series(
-                    np.empty(0, dtype=distance_dtype)), "parent": empty.copy()})
-            return CPU_BACKEND.result_frame(empty, np.empty(0, dtype=distance_dtype), empty.copy(), None)
+                    np.empty(0, dtype=DISTANCE_DTYPE)), "parent": empty.copy()})
+            return CPU_BACKEND.result_frame(empty, np.empty(0, dtype=DISTANCE_DTYPE), empty.copy(), None)
         vertex = np.empty(0, dtype=vertex_dtype)
-        distance = np.empty(0, dtype=distance_dtype)
+        distance = np.empty(0, dtype=DISTANCE_DTYPE)
         if self.name == GPU:
             return self.frames.DataFrame(
                 {
@@ -131,41 +129,79 @@ class Backend:
         return CPU_BACKEND.result_frame(pd.Series(vertex), distance, vertex, np.empty(0, dtype=bool))
 
 
+DISTANCE_DTYPE = np.dtype("float64")  # every query's distance: hops are exact in float64
+
+
+def float_distance(distance) -> np.ndarray:
+    """A NumPy ``distance`` as the result's float64, NaN where unreached: integer hops
+    (negative where unreached) in a new array, float64 (+inf where unreached) in place."""
+    if distance.dtype.kind == "f":
+        distance[distance == np.inf] = np.nan  # in place: the unreached become NaN
+        return distance
+    return np.where(distance < 0, np.nan, distance)
+
+
+def parent_dtype(vertex_dtype):
+    """The pandas dtype of ``parent`` (and of ``vertex`` columns with nulls) for ``vertex_dtype``:
+    a NumPy integer's Arrow twin (``int64`` -> ``int64[pyarrow]``), which holds nulls and which
+    Dask's ``describe`` and ``quantile`` take (pandas' ``Int64`` they do not); any other dtype
+    (strings, a pandas extension dtype) as it is."""
+    if isinstance(vertex_dtype, np.dtype) and vertex_dtype.kind in "iu":
+        import pyarrow as pa
+
+        return pd.ArrowDtype(pa.from_numpy_dtype(vertex_dtype))
+    return vertex_dtype
+
+
+def nullable_ids(values, missing):
+    """NumPy integer ``values`` with nulls where ``missing``, as pandas' Arrow array of their
+    dtype (:func:`parent_dtype`); the values' buffer is kept, not copied."""
+    import pyarrow as pa
+
+    return pd.arrays.ArrowExtensionArray(pa.array(values, mask=np.asarray(missing, dtype=bool)))
+
+
 def _cudf_result(cp, vertex, distance, parent, parent_missing):
     """:meth:`Backend.result_frame` on GPU: each column wraps its CuPy array without a copy
     (pylibcudf), with a null mask made from a boolean array in one pass (``bools_to_mask``).
     The boolean arrays come from kernels shipped compiled (:mod:`gpipe.kernels.gpu_arrays`),
-    not CuPy's, which compile at their first use."""
+    not CuPy's, which compile at their first use. Integer hops become float64 through
+    libcudf's cast (compiled, and it keeps the nulls)."""
     import cudf
     import pylibcudf as plc
 
     from gpipe.kernels import gpu_arrays
 
     if vertex.size == 0:
-        return gpu_backend().empty_result(vertex.dtype, distance.dtype, parent is not None)
+        return gpu_backend().empty_result(vertex.dtype, parent is not None)
     if distance.dtype.kind == "f":
         reached = gpu_arrays.isfinite(distance)
     else:
         reached = gpu_arrays.non_negative(distance)
+    distance = _float_column(plc, _with_nulls(plc, plc.Column.from_array(distance), reached))
     if parent is None:  # distances only
-        distance = _with_nulls(plc, plc.Column.from_array(distance), reached)
         if isinstance(vertex, cp.ndarray):  # integer ids
             columns = [plc.Column.from_array(gpu_arrays.copy(vertex)), distance]
             return cudf.DataFrame.from_pylibcudf(plc.Table(columns), {"columns": ["vertex", "distance"]})
         distance = cudf.DataFrame.from_pylibcudf(plc.Table([distance]), {"columns": ["distance"]})["distance"]
         return cudf.DataFrame({"vertex": vertex.copy(), "distance": distance})
     if parent_missing is None:  # string ids: vertex and parent are cuDF string columns
-        distance = cudf.DataFrame.from_pylibcudf(
-            plc.Table([_with_nulls(plc, plc.Column.from_array(distance), reached)]),
-            {"columns": ["distance"]})["distance"]
+        distance = cudf.DataFrame.from_pylibcudf(plc.Table([distance]), {"columns": ["distance"]})["distance"]
         return cudf.DataFrame({"vertex": vertex.copy(), "distance": distance, "parent": parent})
     has_parent = gpu_arrays.logical_not(parent_missing, out=parent_missing)
     columns = [
         plc.Column.from_array(gpu_arrays.copy(vertex)),  # the shared column stays the partition's own
-        _with_nulls(plc, plc.Column.from_array(distance), reached),
+        distance,
         _with_nulls(plc, plc.Column.from_array(parent), has_parent),
     ]
     return cudf.DataFrame.from_pylibcudf(plc.Table(columns), {"columns": ["vertex", "distance", "parent"]})
+
+
+def _float_column(plc, column):
+    """A pylibcudf ``column`` as float64 (libcudf's cast, nulls kept); float64 as it is."""
+    if column.type().id() == plc.types.TypeId.FLOAT64:
+        return column
+    return plc.unary.cast(column, plc.types.DataType(plc.types.TypeId.FLOAT64))
 
 
 def _with_nulls(plc, column, valid):

@@ -35,7 +35,7 @@ from gpipe.result import BFS, SSSP
 from gpipe.tasks import run_task
 
 NAMES = {BFS: "gpipe-bfs-each", SSSP: "gpipe-sssp-each"}
-DISTANCE = {BFS: np.dtype("int32"), SSSP: np.dtype("float64")}
+DISTANCE = backends.DISTANCE_DTYPE  # float64 for both kinds, as gpipe.bfs and gpipe.sssp
 
 
 @dataclass(frozen=True)
@@ -237,14 +237,11 @@ def meta(query: Query):
     """The zero-row frame of a query's result: its columns and dtypes."""
     be = backends.get(query.backend)
     vertex_dtype = query.vertex_dtype
-    with_nulls = query.targets is not None
     ids = _empty_ids(vertex_dtype)
-    distance = np.empty(0, dtype=DISTANCE[query.kind])
-    columns = {"source": ids, "vertex": ids.copy(),
-               "distance": _nullable(backends.CPU_BACKEND, distance, np.empty(0, dtype=bool))
-               if with_nulls else pd.Series(distance)}
+    columns = {"source": ids, "vertex": ids.copy(), "distance": pd.Series(np.empty(0, dtype=DISTANCE))}
     if query.parents:
-        columns["parent"] = _nullable_ids(ids.copy(), vertex_dtype)
+        # cuDF holds nulls in the plain dtype: its meta's parent is the vertex dtype itself
+        columns["parent"] = ids.copy() if be.name == backends.GPU else _nullable_ids(ids.copy(), vertex_dtype)
     empty = pd.DataFrame(columns)
     if be.name == backends.GPU:
         return be.frames.from_pandas(empty)
@@ -259,20 +256,32 @@ def _empty_ids(vertex_dtype) -> pd.Series:
 
 
 def _nullable_ids(series, vertex_dtype):
-    """The parent column's dtype: nullable integers (``Int64``, ``UInt32``...), strings as they are."""
-    if backends.is_string_dtype(vertex_dtype) or not isinstance(vertex_dtype, np.dtype):
-        return series
-    return pd.Series(pd.arrays.IntegerArray(series.to_numpy(), np.zeros(len(series), dtype=bool)))
+    """The parent column's pandas dtype (:func:`gpipe.backend.parent_dtype`): NumPy integers'
+    Arrow twins (``int64[pyarrow]``...), strings and extension dtypes as they are."""
+    return series.astype(backends.parent_dtype(vertex_dtype))
 
 
 def _nullable(be, values, missing):
-    """``values`` (numbers) with nulls where ``missing``: pandas' masked arrays, or cuDF nulls."""
+    """Integer ids ``values`` with nulls where ``missing``: pandas' Arrow array of their dtype,
+    or cuDF nulls."""
     if be.name == backends.GPU:
         series = be.frames.Series(values)
         return series.mask(be.frames.Series(missing)) if missing is not None else series
-    if values.dtype.kind == "f":
-        return pd.arrays.FloatingArray(values, missing)
-    return pd.arrays.IntegerArray(values, missing)
+    return backends.nullable_ids(values, missing)
+
+
+def _distance(be, distance, missing):
+    """A batch's distances (int32 hops or float64) as the result's float64 column: NaN where
+    ``missing`` in pandas, null in cuDF (whose cast, libcudf's, is compiled and keeps nulls)."""
+    if be.name == backends.GPU:
+        series = be.frames.Series(distance)
+        if missing is not None:
+            series = series.mask(be.frames.Series(missing))
+        return series.astype(DISTANCE)
+    distance = distance.astype(DISTANCE, copy=False)  # the batch's rows: the table's is a copy already
+    if missing is not None:
+        distance[missing] = np.nan
+    return distance
 
 
 # ---------------------------------------------------------------------------------------------
@@ -367,12 +376,7 @@ def batch_rows(part, ids, sources, dist, parent, reached, query: Query):
                                                  else positions).reset_index(drop=True)
     columns = {"source": _ids_column(be, ids, source, None, query.vertex_dtype),
                "vertex": vertex_column}
-    if query.kind == SSSP and missing is None:
-        columns["distance"] = be.frames.Series(distance) if be.name == backends.GPU else distance
-    elif missing is None:
-        columns["distance"] = distance.astype(np.int32, copy=False)
-    else:
-        columns["distance"] = _nullable(be, distance.astype(DISTANCE[query.kind]), missing)
+    columns["distance"] = _distance(be, distance, missing)
     if query.parents:
         if parents is None:
             parents = parent[rows, vertex]

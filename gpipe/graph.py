@@ -149,10 +149,11 @@ class Graph:
         Returns
         -------
         dask.dataframe.DataFrame
-            ``vertex`` (input ids and dtype), ``distance`` (integer hops), ``parent`` (a vertex
-            one hop closer along an existing edge), one row per vertex of the edge list.
-            Sources have distance 0 and a null parent; unreached vertices null distance and
-            parent. Partitions are cuDF when the input was, else pandas.
+            ``vertex`` (input ids and dtype), ``distance`` (hops, float64 as every gpipe
+            distance: README, "The result"), ``parent`` (a vertex one hop closer along an
+            existing edge, in the ids' dtype with nulls), one row per vertex of the edge list.
+            Sources have distance 0 and a null parent; unreached vertices null distance (NaN
+            in pandas) and parent. Partitions are cuDF when the input was, else pandas.
 
         Raises
         ------
@@ -366,8 +367,8 @@ class Graph:
             Lazy, one partition per batch of sources (:data:`BFS_BATCH_WIDTH` of the backend's
             kernels, 64 on the CPU), each traversed when it is computed, as a task named
             ``gpipe-bfs-each``. Columns ``source``, ``vertex`` (input ids and dtype),
-            ``distance`` (int32; nullable ``Int32`` with ``targets``) and ``parent`` when
-            asked for. Without ``targets``, one row per source and vertex it reaches (the
+            ``distance`` (float64, as :meth:`bfs`; NaN in pandas, null in cuDF, for a target
+            not reached) and ``parent`` when asked for (the ids' dtype with nulls, as :meth:`bfs`). Without ``targets``, one row per source and vertex it reaches (the
             source itself at distance 0), sources in the order given.
 
         Raises
@@ -388,8 +389,11 @@ class Graph:
         --------
         >>> import pandas as pd, gpipe
         >>> g = gpipe.Graph.from_edges(pd.DataFrame({"src": [1, 2, 3], "dst": [2, 3, 4]}))
-        >>> g.bfs_each([1, 3]).compute().values.tolist()
-        [[1, 1, 0], [1, 2, 1], [1, 3, 2], [1, 4, 3], [3, 3, 0], [3, 4, 1]]
+        >>> rows = g.bfs_each([1, 3]).compute()
+        >>> rows[["source", "vertex"]].values.tolist()
+        [[1, 1], [1, 2], [1, 3], [1, 4], [3, 3], [3, 4]]
+        >>> rows["distance"].tolist()
+        [0.0, 1.0, 2.0, 3.0, 0.0, 1.0]
         """
         from gpipe import each
 
@@ -421,8 +425,8 @@ class Graph:
         Returns
         -------
         dask.dataframe.DataFrame
-            As :meth:`bfs_each`, with ``distance`` float64 (nullable ``Float64`` with
-            ``targets``), tasks named ``gpipe-sssp-each``.
+            As :meth:`bfs_each` (``distance`` float64 likewise), tasks named
+            ``gpipe-sssp-each``.
 
         Raises
         ------

@@ -490,16 +490,17 @@ def summarize(result):
     -------
     dict
         ``vertices``: rows (the vertices that occur in an edge); ``reached``: rows with a
-        distance; ``max_distance``: the largest distance, an int for BFS hops and a float for
-        SSSP, or None when nothing was reached.
+        distance; ``max_distance``: the largest distance, a float (gpipe's distances are
+        float64, BFS hops too; an int for a frame whose ``distance`` has an integer dtype),
+        or None when nothing was reached.
 
     Examples
     --------
     >>> import dask.dataframe as dd, pandas as pd
-    >>> frame = pd.DataFrame({"vertex": [0, 1, 2], "distance": pd.array([0, 1, None], dtype="Int64"),
-    ...                       "parent": pd.array([None, 0, None], dtype="Int64")})
+    >>> frame = pd.DataFrame({"vertex": [0, 1, 2], "distance": [0.0, 1.0, float("nan")],
+    ...                       "parent": pd.array([None, 0, None], dtype="int64[pyarrow]")})
     >>> summarize(dd.from_pandas(frame, npartitions=1))
-    {'vertices': 3, 'reached': 2, 'max_distance': 1}
+    {'vertices': 3, 'reached': 2, 'max_distance': 1.0}
     """
     import dask
 

@@ -9,6 +9,12 @@ pass it can avoid. What does not change between queries, the local ids that get 
 their ``vertex`` column, is worked out at the first query and kept on the partition
 (:class:`Rows`). Nulls come straight from the kernels' sentinels (-1 hops or parent, +inf
 distance) in the one pass that builds each column's null mask.
+
+Dtypes (gpipe's one convention for ``gpipe.bfs``, ``gpipe.sssp`` and the ``_each`` queries,
+README "The result"): ``distance`` float64 (NaN in pandas, null in cuDF, where unreached);
+``parent`` the vertex dtype with nulls, as :func:`gpipe.backend.parent_dtype` gives it in
+pandas (``int64[pyarrow]`` for int64 ids: Dask's ``describe`` and ``quantile`` do not take
+pandas' ``Int64``).
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from gpipe.validate import numpy_dtype
 
 BFS = "bfs"
 SSSP = "sssp"
-DISTANCE_DTYPE = {BFS: np.dtype("int64"), SSSP: np.dtype("float64")}
+DISTANCE_DTYPE = backends.DISTANCE_DTYPE  # float64 for both kinds
 
 
 @dataclass(frozen=True)
@@ -80,7 +86,7 @@ def owner_frame(part, ids, dist, parent, kind: str, vertex_dtype):
     if shared.local is not None:
         dist = arrays.take(dist, shared.local)
         parent = None if parent is None else arrays.take(parent, shared.local)
-    distance = arrays.astype(dist, DISTANCE_DTYPE[kind])  # BFS: the one cast, to Int64's width
+    distance = dist  # result_frame makes float64 of it (BFS hops: -1 becomes NaN or null)
     if parent is None:
         frame = be.result_frame(shared.vertex, distance, None, None)
         if not (ids is not None and be.strings.holds(ids)):
@@ -120,6 +126,6 @@ def meta(backend_name: str, kind: str, vertex_dtype, parents: bool = True):
     """
     be = backends.get(backend_name)
     if backends.is_string_dtype(vertex_dtype):
-        return be.empty_result(vertex_dtype, DISTANCE_DTYPE[kind], parents)
-    empty = be.empty_result(numpy_dtype(vertex_dtype), DISTANCE_DTYPE[kind], parents)
+        return be.empty_result(vertex_dtype, parents)
+    empty = be.empty_result(numpy_dtype(vertex_dtype), parents)
     return _with_id_dtype(empty, vertex_dtype)

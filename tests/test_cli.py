@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 import yaml
 
@@ -60,7 +61,7 @@ def test_bfs_matches_scipy(graph, tmp_path, directed):
     argv = ["bfs", str(folder), "--source", str(source), "--out", str(out)]
     assert main(argv + ([] if directed else ["--undirected"])) == 0
     result = assert_distances(out, expected_bfs(edges, [source], directed=directed))
-    assert str(result["distance"].dtype) == "Int64"
+    assert result["distance"].dtype == np.float64
     check_bfs_tree(edges, result, [source], directed=directed)
 
 
@@ -72,6 +73,32 @@ def test_the_summary_says_directed_or_undirected(graph, tmp_path, capsys, direct
     summary = [line for line in capsys.readouterr().err.splitlines() if "vertices reached" in line]
     assert len(summary) == 1
     assert ("undirected" in summary[0]) is not directed and "directed" in summary[0]
+
+
+@pytest.mark.parametrize("algorithm", ["bfs", "sssp"])
+def test_written_schema_follows_the_dtype_convention(graph, tmp_path, algorithm):
+    """The Parquet files hold the README's convention: ``vertex`` and ``parent`` in the ids'
+    type, ``distance`` double for BFS and SSSP alike, and the unreached as nulls (not NaN) in
+    both columns, which is what a cuDF writer gives too."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    edges, folder = graph
+    source = sources_of(edges, 1)[0]
+    out = tmp_path / algorithm
+    assert main(["-q", algorithm, str(folder), "--source", str(source), "--out", str(out)]) == 0
+    table = pq.read_table(out)
+    id_type = pq.read_schema(folder / "part.0.parquet").field("src").type
+    assert table.schema.field("vertex").type == id_type
+    assert table.schema.field("distance").type == pa.float64()
+    assert table.schema.field("parent").type == id_type
+    expected = (expected_bfs if algorithm == "bfs" else expected_sssp)(edges, [source], directed=True)
+    assert len(expected) == len(table)
+    unreached = int(expected.isna().sum())
+    assert unreached > 0  # two components: something is unreached
+    assert table.column("distance").null_count == unreached
+    assert pc.sum(pc.is_nan(table.column("distance"))).as_py() in (0, None)
+    assert table.column("parent").null_count == unreached + 1  # and the source
 
 
 def test_bfs_several_sources_and_depth_limit(graph, tmp_path):

@@ -16,6 +16,7 @@ import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from scipy.sparse import csgraph
 
@@ -87,9 +88,18 @@ def assert_parents(got, edges, *, directed, weight=None):
                                joined["distance"].to_numpy(dtype=np.float64), rtol=1e-9, atol=1e-9)
 
 
-def same_dtype(column, dtype) -> bool:
-    """``column`` (pandas, or cuDF brought over as nullable pandas) holds ``dtype``'s values."""
-    return str(column.dtype).lower() == str(np.dtype(dtype))
+def run_checked(engine, result, id_dtype):
+    """Compute ``result``; check gpipe's one dtype convention (README, "The result") on the
+    partitions as they are and in the meta: ids in the input's dtype, ``distance`` float64 for
+    BFS and SSSP, ``parent`` the id dtype with nulls (pandas: its Arrow twin); the result as pandas."""
+    computed = engine.compute(result)
+    id_dtype = np.dtype(id_dtype)
+    want = {"source": id_dtype, "vertex": id_dtype, "distance": np.dtype("float64"),
+            "parent": id_dtype if engine.gpu else pd.ArrowDtype(pa.from_numpy_dtype(id_dtype))}
+    for column in computed.columns:
+        assert computed.dtypes[column] == want[column], (column, computed.dtypes[column], want[column])
+        assert str(result._meta.dtypes[column]) == str(computed.dtypes[column]), column
+    return engine.pandas(computed)
 
 
 def sources_of(edges, count, seed):
@@ -108,12 +118,10 @@ def test_bfs_each_matches_scipy_per_source_with_valid_parents(engine, directed, 
     sources = sources_of(edges, count if engine.name != "cluster" else min(count, 20), seed=1)
     graph = gpipe.Graph.from_edges(engine.frame(edges), directed=directed)
     result = graph.bfs_each(sources, parents=True)
-    got = engine.run(result)
+    got = run_checked(engine, result, edges["src"].dtype)
     assert_rows(got, expected_rows(edges, sources, directed=directed))
     assert_parents(got, edges, directed=directed)
     assert list(got.columns) == ["source", "vertex", "distance", "parent"]
-    assert same_dtype(got["distance"], "int32")
-    assert same_dtype(got["vertex"], edges["src"].dtype) and same_dtype(got["source"], edges["src"].dtype)
 
 
 @pytest.mark.parametrize("directed", [True, False], ids=["directed", "undirected"])
@@ -121,10 +129,9 @@ def test_sssp_each_matches_scipy_per_source_with_valid_parents(engine, directed)
     edges = reference.random_edges(n=300, m=1200, seed=4, weights="positive", ids="negative")
     sources = sources_of(edges, 12, seed=2)
     graph = gpipe.Graph.from_edges(engine.frame(edges), directed=directed, weight="weight")
-    got = engine.run(graph.sssp_each(sources, parents=True))
+    got = run_checked(engine, graph.sssp_each(sources, parents=True), edges["src"].dtype)
     assert_rows(got, expected_rows(edges, sources, directed=directed, weight="weight"), exact=False)
     assert_parents(got, edges, directed=directed, weight="weight")
-    assert same_dtype(got["distance"], "float64")
 
 
 def test_sssp_each_with_negative_weights_is_bellman_ford_per_source(engine):
@@ -153,7 +160,7 @@ def test_targets_give_a_distance_table_with_nulls_for_unreached_and_absent(engin
     absent = int(edges[["src", "dst"]].max().max()) + 1000
     targets = [*sources_of(edges, 5, seed=9).tolist(), absent, int(sources[0])]
     graph = gpipe.Graph.from_edges(engine.frame(edges), directed=True)
-    got = engine.run(graph.bfs_each(sources, targets=targets, parents=True))
+    got = run_checked(engine, graph.bfs_each(sources, targets=targets, parents=True), edges["src"].dtype)
     assert len(got) == len(sources) * len(targets)
     assert got["source"].tolist() == np.repeat(sources, len(targets)).tolist()
     assert got["vertex"].tolist() == targets * len(sources)
@@ -162,7 +169,9 @@ def test_targets_give_a_distance_table_with_nulls_for_unreached_and_absent(engin
     np.testing.assert_array_equal(got["distance"].to_numpy(dtype=np.float64, na_value=np.nan), expected)
     assert got.loc[got["vertex"] == absent, "distance"].isna().all()
     assert got.loc[got["vertex"] == absent, "parent"].isna().all()
-    assert str(got["distance"].dtype) == "Int32"
+    weighted = gpipe.Graph.from_edges(engine.frame(edges.assign(weight=1.0)), directed=True, weight="weight")
+    table = run_checked(engine, weighted.sssp_each(sources, targets=targets, parents=True), edges["src"].dtype)
+    np.testing.assert_array_equal(table["distance"].to_numpy(dtype=np.float64, na_value=np.nan), expected)
 
 
 def test_depth_limit_and_max_distance_cut_each_traversal(engine):
@@ -198,11 +207,10 @@ def test_duplicate_and_unknown_sources_are_named(engine):
 def test_empty_sources_give_an_empty_frame_of_the_right_columns(engine):
     edges = reference.random_edges(n=50, m=100, seed=12, weights="positive", dtype="int32")
     graph = gpipe.Graph.from_edges(engine.frame(edges), weight="weight")
-    got = engine.run(graph.bfs_each([], parents=True))
+    got = run_checked(engine, graph.bfs_each([], parents=True), "int32")
     assert len(got) == 0 and list(got.columns) == ["source", "vertex", "distance", "parent"]
-    assert same_dtype(got["vertex"], "int32") and same_dtype(got["distance"], "int32")
-    got = engine.run(graph.sssp_each(np.array([], dtype=np.int64)))
-    assert list(got.columns) == ["source", "vertex", "distance"] and same_dtype(got["distance"], "float64")
+    got = run_checked(engine, graph.sssp_each(np.array([], dtype=np.int64)), "int32")
+    assert list(got.columns) == ["source", "vertex", "distance"]
 
 
 @pytest.mark.parametrize("kind", ["pandas", "dask", "numpy", "frame"])

@@ -118,11 +118,14 @@ def test_summarize_bfs_and_sssp_shaped_results():
     bfs = pd.DataFrame(
         {
             "vertex": [0, 1, 2, 3],
-            "distance": pd.array([0, 1, 2, None], dtype="Int64"),
-            "parent": pd.array([None, 0, 1, None], dtype="Int64"),
+            "distance": [0.0, 1.0, 2.0, float("nan")],  # gpipe's convention: float64 hops too
+            "parent": pd.array([None, 0, 1, None], dtype="int64[pyarrow]"),
         }
     )
-    assert summarize(dd.from_pandas(bfs, npartitions=2)) == {"vertices": 4, "reached": 3, "max_distance": 2}
+    assert summarize(dd.from_pandas(bfs, npartitions=2)) == {"vertices": 4, "reached": 3, "max_distance": 2.0}
+    hops = bfs.assign(distance=pd.array([0, 1, 2, None], dtype="Int64"))  # a user's integer column
+    summary = summarize(dd.from_pandas(hops, npartitions=2))
+    assert summary == {"vertices": 4, "reached": 3, "max_distance": 2} and isinstance(summary["max_distance"], int)
     sssp = bfs.assign(distance=[0.0, 1.5, float("nan"), 4.0])
     summary = summarize(dd.from_pandas(sssp, npartitions=2))
     assert summary == {"vertices": 4, "reached": 3, "max_distance": 4.0}

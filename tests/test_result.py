@@ -54,6 +54,20 @@ def dtypes(frame):
     return {name: str(dtype) for name, dtype in frame.dtypes.items()}
 
 
+def convention(backend, vertex_dtype="int64"):
+    """The dtypes of gpipe's one convention (README, "The result"), written out: distance
+    float64 for both kinds; parent the vertex dtype with nulls (pandas: its Arrow twin)."""
+    parent = vertex_dtype if backend == "gpu" else f"{vertex_dtype}[pyarrow]"
+    return {"vertex": vertex_dtype, "distance": "float64", "parent": parent}
+
+
+def assert_nulls_not_nan(backend, frame):
+    """cuDF: unreached distances are nulls, not NaN (a NaN would be no null: Parquet and
+    ``isna`` would see it otherwise than pandas' NaN)."""
+    if backend == "gpu":
+        assert frame["distance"].null_count == as_lists(frame)["distance"].count(None) > 0
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_rows_of_the_present_vertices_keep_their_ids(backend):
     # Owner of global ids 10..15; 11 and 14 never occur in the edge list.
@@ -61,7 +75,8 @@ def test_rows_of_the_present_vertices_keep_their_ids(backend):
     frame, got = owner_frame(backend, part, None, dist=[0, -1, 1, -1, 5, 2],
                              parent=[-1, -1, 10, -1, 7, 12], kind=result.BFS)
     assert got == {"vertex": [10, 12, 13, 15], "distance": [0, 1, NA, 2], "parent": [NA, 10, NA, 12]}
-    assert dtypes(frame) == dtypes(result.meta(backend, result.BFS, np.dtype("int64")))
+    assert dtypes(frame) == dtypes(result.meta(backend, result.BFS, np.dtype("int64"))) == convention(backend)
+    assert_nulls_not_nan(backend, frame)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -72,7 +87,8 @@ def test_renumbered_ids_come_back_and_a_missing_parent_stays_null(backend):
                              kind=result.SSSP)
     # parent -1 must not come back as ids[-1]
     assert got == {"vertex": [-50, -7, 3, 10**12], "distance": [0.0, 2.5, NA, 4.0], "parent": [NA, -50, NA, -7]}
-    assert dtypes(frame) == dtypes(result.meta(backend, result.SSSP, np.dtype("int64")))
+    assert dtypes(frame) == dtypes(result.meta(backend, result.SSSP, np.dtype("int64"))) == convention(backend)
+    assert_nulls_not_nan(backend, frame)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -96,7 +112,7 @@ def test_id_dtype_is_kept(backend, kind, dtype):
     assert got["vertex"] == ids
     assert got["parent"] == [5, NA, NA, 0]
     assert frame["vertex"].dtype == dtype
-    assert dtypes(frame) == dtypes(result.meta(backend, kind, dtype))
+    assert dtypes(frame) == dtypes(result.meta(backend, kind, dtype)) == convention(backend, dtype.name)
 
 
 def test_pandas_extension_id_dtype_is_kept():
@@ -104,7 +120,7 @@ def test_pandas_extension_id_dtype_is_kept():
     frame, got = owner_frame("cpu", part, None, dist=[0, 1, -1], parent=[-1, 0, -1], kind=result.BFS,
                              vertex_dtype=pd.Int64Dtype())
     assert got == {"vertex": [0, 1, 2], "distance": [0, 1, NA], "parent": [NA, 0, NA]}
-    assert dtypes(frame) == {"vertex": "Int64", "distance": "Int64", "parent": "Int64"}
+    assert dtypes(frame) == {"vertex": "Int64", "distance": "float64", "parent": "Int64"}
     assert dtypes(frame) == dtypes(result.meta("cpu", result.BFS, pd.Int64Dtype()))
 
 
@@ -115,7 +131,7 @@ def test_an_owner_without_present_vertices_gives_no_rows(backend, kind):
     frame, got = owner_frame(backend, part, None, dist=[-1, -1, -1] if kind == result.BFS else [np.inf] * 3,
                              parent=[-1, -1, -1], kind=kind)
     assert got == {"vertex": [], "distance": [], "parent": []}
-    assert dtypes(frame) == dtypes(result.meta(backend, kind, np.dtype("int64")))
+    assert dtypes(frame) == dtypes(result.meta(backend, kind, np.dtype("int64"))) == convention(backend)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -212,6 +212,9 @@ def run(*, scale=None, grid=None, edges=None, src="src", dst="dst", weight=None,
     if partitions is not None and not 1 <= partitions <= max(workers, 1):
         raise InputError(f"--partitions must be between 1 and --workers ({workers}), not {partitions}")
     backend_name = backends.resolve(backend)
+    # Time gpipe's kernels, never SciPy's stand-ins for them (gpipe/kernels/cpu_scipy.py): a
+    # cold cache's compiling is the warm-up's, as before; workers started below inherit it.
+    os.environ.setdefault("GPIPE_FIRST_QUERIES", "numba")
     if protocol == "ucx" and (backend_name != backends.GPU or not workers):
         raise InputError("--protocol ucx is for GPU workers: give --backend gpu and --workers K")
     if backend_name == backends.GPU and workers:

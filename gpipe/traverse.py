@@ -217,8 +217,7 @@ def sssp_arrays(part: Partition, sources, negative_weights: bool, *, target=-1,
     xp = part.xp
     sources = xp.asarray(np.unique(sources).astype(np.int64))
     kind = "sssp-negative" if negative_weights else "sssp"
-    if (not (negative_weights and max_distance is not None)  # SciPy has no bounded Bellman-Ford
-            and _scipy_answers(part, kind, stats)):  # a fresh Numba cache: not waiting for them
+    if _scipy_answers(part, kind, stats):  # a fresh Numba cache: not waiting for the kernels
         return cpu_scipy.sssp(part.indptr, part.indices, part.weights, sources, negative_weights,
                               max_distance=max_distance, parents=parents)
     if not negative_weights and hasattr(kernels, "sssp"):
@@ -239,7 +238,7 @@ def _scipy_answers(part: Partition, kind: str, stats) -> bool:
     Numba kernels are neither loaded nor in Numba's cache (they are then compiled in the
     background), and no kernel statistics are asked for."""
     return (part.backend == "cpu" and stats is None and part.offset == 0 and part.n_local == part.n
-            and cpu_scipy.answers(kind, part.indices.dtype))
+            and cpu_scipy.answers(kind, part.indices.dtype, part.n_edges))
 
 
 def _bellman_ford(part: Partition, kernels, sources, negative_weights: bool, bound=np.inf):

@@ -86,21 +86,34 @@ def test_sssp_matches_delta_stepping(index_dtype, directed, k, max_distance):
 
 @pytest.mark.parametrize("index_dtype", kg.INDEX_DTYPES)
 @pytest.mark.parametrize("k", [1, 3])
-def test_negative_weights_match_bellman_ford(index_dtype, k):
+@pytest.mark.parametrize("max_distance", [None, 4.0])
+def test_negative_weights_match_bellman_ford(index_dtype, k, max_distance):
     (src, dst, w), (indptr, indices, weights) = graph(5, index_dtype, dag=True)
     assert (w < 0).any()
     sources = some_sources(3 + k, k)
-    dist, parent = cpu_scipy.sssp(indptr, indices, weights, sources, negative_weights=True)
-    expected = kg.bounded_bellman_ford(src, dst, w, N, sources, np.inf)
+    bound = np.inf if max_distance is None else max_distance
+    dist, parent = cpu_scipy.sssp(indptr, indices, weights, sources, negative_weights=True,
+                                  max_distance=max_distance)
+    expected = kg.bounded_bellman_ford(src, dst, w, N, sources, bound)
     np.testing.assert_array_equal(dist, expected)
     kg.assert_tree(src, dst, w, dist, parent, sources, np.isfinite(dist))
     numba_dist, _ = traverse._bellman_ford(_partition(indptr, indices, weights), cpu,
-                                           sources, True)
+                                           sources, True, bound)
     np.testing.assert_array_equal(dist, numba_dist)
     again, none = cpu_scipy.sssp(indptr, indices, weights, sources, negative_weights=True,
-                                 parents=False)
+                                 max_distance=max_distance, parents=False)
     assert none is None
     np.testing.assert_array_equal(again, expected)
+
+
+def test_a_short_path_that_climbs_above_the_cutoff_is_not_taken():
+    # 0 -> 1 (2), 1 -> 3 (-1): with max_distance 1, 1 is beyond it and 3 is not reached through it.
+    src, dst, w = np.array([0, 1]), np.array([1, 3]), np.array([2.0, -1.0])
+    indptr, indices, weights = kg.csr_rows(src, dst, w, 0, 4, np.int64)
+    dist, parent = cpu_scipy.sssp(indptr, indices, weights, np.array([0]), negative_weights=True,
+                                  max_distance=1.0)
+    np.testing.assert_array_equal(dist, [0.0, np.inf, np.inf, np.inf])
+    np.testing.assert_array_equal(parent, [-1, -1, -1, -1])
 
 
 def test_a_reachable_negative_cycle_raises_gpipes_error():
@@ -114,6 +127,10 @@ def test_a_reachable_negative_cycle_raises_gpipes_error():
     dist, parent = cpu_scipy.sssp(indptr, indices, weights, np.array([3]), negative_weights=True)
     np.testing.assert_array_equal(dist, [np.inf, np.inf, np.inf, 0.0, 1.0])
     np.testing.assert_array_equal(parent, [-1, -1, -1, -1, 3])
+    # The cycle lies beyond a cutoff of 0.5 (0 -> 1 costs 1): the bounded search never reaches it.
+    dist, _ = cpu_scipy.sssp(indptr, indices, weights, np.array([0]), negative_weights=True,
+                             max_distance=0.5)
+    np.testing.assert_array_equal(dist, [0.0, np.inf, np.inf, np.inf, np.inf])
 
 
 def test_an_undirected_negative_edge_is_a_negative_cycle():
@@ -153,6 +170,7 @@ def test_ready_kernels_keep_the_numba_path(monkeypatch):
     assert cpu_scipy.answers("sssp", np.int64)
     assert [d.py_func.__name__ for d, _ in queued] == ["_delta_stepping"]
     assert queued[0][1][1] == cpu_scipy_index_type(np.int64)
+    assert not cpu_scipy.answers("bfs", np.int32, cpu_scipy.MAX_EDGES + 1)  # SciPy: too slow
     monkeypatch.setenv(cpu_scipy.ENVIRONMENT, "numba")
     assert not cpu_scipy.answers("bfs", np.int32)
 
@@ -186,7 +204,7 @@ def scipy_answers(monkeypatch):
     monkeypatch.setattr(cpu_scipy._COMPILER, "submit", lambda pairs: None)
     real = cpu_scipy.answers
     monkeypatch.setattr(cpu_scipy, "answers",
-                        lambda kind, dtype: real(kind, dtype) and (answered.append(kind) or True))
+                        lambda kind, *args: real(kind, *args) and (answered.append(kind) or True))
     return answered
 
 
@@ -239,14 +257,17 @@ def test_graph_negative_weights_answered_by_scipy(scipy_answers):
     reference.assert_distances(result, reference.expected_networkx(edges, [source], directed=True,
                                                                    weight="weight"))
     _tree_rule(result, edges, weight="weight", directed=True)
-    bounded = g.sssp(source, max_distance=3.0).compute()  # no bounded Bellman-Ford in SciPy
-    assert scipy_answers == ["sssp-negative"]
+    bounded = g.sssp(source, max_distance=3.0).compute()
     _tree_rule(bounded, edges, weight="weight", directed=True)
+    full = reference.expected_networkx(edges, [source], directed=True, weight="weight")
+    got = reference.result_distances(bounded)
+    assert (got.dropna() <= 3.0).all() and (got.dropna() >= full[got.dropna().index]).all()
+    assert scipy_answers == ["sssp-negative", "sssp-negative"]
     far = int(result.loc[result["parent"].notna(), "vertex"].iloc[0])  # reached from source
     cycle = pd.concat([edges, pd.DataFrame({"src": [far], "dst": [source], "weight": [-1000.0]})])
     with pytest.raises(gpipe.NegativeCycleError):
         gpipe.Graph.from_edges(cycle, directed=True, weight="weight").sssp(source).compute()
-    assert scipy_answers == ["sssp-negative", "sssp-negative"]
+    assert scipy_answers == ["sssp-negative"] * 3
 
 
 # --- a fresh process, an empty Numba cache ---------------------------------------------------------

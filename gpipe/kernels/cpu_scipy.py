@@ -14,12 +14,14 @@ The answers keep the contract of :func:`gpipe.traverse.bfs_arrays` and
 :func:`gpipe.traverse.sssp_arrays`: BFS ``dist`` int32 (-1 unreached), SSSP ``dist`` float64
 (+inf unreached), ``parent`` int64 global ids (-1 for sources and unreached; one owner: global
 = local ids), a tree (``dist[parent] + 1`` or ``+ w == dist``), the distance to the nearest of
-several sources, ``depth_limit`` and ``max_distance`` (Dijkstra's cutoff: a vertex farther
-than it is unreached) applied, ``parents=False`` giving None. Negative weights without a cutoff
-go to SciPy's Bellman-Ford, whose :class:`scipy.sparse.csgraph.NegativeCycleError` (a negative
-cycle reachable from the source) becomes :class:`gpipe.errors.NegativeCycleError`; negative
-weights with a cutoff (a bounded search SciPy has no form of) and queries that ask for kernel
-statistics always take the Numba kernels.
+several sources, ``depth_limit`` and ``max_distance`` (Dijkstra's cutoff: a candidate above it
+is never accepted) applied, ``parents=False`` giving None. BFS is SciPy's
+``breadth_first_order`` (from a super-source for several sources), SSSP SciPy's ``dijkstra``
+(``min_only``, ``limit``); negative weights take :func:`bellman_ford`, frontier rounds in NumPy
+that keep the kernels' bounded search and their :class:`gpipe.errors.NegativeCycleError`
+(SciPy's ``bellman_ford`` relaxes every edge n times and knows no cutoff). Queries that ask
+for kernel statistics, and graphs of more than ``MAX_EDGES`` edges (where SciPy, one thread,
+would take longer than compiling), take the Numba kernels.
 
 ``GPIPE_FIRST_QUERIES=numba`` in the environment turns this off (every query waits for its
 kernels, as before issue 23).
@@ -43,6 +45,10 @@ import numpy as np
 from gpipe.errors import NegativeCycleError
 
 ENVIRONMENT = "GPIPE_FIRST_QUERIES"
+# Above this many stored edges a first query waits for the kernels: SciPy's one thread would
+# take about as long as compiling (kron16, 2 Mi edges: BFS 0.1 s, Dijkstra 0.1 s in SciPy on
+# the 2-core vm, against 2.5 s and 4 s of compiling).
+MAX_EDGES = 1 << 24
 NEGATIVE_CYCLE = "a negative-weight cycle is reachable from the source"
 
 # The entry points (gpipe.kernels.cpu_jit.kernel) each kind of one-owner query calls, by module
@@ -61,12 +67,15 @@ def enabled() -> bool:
     return os.environ.get(ENVIRONMENT, "scipy").strip().lower() != "numba"
 
 
-def answers(kind: str, index_dtype) -> bool:
+ANSWERED = {"bfs": 0, "sssp": 0}  # queries answered here, for benchmarks and tests
+
+
+def answers(kind: str, index_dtype, n_edges: int = 0) -> bool:
     """True when a one-owner CPU query of ``kind`` (a key of QUERY_KERNELS) should be answered
     by SciPy now: some kernel it needs is neither loaded in this process nor in Numba's cache.
     Then the kernels are queued for the background compiler (once). False when they are ready
     (the Numba path loads what is cached), when this is turned off, or without SciPy."""
-    if not enabled():
+    if not enabled() or n_edges > MAX_EDGES:
         return False
     needed = _signatures(kind, np.dtype(index_dtype))
     if needed is None:
@@ -269,6 +278,7 @@ def bfs(indptr, indices, sources, depth_limit=-1, *, parents=True):
     when there are several sources): ``(dist int32, parent int64 or None)``, as ``cpu.bfs``."""
     from scipy.sparse.csgraph import breadth_first_order
 
+    ANSWERED["bfs"] += 1
     n = indptr.shape[0] - 1
     sources = np.unique(np.asarray(sources, dtype=np.int64))
     if sources.size == 0 or n == 0:
@@ -290,37 +300,66 @@ def bfs(indptr, indices, sources, depth_limit=-1, *, parents=True):
 
 def sssp(indptr, indices, weights, sources, negative_weights=False, *, max_distance=None,
          parents=True):
-    """A one-owner SSSP with SciPy: Dijkstra (``min_only`` over the sources, ``limit`` =
-    ``max_distance``), or Bellman-Ford from a super-source with negative weights (no cutoff:
-    :func:`answers` is not asked then). ``(dist float64, parent int64 or None)``. Raises
-    NegativeCycleError for a negative cycle of the CSR reachable from the sources."""
-    from scipy.sparse import csgraph
+    """A one-owner SSSP without compiled kernels: ``(dist float64, parent int64 or None)``.
 
+    Non-negative weights: SciPy's Dijkstra (``min_only`` over the sources, ``limit`` =
+    ``max_distance``). Negative weights: :func:`bellman_ford`, frontier rounds in NumPy (SciPy's
+    ``bellman_ford`` relaxes every edge n times: 182 s on the 2-core vm for kron16's 478 K-edge
+    DAG, which this searches in 0.14 s; and it knows no cutoff). Raises NegativeCycleError for a negative cycle of the
+    CSR that the search (bounded by ``max_distance``) reaches."""
     n = indptr.shape[0] - 1
     sources = np.unique(np.asarray(sources, dtype=np.int64))
-    if sources.size == 0 or n == 0:
-        return np.full(n, np.inf), (np.full(n, -1, dtype=np.int64) if parents else None)
     weights = np.asarray(weights, dtype=np.float64)
-    if not negative_weights:
-        limit = np.inf if max_distance is None else float(max_distance)
-        if not limit >= 0:  # as the kernels: the sources at 0, every candidate dropped
-            dist = np.full(n, np.inf)
-            dist[sources] = 0.0
-            return dist, (np.full(n, -1, dtype=np.int64) if parents else None)
-        graph = _graph(indptr, indices, weights, n)
-        dist, predecessors, _ = csgraph.dijkstra(graph, directed=True, indices=sources,
-                                                 return_predecessors=True, min_only=True,
-                                                 limit=limit)
-        return dist, (_parents(predecessors, n) if parents else None)
-    if max_distance is not None:
-        raise ValueError("SciPy has no bounded Bellman-Ford: the Numba kernels answer this")
-    several = sources.size > 1
-    graph = _graph(indptr, indices, weights, n, sources if several else None)
-    start = n if several else int(sources[0])
-    try:
-        dist, predecessors = csgraph.bellman_ford(graph, directed=True, indices=start,
-                                                  return_predecessors=True)
-    except csgraph.NegativeCycleError:
-        raise NegativeCycleError(NEGATIVE_CYCLE) from None
-    dist = np.ascontiguousarray(dist[:n], dtype=np.float64)
-    return dist, (_parents(predecessors, n, n if several else None) if parents else None)
+    limit = np.inf if max_distance is None else float(max_distance)
+    if negative_weights:
+        return bellman_ford(indptr, indices, weights, sources, limit, parents=parents)
+    if sources.size == 0 or n == 0 or not limit >= 0:  # as the kernels: every candidate dropped
+        dist = np.full(n, np.inf)
+        dist[sources] = 0.0
+        return dist, (np.full(n, -1, dtype=np.int64) if parents else None)
+    from scipy.sparse import csgraph
+
+    graph = _graph(indptr, indices, weights, n)
+    dist, predecessors, _ = csgraph.dijkstra(graph, directed=True, indices=sources,
+                                             return_predecessors=True, min_only=True, limit=limit)
+    return dist, (_parents(predecessors, n) if parents else None)
+
+
+def bellman_ford(indptr, indices, weights, sources, bound=np.inf, *, parents=True):
+    """Frontier Bellman-Ford in NumPy, the twin of :func:`gpipe.traverse._bellman_ford` over
+    ``sssp_relax``: each round the vertices improved in the last one relax their out-edges from
+    their distance at the round's start, candidates above ``bound`` dropped, each target taking
+    its least candidate if it is a strict improvement (with its edge's source as parent). Raises
+    NegativeCycleError where improvements go on past n rounds or the parents close a cycle."""
+    from gpipe.outcome import cycle_check_due, has_parent_cycle
+
+    n = indptr.shape[0] - 1
+    dist = np.full(n, np.inf)
+    parent = np.full(n, -1, dtype=np.int64)
+    dist[sources] = 0.0
+    frontier = sources
+    rounds = 0
+    while frontier.size:
+        starts = indptr[frontier]
+        counts = indptr[frontier + 1] - starts
+        total = int(counts.sum())
+        if total == 0:
+            break
+        row = np.repeat(np.arange(frontier.size), counts)
+        edge = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts) + starts[row]
+        u = frontier[row]
+        v = indices[edge].astype(np.int64)
+        cand = dist[u] + weights[edge]  # the distances at the round's start
+        better = (cand <= bound) & (cand < dist[v])
+        u, v, cand = u[better], v[better], cand[better]
+        order = np.lexsort((cand, v))
+        u, v, cand = u[order], v[order], cand[order]
+        least = np.ones(v.size, dtype=bool)
+        least[1:] = v[1:] != v[:-1]
+        frontier = v[least]
+        dist[frontier] = cand[least]
+        parent[frontier] = u[least]
+        rounds += 1
+        if frontier.size and (rounds > n or (cycle_check_due(rounds) and has_parent_cycle("cpu", parent))):
+            raise NegativeCycleError(NEGATIVE_CYCLE)
+    return dist, (parent if parents else None)

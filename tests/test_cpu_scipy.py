@@ -162,6 +162,7 @@ def _partition(indptr, indices, weights):
 
 
 def test_ready_kernels_keep_the_numba_path(monkeypatch):
+    monkeypatch.delenv(cpu_scipy.ENVIRONMENT, raising=False)
     monkeypatch.setattr(cpu_scipy, "_ready", lambda dispatcher, signature: True)
     assert not cpu_scipy.answers("bfs", np.int32)
     monkeypatch.setattr(cpu_scipy, "_ready", lambda dispatcher, signature: False)
@@ -200,6 +201,7 @@ def scipy_answers(monkeypatch):
     """Every one-owner CPU query answered by SciPy (as in a fresh environment), nothing compiled
     in the background; yields the list of the kinds answered."""
     answered = []
+    monkeypatch.delenv(cpu_scipy.ENVIRONMENT, raising=False)
     monkeypatch.setattr(cpu_scipy, "_ready", lambda dispatcher, signature: False)
     monkeypatch.setattr(cpu_scipy._COMPILER, "submit", lambda pairs: None)
     real = cpu_scipy.answers

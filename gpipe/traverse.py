@@ -26,6 +26,7 @@ from gpipe import backend as backends
 from gpipe import progress, validate
 from gpipe import sources as source_ids
 from gpipe.errors import NegativeCycleError
+from gpipe.kernels import cpu_scipy
 from gpipe.outcome import (cycle_check_due, has_parent_cycle, raise_if_negative_loop_reached,
                            report_end)
 from gpipe.owners import run as owners
@@ -173,6 +174,8 @@ def bfs_arrays(part: Partition, sources, depth_limit=None, *, target=-1, parents
     xp = part.xp
     sources = xp.asarray(np.unique(sources).astype(np.int64))
     depth = -1 if depth_limit is None else depth_limit
+    if _scipy_answers(part, "bfs", stats):  # a fresh Numba cache: not waiting for the kernels
+        return cpu_scipy.bfs(part.indptr, part.indices, sources, depth, parents=parents)
     if hasattr(kernels, "bfs"):
         return kernels.bfs(part.indptr, part.indices, sources, depth, symmetric=part.symmetric,
                            target=int(target), parents=parents, stats=stats)
@@ -213,6 +216,10 @@ def sssp_arrays(part: Partition, sources, negative_weights: bool, *, target=-1,
     kernels = backends.get(part.backend).kernels
     xp = part.xp
     sources = xp.asarray(np.unique(sources).astype(np.int64))
+    kind = "sssp-negative" if negative_weights else "sssp"
+    if _scipy_answers(part, kind, stats):  # a fresh Numba cache: not waiting for the kernels
+        return cpu_scipy.sssp(part.indptr, part.indices, part.weights, sources, negative_weights,
+                              max_distance=max_distance, parents=parents)
     if not negative_weights and hasattr(kernels, "sssp"):
         return kernels.sssp(part.indptr, part.indices, part.weights, sources, symmetric=part.symmetric,
                             target=int(target), max_distance=max_distance, parents=parents,
@@ -224,6 +231,14 @@ def sssp_arrays(part: Partition, sources, negative_weights: bool, *, target=-1,
     bound = np.inf if max_distance is None else float(max_distance)
     dist, parent = _bellman_ford(part, kernels, sources, negative_weights, bound)
     return dist, (parent if parents else None)
+
+
+def _scipy_answers(part: Partition, kind: str, stats) -> bool:
+    """Whether SciPy answers this one-owner CPU query (:mod:`gpipe.kernels.cpu_scipy`): its
+    Numba kernels are neither loaded nor in Numba's cache (they are then compiled in the
+    background), and no kernel statistics are asked for."""
+    return (part.backend == "cpu" and stats is None and part.offset == 0 and part.n_local == part.n
+            and cpu_scipy.answers(kind, part.indices.dtype, part.n_edges))
 
 
 def _bellman_ford(part: Partition, kernels, sources, negative_weights: bool, bound=np.inf):

@@ -83,7 +83,7 @@ def _traverse(args, pipeline):
         "parents": not args.no_parents,
         "output": {"path": args.out, "overwrite": args.overwrite},
     }
-    pipeline.run(config)
+    pipeline.run(config, how_to_overwrite="pass --overwrite")
     return 0
 
 

@@ -54,13 +54,25 @@ from pathlib import Path
 
 from gpipe.errors import InputError
 
-__all__ = ["write_parquet", "check_writable", "restore_interrupted", "summarize"]
+__all__ = ["write_parquet", "check_writable", "restore_interrupted", "summarize", "OutputExists"]
 
 log = logging.getLogger("gpipe.output")
 
 STALE_AFTER_KEY = "gpipe.output.stale-after"  # Dask config: a sibling unchanged this long is stale
 DEFAULT_STALE_AFTER = "7 days"
 RESTORE_AFTER_S = 60  # a writer holds a set-aside output only for the instant between two renames
+
+
+class OutputExists(InputError):
+    """The output path exists and no overwrite was asked for; ``path`` names it.
+
+    ``how`` says how the caller asks for an overwrite: ``pass overwrite=True`` in Python, a
+    flag on a command line (:func:`pipelines.traverse_parquet.run` names its own).
+    """
+
+    def __init__(self, path, how="pass overwrite=True"):
+        super().__init__(f"output {str(path)!r} already exists; {how} to replace it")
+        self.path = path
 
 
 def write_parquet(frame, path, *, overwrite=False):
@@ -95,7 +107,7 @@ def write_parquet(frame, path, *, overwrite=False):
     Raises
     ------
     gpipe.InputError
-        If `path` exists and `overwrite` is False, or `path` is a URL (``s3://...``): object
+        If `path` exists and `overwrite` is False (:class:`OutputExists`), or `path` is a URL (``s3://...``): object
         stores have no atomic rename; or, before anything is computed, `path` cannot be
         written (:func:`check_writable`).
     Exception
@@ -120,7 +132,7 @@ def write_parquet(frame, path, *, overwrite=False):
     restore_interrupted(target)
     _remove_stale(target)
     if os.path.lexists(target) and not overwrite:
-        raise InputError(f"output {str(target)!r} already exists; pass overwrite=True to replace it")
+        raise OutputExists(target)
     target.parent.mkdir(parents=True, exist_ok=True)
 
     staging = _sibling(target, "tmp")
@@ -246,7 +258,7 @@ def _move_into_place(staging: Path, target: Path, overwrite: bool) -> None:
         os.replace(staging, target)
         return
     if not overwrite:  # appeared while we were writing
-        raise InputError(f"output {str(target)!r} already exists; pass overwrite=True to replace it")
+        raise OutputExists(target)
     old = _sibling(target, "old")
     os.replace(target, old)
     try:

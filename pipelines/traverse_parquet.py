@@ -56,7 +56,7 @@ import gpipe
 from gpipe import dashboard, execution, progress, sizing, validate
 from gpipe.cluster import connect, disconnect, silenced_logging
 from gpipe.errors import InputError, report_or_raise
-from gpipe.output import check_writable, restore_interrupted, summarize, write_parquet
+from gpipe.output import OutputExists, check_writable, restore_interrupted, summarize, write_parquet
 
 log = logging.getLogger("gpipe.pipeline")
 
@@ -122,7 +122,7 @@ def _beside(folder, value):
     return str(folder / text)
 
 
-def run(config):
+def run(config, *, how_to_overwrite="set output.overwrite to true"):
     """Run one traversal as `config` describes and write its result; return a summary.
 
     Parameters
@@ -131,6 +131,10 @@ def run(config):
         A pipeline configuration (the module docstring lists the keys). Relative paths are
         taken from the working directory here; :func:`load_config` takes them from the
         configuration file's folder.
+    how_to_overwrite : str, optional
+        How the caller asks to replace an existing output, as the error says it
+        (``output 'out' already exists; set output.overwrite to true to replace it``); the
+        command line names its ``--overwrite``.
 
     Returns
     -------
@@ -157,7 +161,7 @@ def run(config):
     check_writable(output["path"])  # before the work: a folder it cannot write fails it now
     restore_interrupted(output["path"])  # a previous run killed mid-overwrite: its output is back
     if os.path.lexists(output["path"]) and not output["overwrite"]:  # fail before the work
-        raise InputError(f"output {output['path']!r} already exists; set overwrite to replace it")
+        raise OutputExists(output["path"], how_to_overwrite)
     timings = {}
     client = stop_following = None
     try:
@@ -205,7 +209,10 @@ def run(config):
                                     parents=settings["parents"])
             result = _materialize(result, client)
         with _step("write", timings):
-            written = write_parquet(result, output["path"], overwrite=output["overwrite"])
+            try:
+                written = write_parquet(result, output["path"], overwrite=output["overwrite"])
+            except OutputExists as error:  # written by someone else meanwhile
+                raise OutputExists(error.path, how_to_overwrite) from None
         with _step("summary", timings):
             summary = summarize(result)
     finally:

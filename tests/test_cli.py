@@ -113,7 +113,7 @@ def test_existing_output_needs_overwrite(graph, tmp_path, capsys):
 
     assert main(["bfs", str(folder), "--source", str(second), "--out", str(out)]) == 2
     error = capsys.readouterr().err.strip().splitlines()[-1]
-    assert error.startswith("gpipe: error:") and str(out) in error
+    assert error == f"gpipe: error: output {str(out)!r} already exists; pass --overwrite to replace it"
     pd.testing.assert_frame_equal(pd.read_parquet(out), before)
 
     assert main(["bfs", str(folder), "--source", str(second), "--out", str(out), "--overwrite"]) == 0
@@ -283,11 +283,13 @@ def pipeline_config(tmp_path, folder, source, **changes):
     return path
 
 
-def test_run_pipeline_config_in_process(graph, tmp_path):
+def test_run_pipeline_config_in_process(graph, tmp_path, capsys):
     edges, folder = graph
     source = sources_of(edges, 1)[0]
     config = pipeline_config(tmp_path, folder, source)
     assert main(["run", str(config)]) == 0
+    assert main(["run", str(config)]) == 2  # the key to set, as the configuration names it
+    assert capsys.readouterr().err.strip().endswith("already exists; set output.overwrite to true to replace it")
     result = assert_distances(tmp_path / "out", expected_sssp(edges, [source], directed=True))
     check_sssp_tree(edges, result, [source], directed=True)
 

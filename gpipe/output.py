@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpipe.errors import InputError
+from gpipe.interrupts import deferred_interrupt, phase
 
 __all__ = ["write_parquet", "check_writable", "restore_interrupted", "summarize", "OutputExists"]
 
@@ -111,8 +112,9 @@ def write_parquet(frame, path, *, overwrite=False):
         stores have no atomic rename; or, before anything is computed, `path` cannot be
         written (:func:`check_writable`).
     Exception
-        Whatever computing or writing `frame` raises. The temporary directory is removed first,
-        and an existing output at `path` is left as it was.
+        Whatever computing or writing `frame` raises, ``KeyboardInterrupt`` included. The
+        temporary directory is removed first, and an existing output at `path` is left as it
+        was (a Ctrl-C during the final renames lets them finish: the new output is then whole).
 
     Examples
     --------
@@ -138,9 +140,12 @@ def write_parquet(frame, path, *, overwrite=False):
     staging = _sibling(target, "tmp")
     try:
         frame.to_parquet(staging, write_index=False)
-        _move_into_place(staging, target, overwrite)
+        phase("write")
+        with deferred_interrupt():  # Ctrl-C: the renames and the old output's removal run whole
+            _move_into_place(staging, target, overwrite)
     except BaseException:
-        _remove(staging)
+        with deferred_interrupt():
+            _remove(staging)
         raise
     return target
 

@@ -56,6 +56,7 @@ import gpipe
 from gpipe import dashboard, execution, progress, sizing, validate
 from gpipe.cluster import connect, disconnect, silenced_logging
 from gpipe.errors import InputError, report_or_raise
+from gpipe.interrupts import phase
 from gpipe.output import OutputExists, check_writable, restore_interrupted, summarize, write_parquet
 
 log = logging.getLogger("gpipe.pipeline")
@@ -181,6 +182,7 @@ def run(config, *, how_to_overwrite="set output.overwrite to true"):
             sizing.check_workers_for(requested, len(getattr(executor, "workers", [None])),
                                      in_process=not hasattr(executor, "workers"))
         edges_cfg = settings["edges"]
+        phase("read")
         with _step("read", timings):
             edges = gpipe.read_edges(
                 edges_cfg["path"],
@@ -200,6 +202,7 @@ def run(config, *, how_to_overwrite="set output.overwrite to true"):
                 partitions=settings["partitions"],
             )
         log.info("graph on %d partition(s)", graph.num_partitions)
+        phase("traverse")
         with _step("traverse", timings):
             if settings["algorithm"] == "bfs":
                 result = graph.bfs(source, depth_limit=settings["depth_limit"],

@@ -5,22 +5,30 @@
 >>> gpipe.to_parquet(gpipe.bfs(edges, 42), "out/")   # doctest: +SKIP
 """
 
-from gpipe.api import bfs, bfs_each, sssp, sssp_each
 from gpipe.errors import (ClientClosed, GpipeError, GraphLost, GraphTooLarge, InputError, NegativeCycleError,
                           NoPath, OutOfMemory)
-from gpipe.graph import Graph
-from gpipe.io import read_edges
-from gpipe.output import to_parquet
 
 __all__ = ["ClientClosed", "Graph", "GpipeError", "GraphLost", "GraphTooLarge", "InputError", "NegativeCycleError",
            "NoPath", "OutOfMemory", "bfs", "bfs_each", "dashboard_link", "read_edges", "sssp",
            "sssp_each", "to_parquet"]
 __version__ = "0.1.0"
 
+# Imported at first use, so that ``import gpipe`` (the command line's first step) costs no
+# NumPy, pandas or Dask, and a Ctrl-C during those imports finds the command's handling in place.
+_LAZY = {"bfs": "gpipe.api", "bfs_each": "gpipe.api", "sssp": "gpipe.api", "sssp_each": "gpipe.api",
+         "Graph": "gpipe.graph", "read_edges": "gpipe.io", "dashboard_link": "gpipe.dashboard",
+         "to_parquet": "gpipe.output"}
+
 
 def __getattr__(name):
-    if name == "dashboard_link":  # imported when asked for: it imports distributed
-        from gpipe.dashboard import dashboard_link
+    if name in _LAZY:
+        import importlib
 
-        return dashboard_link
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'gpipe' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

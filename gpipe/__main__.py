@@ -1,8 +1,6 @@
 """``python -m gpipe``: the same as the ``gpipe`` command."""
 
-import sys
-
-from gpipe.cli import main
+from gpipe.cli import command
 
 if __name__ == "__main__":  # spawned Dask workers import this module too; they must not rerun it
-    sys.exit(main())
+    command()

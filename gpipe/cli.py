@@ -28,8 +28,9 @@ file describes (``conf/cluster/*.yaml``). Step timings are logged to stderr; ``-
 Exit status: 0 on success, 2 for unusable input or options (one line on stderr), 1 for other
 gpipe errors such as a negative cycle, and for memory running out anywhere in the run, on this
 machine or on a worker (one line naming memory, no traceback; :func:`gpipe.errors.out_of_memory`),
-130 for SIGINT (Ctrl-C: the one line ``gpipe: interrupted``; a local cluster's workers ignore
-SIGINT and are closed with it, and the output's temporary directory is removed). Outputs
+130 for SIGINT (Ctrl-C, at any moment from the imports to the exit: the one line ``gpipe:
+interrupted``; a local cluster's workers never see SIGINT and are closed with it, or killed
+while it starts, and the output's temporary directory is removed: :mod:`gpipe.interrupts`). Outputs
 (``--out``, ``bench --json``) are checked for writability before any work, and options
 checkable without the data (depth limit, partitions) before the edges are read.
 """
@@ -43,25 +44,76 @@ import sys
 
 from gpipe import __version__
 from gpipe.errors import report_or_raise
+from gpipe.interrupts import phase
 
-__all__ = ["main"]
+__all__ = ["main", "command"]
 
 
 def main(argv=None):
     """Run the ``gpipe`` command line with `argv` (default ``sys.argv[1:]``); return the exit status.
+
+    Ctrl-C (``KeyboardInterrupt``) at any moment of it, the imports included, returns 130
+    after the one line ``gpipe: interrupted`` on stderr.
 
     Examples
     --------
     >>> main(["bfs", "edges.parquet", "--source", "0", "--out", "out/bfs"])  # doctest: +SKIP
     0
     """
-    args = _parser().parse_args(argv)
-    pipeline = _pipeline()
-    pipeline.configure_logging(logging.WARNING if args.quiet else logging.INFO)
     try:
-        return args.command(args, pipeline)
+        args = _parser().parse_args(argv)
+        phase("imports")
+        pipeline = _pipeline()  # NumPy, pandas, Dask, gpipe: the first second of a command
+        pipeline.configure_logging(logging.WARNING if args.quiet else logging.INFO)
+        status = args.command(args, pipeline)
+        if status == 0:
+            phase("done")
+        return status
     except (Exception, KeyboardInterrupt) as error:
         return report_or_raise(error)
+
+
+def command():
+    """The ``gpipe`` program: :func:`main`, then exit with its status at once.
+
+    Python's own exit (its threads, exit handlers, modules torn down) takes a while after the
+    work, and a Ctrl-C in it would end the process without a word. Instead this one flushes
+    the output, runs the exit handlers (a cluster left open is closed), and leaves: a Ctrl-C
+    meanwhile still ends in ``gpipe: interrupted`` and status 130. Interrupted, it leaves at
+    once after that line.
+    """
+    import atexit
+    import os
+    import signal
+
+    status = main()
+    if status == 130:  # interrupted: what the command started is closed (or killed, starting)
+        _flush()
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 2)  # its line is the last: threads still
+        os._exit(status)                              # winding down say nothing more
+    signal.signal(signal.SIGINT, _interrupted_at_exit)
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        _flush()
+        os._exit(status)
+
+
+def _interrupted_at_exit(signum, frame):
+    import os
+
+    print("gpipe: interrupted", file=sys.stderr)
+    _flush()
+    os._exit(130)
+
+
+def _flush():
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # closed, or a closed pipe: nothing more can be said
+            pass
 
 
 def _traverse(args, pipeline):
@@ -83,7 +135,7 @@ def _traverse(args, pipeline):
         "parents": not args.no_parents,
         "output": {"path": args.out, "overwrite": args.overwrite},
     }
-    pipeline.run(config)
+    pipeline.run(config, how_to_overwrite="pass --overwrite")
     return 0
 
 

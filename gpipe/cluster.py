@@ -17,15 +17,17 @@ do so under ``if __name__ == "__main__":``.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import signal
 import threading
 from collections.abc import Mapping
 
 from gpipe.errors import InputError
+from gpipe.interrupts import deferred_interrupt, phase
 
 __all__ = ["start_local_cluster", "local_cluster_kind", "cuda_protocol", "connect", "disconnect",
-           "workers_ignore_sigint", "silenced_logging", "CLUSTER_KINDS"]
+           "start_apart_from_sigint", "silenced_logging", "CLUSTER_KINDS"]
 
 PROTOCOLS = ("auto", "tcp", "ucx")
 
@@ -66,9 +68,11 @@ def start_local_cluster(kind="auto", n_workers=None, dashboard=True, protocol="a
     (cluster, client)
         The cluster and a ``distributed.Client`` connected to it, which is also made the
         default client so gpipe's calls use it. Close both when done: ``client.close()``
-        then ``cluster.close()`` (or use both as context managers). The worker processes
-        ignore SIGINT (:func:`workers_ignore_sigint`): Ctrl-C interrupts this process alone,
-        whose gpipe call raises ``KeyboardInterrupt`` and stops its traversal's owners.
+        then ``cluster.close()`` (or use both as context managers); those left open are
+        closed in that order when the interpreter exits. The worker processes never see
+        SIGINT (:func:`start_apart_from_sigint`): Ctrl-C interrupts this process alone, at
+        once also while the cluster starts, and a gpipe call raises ``KeyboardInterrupt`` and
+        stops its traversal's owners.
 
     Raises
     ------
@@ -89,9 +93,7 @@ def start_local_cluster(kind="auto", n_workers=None, dashboard=True, protocol="a
         cluster = _local_cuda_cluster({**options, "protocol": protocol})
     else:
         cluster = _local_cpu_cluster(options)
-    from distributed import Client
-
-    return cluster, Client(cluster)
+    return cluster, _client_of(cluster)
 
 
 def local_cluster_kind(kind="auto"):
@@ -213,8 +215,28 @@ def connect(config):
             raise InputError("a remote cluster configuration needs 'scheduler_address'")
         return Client(address, **options)
     if kind == "local-cuda":
-        return Client(_local_cuda_cluster(options))
-    return Client(_local_cpu_cluster(options))
+        return _client_of(_local_cuda_cluster(options))
+    return _client_of(_local_cpu_cluster(options))
+
+
+def _client_of(cluster):
+    """A client of the local `cluster`, made the default; the cluster is closed if that fails.
+
+    Both are closed at exit, the client first, if the program leaves them open: Dask's own exit
+    handlers close the cluster before the client, and workers removed while the client still
+    holds results (the partitions of a graph or a result, data that no task can make again)
+    make the scheduler log an ERROR that the cluster lost scattered data.
+    """
+    from distributed import Client
+
+    try:
+        client = Client(cluster)
+    except BaseException:
+        with deferred_interrupt():
+            cluster.close()
+        raise
+    atexit.register(disconnect, client)  # runs before Dask's, which were registered first
+    return client
 
 
 def _local_cpu_cluster(options):
@@ -237,42 +259,72 @@ def _local_cpu_cluster(options):
     env = dict(options.pop("env", None) or {})
     env.setdefault("NUMBA_NUM_THREADS", str(os.cpu_count() or 1))
     env.setdefault(SHARE_ENV, str(options["threads_per_worker"]))
-    with workers_ignore_sigint():
-        return LocalCluster(env=env, **options)
+    return start_apart_from_sigint(lambda: LocalCluster(env=env, **options))
 
 
-@contextlib.contextmanager
-def workers_ignore_sigint():
-    """Start worker processes, within this block, that ignore SIGINT.
+def start_apart_from_sigint(start):
+    """Return ``start()``, run so that the threads and processes it starts never see SIGINT.
 
     Ctrl-C at a terminal sends SIGINT to every process of its process group, the worker
     processes of a local cluster included: each would print its own ``KeyboardInterrupt``
-    traceback and die, and its nanny start another. A signal ignored at a fork stays ignored in
-    the child and across its exec, and Python leaves it so, so workers started here leave
-    Ctrl-C to this process, whose client raises ``KeyboardInterrupt`` and closes the cluster.
-    (A worker that a nanny restarts later gets SIGINT again.) In this process SIGINT is
-    ignored for as long as the block lasts, the cluster's start: a Ctrl-C meanwhile is lost.
-    Outside the main thread, where no signal handler can be set, it does nothing.
+    traceback and die, and its nanny start another. So `start` (a cluster's constructor) runs
+    in a thread that blocks SIGINT: the threads it starts (the cluster's event loop, where the
+    nannies live) inherit the block, and so do the processes they start, across their exec (and
+    Python leaves it so); a worker that a nanny restarts later too. This thread waits meanwhile,
+    and a Ctrl-C raises ``KeyboardInterrupt`` here at once: the processes started so far are
+    then killed (the cluster is not up yet to close them). Outside the main thread, where
+    Python handles no signal, `start` just runs.
     """
     if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        return start()
+    import os
+
+    import psutil  # a dependency of distributed
+
+    phase("cluster")
+    if os.name == "posix":
+        # Started here, not by the cluster's first worker: starting it unblocks SIGINT in the
+        # thread that does (Python's bpo-33613), and every worker after that one would get it.
+        from multiprocessing import resource_tracker
+
+        resource_tracker.ensure_running()
+    before = {child.pid for child in psutil.Process().children(recursive=True)}
+    outcome = {}
+
+    def run():
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            outcome["value"] = start()
+        except BaseException as error:  # handed to the waiting thread
+            outcome["error"] = error
+
+    starter = threading.Thread(target=run, name="gpipe-cluster-start", daemon=True)
+    starter.start()
     try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
+        while starter.is_alive():
+            starter.join(0.05)
+    except KeyboardInterrupt:
+        for child in psutil.Process().children(recursive=True):
+            if child.pid not in before:
+                with contextlib.suppress(psutil.Error):
+                    child.kill()
+        raise
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 def disconnect(client):
     """Close `client` and, if it was started on a local cluster, that cluster.
 
-    A remote scheduler and its workers keep running. Safe to call on a closed client.
+    A remote scheduler and its workers keep running. Safe to call on a closed client. A
+    Ctrl-C meanwhile takes effect once both are closed (:func:`gpipe.interrupts.deferred_interrupt`).
     """
     cluster = getattr(client, "cluster", None)
-    client.close()
-    if cluster is not None:
-        cluster.close()
+    with deferred_interrupt():
+        client.close()
+        if cluster is not None:
+            cluster.close()
 
 
 @contextlib.contextmanager
@@ -305,8 +357,7 @@ def _local_cuda_cluster(options):
 
     options = dict(options)
     options["protocol"] = cuda_protocol(options.get("protocol") or "auto")
-    with workers_ignore_sigint():
-        return LocalCUDACluster(**options)
+    return start_apart_from_sigint(lambda: LocalCUDACluster(**options))
 
 
 def _ucx_available() -> bool:

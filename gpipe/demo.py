@@ -58,7 +58,8 @@ def run_demo(scale=16, out="out/demo", *, cpu=False, edge_factor=16, seed=0, n_w
     from distributed import wait
 
     import gpipe
-    from gpipe.cluster import local_cluster_kind, silenced_logging, start_local_cluster
+    from gpipe.cluster import disconnect, local_cluster_kind, silenced_logging, start_local_cluster
+    from gpipe.interrupts import phase
     from gpipe.generators import kronecker_edges
     from gpipe.output import check_writable, summarize, write_parquet
 
@@ -87,11 +88,13 @@ def run_demo(scale=16, out="out/demo", *, cpu=False, edge_factor=16, seed=0, n_w
         traversals = f", gpipe traversals {gpipe.dashboard_link(client)}" if dashboard else ""
         print(f"gpipe demo: {kind} cluster of {workers} workers, dashboard "
               f"{dashboard or 'off (the dashboard needs bokeh)'}{traversals}", file=file, flush=True)
+        phase("read")
         with clock("read + build"):
             frame = gpipe.read_edges(paths["edges"], weight="weight", backend="gpu" if kind == "cuda" else "cpu")
             graph = gpipe.Graph.from_edges(frame, directed=False, weight="weight")
         results = {}
         for name, traverse in (("bfs", graph.bfs), ("sssp", graph.sssp)):
+            phase("traverse")
             with clock(name):
                 result = traverse(source).persist()
                 wait(result)
@@ -120,8 +123,7 @@ def run_demo(scale=16, out="out/demo", *, cpu=False, edge_factor=16, seed=0, n_w
             input()
     finally:
         with silenced_logging(isinstance(sys.exc_info()[1], KeyboardInterrupt)):  # Ctrl-C
-            client.close()
-            cluster.close()
+            disconnect(client)  # a Ctrl-C meanwhile waits for the workers to be closed
     return summary
 
 

@@ -30,7 +30,7 @@ import pandas as pd
 from gpipe import backend as backends
 from gpipe import sources as source_ids
 from gpipe import validate
-from gpipe.errors import InputError, NegativeCycleError
+from gpipe.errors import InputError, NegativeCycleError, on_undirected, plain
 from gpipe.result import BFS, SSSP
 from gpipe.tasks import run_task
 
@@ -50,6 +50,7 @@ class Query:
     negative_weights: bool
     targets: object  # global ids of the targets (int64, -1 absent), or None
     target_column: object  # the targets as given, a Series of the vertex dtype, or None
+    undirected: bool = False  # named in a NegativeCycleError: its negative edges are the cycles
 
 
 # ---------------------------------------------------------------------------------------------
@@ -122,11 +123,7 @@ def _raise_on_repeat(values) -> None:
     repeated = np.flatnonzero(counts > 1)
     if repeated.size:
         value = values[np.sort(first[repeated])[0]]
-        raise InputError(f"source vertex {_plain(value)!r} is given more than once")
-
-
-def _plain(value):
-    return value.item() if isinstance(value, np.generic) else value
+        raise InputError(f"source vertex {plain(value)!r} is given more than once")
 
 
 def global_sources(graph, values) -> np.ndarray:
@@ -169,7 +166,7 @@ def target_column(backend_name, values, vertex_dtype):
         cast = given.astype(validate.numpy_dtype(vertex_dtype))
         changed = np.flatnonzero(cast.astype(given.dtype) != given) if given.size else []
         if len(changed):  # it would name another vertex: a wrapped integer
-            raise InputError(f"target vertex {_plain(given[changed[0]])!r} does not fit the graph's "
+            raise InputError(f"target vertex {plain(given[changed[0]])!r} does not fit the graph's "
                              f"id dtype {vertex_dtype}")
         series = pd.Series(cast)
         if not isinstance(vertex_dtype, np.dtype):
@@ -195,7 +192,7 @@ def frame(graph, kind: str, sources, *, limit, targets, parents: bool):
     if targets is not None:
         target_values = source_values(targets, strings=built.string_ids, what="target")
     query = Query(kind, built.backend, built.vertex_dtype, limit, parents, built.negative_weights,
-                  None, None)
+                  None, None, undirected=not graph.directed)
     if target_values is not None:
         query = replace(query, targets=global_targets(graph, target_values),
                         target_column=target_column(built.backend, target_values, built.vertex_dtype))
@@ -312,10 +309,10 @@ def one_owner_batch(part, sources, query: Query):
                                               max_distance=query.limit)
         except NegativeCycleError as error:
             index = getattr(error, "source_index", 0)
-            raise NegativeCycleError(
+            raise _negative_cycle(
                 "a negative-weight cycle is reachable from source "
-                f"{_input_id(part, int(sources[index]))!r}") from None
-        _raise_if_negative_loop_reached(part, sources, dist, query.limit)
+                f"{_input_id(part, int(sources[index]))!r}", query) from None
+        _raise_if_negative_loop_reached(part, sources, dist, query)
         reached = xp.isfinite(dist) if mask else None
     return batch_rows(part, part.ids, np.asarray(sources, dtype=np.int64), dist,
                       parent if query.parents else None, reached, query)
@@ -325,7 +322,12 @@ def _input_id(part, global_id):
     return global_id if part.ids is None else source_ids.input_id(part.backend, part.ids, global_id)
 
 
-def _raise_if_negative_loop_reached(part, sources, dist, limit) -> None:
+def _negative_cycle(message, query: Query) -> NegativeCycleError:
+    error = NegativeCycleError(message)
+    return on_undirected(error) if query.undirected else error
+
+
+def _raise_if_negative_loop_reached(part, sources, dist, query: Query) -> None:
     """NegativeCycleError naming the first source whose traversal reaches a negative self-loop
     (the CSR keeps no self-loops, so the kernels never see them)."""
     loops = part.negative_loops
@@ -334,10 +336,10 @@ def _raise_if_negative_loop_reached(part, sources, dist, limit) -> None:
     hit = part.xp.isfinite(dist[:, loops]).any(axis=1)
     rows = np.flatnonzero(backends.get(part.backend).to_host(hit))
     if rows.size:
-        raise NegativeCycleError(
+        raise _negative_cycle(
             "a negative-weight cycle is reachable from source "
             f"{_input_id(part, int(sources[rows[0]]))!r}: the self-loop on vertex "
-            f"{_input_id(part, int(backends.get(part.backend).to_host(loops[0])))!r}")
+            f"{_input_id(part, int(backends.get(part.backend).to_host(loops[0])))!r}", query)
 
 
 def batch_rows(part, ids, sources, dist, parent, reached, query: Query):
@@ -462,8 +464,8 @@ class MultiOwnerBatch:
                         handles = traverse.sssp(executor, built, one, max_distance=query.limit)
                     frames = executor.gather(handles)
                 except NegativeCycleError as error:
-                    raise NegativeCycleError(f"{error} (source {_plain(value)!r})") from None
-                pieces.append(_long_rows(frames, _plain(value), query, stub))
+                    raise _negative_cycle(f"{error} (source {plain(value)!r})", query) from None
+                pieces.append(_long_rows(frames, plain(value), query, stub))
         be = backends.get(stub.backend)
         return be.frames.concat(pieces, ignore_index=True) if pieces else meta(query)
 

@@ -18,6 +18,17 @@ class NegativeCycleError(GpipeError):
     """A cycle of negative total weight is reachable from a source, so shortest paths are undefined."""
 
 
+def on_undirected(error: NegativeCycleError) -> NegativeCycleError:
+    """`error`, raised by a traversal of an undirected graph, with the reason such a graph has one.
+
+    Every edge of an undirected graph goes both ways, so one of negative weight is a negative
+    cycle by itself, whatever the other weights.
+    """
+    return NegativeCycleError(
+        f"{error}; the graph is undirected, so each edge of negative weight u-v is itself a "
+        "negative cycle (u->v->u): give every edge a weight >= 0, or traverse the graph as directed")
+
+
 class NoPath(GpipeError):
     """No path leads from the source to the target (``Graph.path``); the message names both.
 
@@ -52,6 +63,17 @@ class OutOfMemory(MemoryError, GpipeError):
 
     The message names the worker or partition and, where known, the sizes involved.
     """
+
+
+def plain(value):
+    """`value` as a message shows it: a NumPy scalar as the Python value it holds.
+
+    >>> import numpy as np
+    >>> f"vertex {plain(np.int64(1))!r}", f"vertex {plain('a')!r}"
+    ('vertex 1', "vertex 'a'")
+    """
+    item = getattr(value, "item", None)
+    return item() if item is not None and getattr(value, "shape", None) == () else value
 
 
 # How LLVM, the CUDA driver and runtime, RMM and the C library say it when no exception type does.

@@ -9,7 +9,7 @@ from gpipe import build as builder
 from gpipe import execution, progress, result, traverse, validate
 from gpipe import paths as path_rows
 from gpipe import sources as source_ids
-from gpipe.errors import GraphLost, InputError, NoPath
+from gpipe.errors import GraphLost, InputError, NegativeCycleError, NoPath, on_undirected, plain
 
 
 class Graph:
@@ -264,7 +264,7 @@ class Graph:
         """
         path = self._paths(source, [target], unweighted, as_list=True)
         if not path:
-            raise NoPath(f"no path from source {source!r} to target {target!r}")
+            raise NoPath(f"no path from source {plain(source)!r} to target {plain(target)!r}")
         return path
 
     def paths(self, source, targets, *, unweighted=False):
@@ -487,6 +487,10 @@ class Graph:
             except GraphLost:
                 if attempt:
                     raise
+            except NegativeCycleError as error:
+                if self.directed:
+                    raise
+                raise on_undirected(error) from None
         raise AssertionError("unreachable")
 
     def _query_info(self, name, source) -> dict:

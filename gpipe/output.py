@@ -54,9 +54,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpipe.errors import InputError
+from gpipe.interrupts import deferred_interrupt, phase
 
 __all__ = ["to_parquet", "write_parquet", "check_writable", "refuse_over_edges", "restore_interrupted",
-           "summarize"]
+           "summarize", "OutputExists"]
 
 log = logging.getLogger("gpipe.output")
 
@@ -168,6 +169,18 @@ def _shown(given, resolved) -> str:
     return repr(given) if os.path.abspath(given) == resolved else f"{given!r} (= {resolved!r})"
 
 
+class OutputExists(InputError):
+    """The output path exists and no overwrite was asked for; ``path`` names it.
+
+    ``how`` says how the caller asks for an overwrite: ``pass overwrite=True`` in Python, a
+    flag on a command line (:func:`pipelines.traverse_parquet.run` names its own).
+    """
+
+    def __init__(self, path, how="pass overwrite=True"):
+        super().__init__(f"output {str(path)!r} already exists; {how} to replace it")
+        self.path = path
+
+
 def write_parquet(frame, path, *, overwrite=False):
     """Write a Dask DataFrame to a Parquet directory at `path`, all at once or not at all.
 
@@ -200,12 +213,13 @@ def write_parquet(frame, path, *, overwrite=False):
     Raises
     ------
     gpipe.InputError
-        If `path` exists and `overwrite` is False, or `path` is a URL (``s3://...``): object
+        If `path` exists and `overwrite` is False (:class:`OutputExists`), or `path` is a URL (``s3://...``): object
         stores have no atomic rename; or, before anything is computed, `path` cannot be
         written (:func:`check_writable`).
     Exception
-        Whatever computing or writing `frame` raises. The temporary directory is removed first,
-        and an existing output at `path` is left as it was.
+        Whatever computing or writing `frame` raises, ``KeyboardInterrupt`` included. The
+        temporary directory is removed first, and an existing output at `path` is left as it
+        was (a Ctrl-C during the final renames lets them finish: the new output is then whole).
 
     Examples
     --------
@@ -225,15 +239,18 @@ def write_parquet(frame, path, *, overwrite=False):
     restore_interrupted(target)
     _remove_stale(target)
     if os.path.lexists(target) and not overwrite:
-        raise InputError(f"output {str(target)!r} already exists; pass overwrite=True to replace it")
+        raise OutputExists(target)
     target.parent.mkdir(parents=True, exist_ok=True)
 
     staging = _sibling(target, "tmp")
     try:
         frame.to_parquet(staging, write_index=False)
-        _move_into_place(staging, target, overwrite)
+        phase("write")
+        with deferred_interrupt():  # Ctrl-C: the renames and the old output's removal run whole
+            _move_into_place(staging, target, overwrite)
     except BaseException:
-        _remove(staging)
+        with deferred_interrupt():
+            _remove(staging)
         raise
     return target
 
@@ -351,7 +368,7 @@ def _move_into_place(staging: Path, target: Path, overwrite: bool) -> None:
         os.replace(staging, target)
         return
     if not overwrite:  # appeared while we were writing
-        raise InputError(f"output {str(target)!r} already exists; pass overwrite=True to replace it")
+        raise OutputExists(target)
     old = _sibling(target, "old")
     os.replace(target, old)
     try:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpipe import backend as backends
-from gpipe.errors import InputError
+from gpipe.errors import InputError, plain
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ def checked(values, found, what: str = "source") -> np.ndarray:
     value not in the graph (a ``what``: source, target)."""
     missing = np.flatnonzero(found < 0)
     if missing.size:
-        raise InputError(f"{what} vertex {values[missing[0]]!r} is not in the graph")
+        raise InputError(f"{what} vertex {plain(values[missing[0]])!r} is not in the graph")
     return found
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from gpipe import in_memory
 from gpipe.backend import is_string_dtype
-from gpipe.errors import InputError
+from gpipe.errors import InputError, plain
 
 
 def edge_frame(edges, src: str, dst: str, weight: str | None):
@@ -91,11 +91,11 @@ def sources(source, strings: bool = False, what: str = "source") -> np.ndarray:
         raise InputError(f"{what} is empty: give at least one vertex id")
     for value in values:
         if strings and not isinstance(value, str):
-            raise InputError(f"{what} {value!r} is not a string, but the graph's vertex ids are strings")
+            raise InputError(f"{what} {plain(value)!r} is not a string, but the graph's vertex ids are strings")
         if not strings and isinstance(value, str):
-            raise InputError(f"{what} {value!r} is a string, but the graph's vertex ids are integers")
+            raise InputError(f"{what} {plain(value)!r} is a string, but the graph's vertex ids are integers")
         if not strings and (isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral)):
-            raise InputError(f"{what} {value!r} is not an integer vertex id")
+            raise InputError(f"{what} {plain(value)!r} is not an integer vertex id")
     return np.array([str(v) if strings else int(v) for v in values], dtype=object)
 
 

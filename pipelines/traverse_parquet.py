@@ -55,7 +55,9 @@ import gpipe
 from gpipe import dashboard, execution, progress, sizing, validate
 from gpipe.cluster import connect, disconnect, silenced_logging
 from gpipe.errors import InputError, report_or_raise
-from gpipe.output import check_writable, refuse_over_edges, restore_interrupted, summarize, write_parquet
+from gpipe.interrupts import phase
+from gpipe.output import (OutputExists, check_writable, refuse_over_edges, restore_interrupted, summarize,
+                          write_parquet)
 
 log = logging.getLogger("gpipe.pipeline")
 
@@ -121,7 +123,7 @@ def _beside(folder, value):
     return str(folder / text)
 
 
-def run(config):
+def run(config, *, how_to_overwrite="set output.overwrite to true"):
     """Run one traversal as `config` describes and write its result; return a summary.
 
     Parameters
@@ -130,6 +132,10 @@ def run(config):
         A pipeline configuration (the module docstring lists the keys). Relative paths are
         taken from the working directory here; :func:`load_config` takes them from the
         configuration file's folder.
+    how_to_overwrite : str, optional
+        How the caller asks to replace an existing output, as the error says it
+        (``output 'out' already exists; set output.overwrite to true to replace it``); the
+        command line names its ``--overwrite``.
 
     Returns
     -------
@@ -157,7 +163,7 @@ def run(config):
     check_writable(output["path"])  # before the work: a folder it cannot write fails it now
     restore_interrupted(output["path"])  # a previous run killed mid-overwrite: its output is back
     if os.path.lexists(output["path"]) and not output["overwrite"]:  # fail before the work
-        raise InputError(f"output {output['path']!r} already exists; set overwrite to replace it")
+        raise OutputExists(output["path"], how_to_overwrite)
     timings = {}
     client = stop_following = None
     try:
@@ -177,6 +183,7 @@ def run(config):
             sizing.check_workers_for(requested, len(getattr(executor, "workers", [None])),
                                      in_process=not hasattr(executor, "workers"))
         edges_cfg = settings["edges"]
+        phase("read")
         with _step("read", timings):
             edges = gpipe.read_edges(
                 edges_cfg["path"],
@@ -196,6 +203,7 @@ def run(config):
                 partitions=settings["partitions"],
             )
         log.info("graph on %d partition(s)", graph.num_partitions)
+        phase("traverse")
         with _step("traverse", timings):
             if settings["algorithm"] == "bfs":
                 result = graph.bfs(source, depth_limit=settings["depth_limit"],
@@ -205,7 +213,10 @@ def run(config):
                                     parents=settings["parents"])
             result = _materialize(result, client)
         with _step("write", timings):
-            written = write_parquet(result, output["path"], overwrite=output["overwrite"])
+            try:
+                written = write_parquet(result, output["path"], overwrite=output["overwrite"])
+            except OutputExists as error:  # written by someone else meanwhile
+                raise OutputExists(error.path, how_to_overwrite) from None
         with _step("summary", timings):
             summary = summarize(result)
     finally:

@@ -453,6 +453,22 @@ def test_reachable_negative_cycle_raises(engine):
     raises_in_call_or_compute(gpipe.NegativeCycleError, lambda: gpipe.sssp(frame, [10, 2]))
 
 
+def test_messages_name_plain_ids_and_why_an_undirected_graph_has_a_negative_cycle(engine):
+    """NumPy ids read as the user wrote them (``1``, not ``np.int64(1)``), and a negative
+    cycle of an undirected graph says that its negative edge is one (u->v->u)."""
+    edges = pd.DataFrame({"src": [10, 11, 12], "dst": [11, 12, 13], "weight": [1.0, -1.0, 2.0]})
+    frame = engine.frame(edges, npartitions=1)
+    for call in (lambda: gpipe.sssp_each(frame, [1, 2, 3]), lambda: gpipe.bfs_each(frame, np.array([10, 1])),
+                 lambda: gpipe.bfs(frame, np.int64(1)), lambda: gpipe.sssp(frame, [np.int64(10), np.int64(1)])):
+        raises_in_call_or_compute(gpipe.InputError, call, match=r"^source vertex 1 is not in the graph$")
+    hint = r"the graph is undirected, so each edge of negative weight u-v is itself a negative cycle \(u->v->u\)"
+    for call in (lambda: gpipe.sssp(frame, 10, directed=False), lambda: gpipe.sssp_each(frame, [10], directed=False)):
+        raises_in_call_or_compute(gpipe.NegativeCycleError, call, match=hint)
+    with pytest.raises(gpipe.NegativeCycleError) as directed:
+        gpipe.sssp(engine.frame(negative_cycle_graph(), npartitions=2), 0).compute()
+    assert "undirected" not in str(directed.value)
+
+
 def test_unreachable_negative_cycle_does_not_raise(engine):
     edges = negative_cycle_graph()
     out = sorted_frame(run_sssp(engine, edges, 10, directed=True))

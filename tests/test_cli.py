@@ -150,7 +150,7 @@ def test_existing_output_needs_overwrite(graph, tmp_path, capsys):
 
     assert main(["bfs", str(folder), "--source", str(second), "--out", str(out)]) == 2
     error = capsys.readouterr().err.strip().splitlines()[-1]
-    assert error.startswith("gpipe: error:") and str(out) in error
+    assert error == f"gpipe: error: output {str(out)!r} already exists; pass --overwrite to replace it"
     pd.testing.assert_frame_equal(pd.read_parquet(out), before)
 
     assert main(["bfs", str(folder), "--source", str(second), "--out", str(out), "--overwrite"]) == 0
@@ -320,11 +320,13 @@ def pipeline_config(tmp_path, folder, source, **changes):
     return path
 
 
-def test_run_pipeline_config_in_process(graph, tmp_path):
+def test_run_pipeline_config_in_process(graph, tmp_path, capsys):
     edges, folder = graph
     source = sources_of(edges, 1)[0]
     config = pipeline_config(tmp_path, folder, source)
     assert main(["run", str(config)]) == 0
+    assert main(["run", str(config)]) == 2  # the key to set, as the configuration names it
+    assert capsys.readouterr().err.strip().endswith("already exists; set output.overwrite to true to replace it")
     result = assert_distances(tmp_path / "out", expected_sssp(edges, [source], directed=True))
     check_sssp_tree(edges, result, [source], directed=True)
 
@@ -716,6 +718,89 @@ def test_sigint_during_a_cluster_query_is_one_line_and_exit_130(tmp_path):
     assert [name for name in os.listdir(tmp_path) if name.startswith(".")] == []
     left = [p.name for p in scratch.rglob("*") if p.is_dir() and p.name.startswith(("worker-", "scheduler-"))]
     assert left == []
+# Ctrl-C at each phase of a command (gpipe/interrupts.py: GPIPE_PHASES marks the phases on
+# stderr and pauses at the one it names). Where the phase lasts long enough by itself (the
+# imports, a local cluster's start), the signal is sent as the phase begins, with no pause.
+INTERRUPTS = [
+    ("bfs", "imports", False), ("bfs", "read", True), ("bfs", "traverse", True), ("bfs", "write", True),
+    ("bfs", "done", True), ("bfs-cluster", "cluster", False), ("run", "cluster", False),
+    ("run", "write", True), ("demo", "cluster", False), ("demo", "traverse", True),
+]
+
+
+@pytest.mark.parametrize("command, phase, pause", INTERRUPTS, ids=[f"{c}-{p}" for c, p, _ in INTERRUPTS])
+def test_ctrl_c_at_any_phase_is_one_line_exit_130_and_leaves_nothing(graph, tmp_path, command, phase, pause):
+    """SIGINT to the command's process group, as Ctrl-C at a terminal sends it: within 2 s, the
+    one line ``gpipe: interrupted`` and status 130; no traceback, no output or temporary
+    directory, no process of the command left."""
+    import signal
+    import threading
+    import time
+
+    import psutil
+
+    edges, folder = graph
+    cluster = {"kind": "local-cpu", "n_workers": 2, "threads_per_worker": 1, "dashboard_address": None}
+    out = tmp_path / "results" / "out"
+    out.parent.mkdir()
+    argv = {
+        "bfs": ["bfs", str(folder), "--source", str(sources_of(edges, 1)[0]), "--out", str(out)],
+        "bfs-cluster": ["bfs", str(folder), "--source", str(sources_of(edges, 1)[0]), "--out", str(out),
+                        "--cluster", str(tmp_path / "cluster.yaml")],
+        "run": ["run", str(tmp_path / "job.yaml")],
+        "demo": ["demo", "--scale", "7", "--cpu", "--workers", "2", "--no-wait", "--out", str(out)],
+    }[command]
+    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump(cluster))
+    pipeline_config(tmp_path, folder, sources_of(edges, 1)[0], algorithm="bfs",
+                    cluster=cluster if phase == "cluster" else None,
+                    output={"path": str(out), "overwrite": False})
+    env = dict(os.environ, GPIPE_PHASES=phase if pause else "1",
+               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.Popen([sys.executable, "-m", "gpipe", *argv], cwd=tmp_path, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    reached, err = threading.Event(), []
+
+    def read_stderr():
+        for line in proc.stderr:
+            err.append(line)
+            if line.strip() == f"gpipe: phase {phase}":
+                reached.set()
+
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
+    try:
+        assert reached.wait(120), "".join(err)
+        if phase == "cluster":  # its start is under way: the workers are being spawned
+            deadline = time.monotonic() + 30
+            while not psutil.Process(proc.pid).children() and time.monotonic() < deadline:
+                time.sleep(0.01)
+        children = psutil.Process(proc.pid).children(recursive=True)
+        sent = time.monotonic()
+        os.killpg(proc.pid, signal.SIGINT)
+        status = proc.wait(60)
+        took = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    reader.join(10)
+    stderr = "".join(err)
+    assert status == 130, stderr
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert lines[-1] == "gpipe: interrupted" and stderr.count("gpipe: interrupted") == 1, stderr
+    assert "Traceback" not in stderr and "Error" not in stderr, stderr
+    assert took <= 2.0, f"exited {took:.1f} s after SIGINT"
+    gone, alive = psutil.wait_procs(children, timeout=2)
+    assert alive == [], alive
+    if phase == "done":  # after the summary: the output was whole before the interrupt
+        assert_distances(out, expected_bfs(edges, sources_of(edges, 1), directed=True))
+    else:
+        assert not out.exists() or command == "demo"
+    if command == "demo":  # the edges may be written (before the cluster), not the results
+        assert not (out / "bfs").exists() and not (out / "sssp").exists()
+    for folder_left in (out.parent, out if out.exists() else out.parent):
+        assert [name for name in os.listdir(folder_left) if name.startswith(".")] == []
+
+
 def test_no_parents_and_max_distance(graph, tmp_path):
     edges, folder = graph
     source = sources_of(edges, 1)[0]

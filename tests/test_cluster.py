@@ -50,21 +50,29 @@ def test_bench_protocol_is_for_gpu_workers():
         bench.run(scale=6, protocol="carrier-pigeon")
 
 
-def test_processes_started_for_workers_ignore_sigint_and_this_one_does_not():
-    """Ctrl-C goes to the whole process group: local workers leave it to the client's process."""
+def test_processes_started_for_workers_never_see_sigint_and_this_one_does():
+    """Ctrl-C goes to the whole process group: local workers leave it to the client's process,
+    which still handles it while they start. A worker started after a process of the cluster
+    (Python's resource tracker unblocks SIGINT in the thread that starts it) blocks it too."""
+    import multiprocessing
     import signal
     import subprocess
     import sys
 
-    from gpipe.cluster import workers_ignore_sigint
+    from gpipe.cluster import start_apart_from_sigint
 
-    before = signal.getsignal(signal.SIGINT)
-    probe = [sys.executable, "-c", "import signal; print(signal.getsignal(signal.SIGINT) is signal.SIG_IGN)"]
-    with workers_ignore_sigint():
-        started_within = subprocess.run(probe, capture_output=True, text=True, check=True).stdout
+    probe = [sys.executable, "-c", "import signal; print(signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, []))"]
+
+    def two_probes():
+        first = subprocess.run(probe, capture_output=True, text=True, check=True).stdout
+        multiprocessing.get_context("spawn").Queue()  # may start the resource tracker
+        return first + subprocess.run(probe, capture_output=True, text=True, check=True).stdout
+
+    started_within = start_apart_from_sigint(two_probes)
     started_after = subprocess.run(probe, capture_output=True, text=True, check=True).stdout
-    assert started_within.strip() == "True" and started_after.strip() == "False"
-    assert signal.getsignal(signal.SIGINT) is before
+    assert started_within.split() == ["True", "True"] and started_after.strip() == "False"
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def _owners_running():
@@ -128,3 +136,23 @@ def test_an_interrupted_query_stops_its_owners(dask_client2, tmp_path):
 def _sssp_keys(client):
     return client.run_on_scheduler(
         lambda dask_scheduler: [k for k in dask_scheduler.tasks if str(k).startswith("gpipe-sssp")])
+
+
+def test_a_cluster_left_open_closes_at_exit_without_losing_scattered_data(tmp_path):
+    """The README's cluster snippet leaves its client and cluster open: at exit the client is
+    closed before the cluster, so no worker is removed under data the client still holds (the
+    scheduler would log ``ERROR ... lose scattered data``)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "snippet.py"
+    script.write_text(
+        "from gpipe.cluster import start_local_cluster\n"
+        "if __name__ == '__main__':\n"
+        "    cluster, client = start_local_cluster('cpu', n_workers=1, dashboard=False)\n"
+        "    held = client.scatter([1, 2, 3])  # what no task can make again, held to the end\n"
+        "    print(client.gather(held))\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout.strip() == "[1, 2, 3]", done.stderr
+    assert "ERROR" not in done.stderr and "lose scattered" not in done.stderr, done.stderr

@@ -62,7 +62,7 @@ def test_creates_missing_parent_folders(tmp_path):
 def test_existing_target_without_overwrite_raises_and_keeps_old(tmp_path):
     target = tmp_path / "result"
     write_parquet(frame([1, 2, 3]), target)
-    with pytest.raises(gpipe.InputError, match="already exists") as info:
+    with pytest.raises(gpipe.InputError, match="already exists; pass overwrite=True to replace it") as info:
         write_parquet(frame([7, 8]), target)
     assert str(target) in str(info.value)
     assert read(target)["vertex"].tolist() == [1, 2, 3]

@@ -27,6 +27,10 @@ import pandas as pd
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))  # lets tests import the `reference` helpers
+# The suite tests gpipe's own kernels: first queries wait for Numba rather than have SciPy
+# answer while it compiles (tests/test_cpu_scipy.py turns that path on where it tests it).
+# Set before any worker process starts, so the test clusters' workers inherit it.
+os.environ.setdefault("GPIPE_FIRST_QUERIES", "numba")
 
 
 # ---------------------------------------------------------------------------------------------

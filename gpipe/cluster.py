@@ -21,6 +21,7 @@ import atexit
 import contextlib
 import signal
 import threading
+import time
 from collections.abc import Mapping
 
 from gpipe.errors import InputError
@@ -304,14 +305,28 @@ def start_apart_from_sigint(start):
         while starter.is_alive():
             starter.join(0.05)
     except KeyboardInterrupt:
-        for child in psutil.Process().children(recursive=True):
-            if child.pid not in before:
-                with contextlib.suppress(psutil.Error):
-                    child.kill()
+        _kill_new_children(psutil, before)
         raise
     if "error" in outcome:
         raise outcome["error"]
     return outcome["value"]
+
+
+def _kill_new_children(psutil, before: set, settle_s: float = 0.1, limit_s: float = 1.0) -> None:
+    """Kill this process's children not in ``before`` until none has appeared for
+    ``settle_s`` (at most ``limit_s``): the cluster's starter thread may still be spawning a
+    worker, which would otherwise outlive us, or print a traceback when our end of its
+    start-up pipe closes half-written."""
+    deadline = time.monotonic() + limit_s
+    quiet_since = time.monotonic()
+    while time.monotonic() < deadline and time.monotonic() - quiet_since < settle_s:
+        found = [c for c in psutil.Process().children(recursive=True) if c.pid not in before]
+        for child in found:
+            with contextlib.suppress(psutil.Error):
+                child.kill()
+        if found:
+            quiet_since = time.monotonic()
+        time.sleep(0.02)
 
 
 def disconnect(client):

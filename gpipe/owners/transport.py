@@ -5,8 +5,8 @@ only through a :class:`Transport`, in *steps*: every owner calls the same method
 tag at the same point of its loop. Two implementations sit side by side:
 
 - :class:`gpipe.owners.dask_comms.DaskTransport`: one message per peer and step over Dask's
-  worker-to-worker comms (:mod:`gpipe.owners.peers`). CPU owners, and GPU owners where NCCL
-  cannot serve (two workers on one GPU, ``gpipe.transport: dask``).
+  worker-to-worker comms (:mod:`gpipe.owners.peers`). CPU owners, and GPU owners unless Dask
+  config ``gpipe.transport`` asks for NCCL and NCCL can serve (one owner per device).
 - :class:`gpipe.owners.nccl.NcclTransport`: NCCL collectives and grouped send/recv on the
   kernels' stream, over a communicator made when the graph was built
   (:mod:`gpipe.owners.nccl`). GPU owners, one per device.

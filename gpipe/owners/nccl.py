@@ -26,6 +26,7 @@ carries nothing else while the traversal runs.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -34,6 +35,8 @@ import numpy as np
 
 from gpipe.owners.transport import Transport, TransportLost
 
+log = logging.getLogger("gpipe.nccl")
+
 CONFIG_KEY = "gpipe.transport"  # "dask" (the default), "auto" (NCCL where it can serve), "nccl"
 # Dask's comms stay the default until the hang seen on the H100s is understood: in a long
 # multigpu test session, an SSSP over a communicator hung after earlier graphs and traversals
@@ -41,6 +44,7 @@ CONFIG_KEY = "gpipe.transport"  # "dask" (the default), "auto" (NCCL where it ca
 DEFAULT = "dask"
 GROUPS_KEPT = 8  # communicators a worker keeps; the oldest is aborted to make room
 POLL_CHECK_S = 0.001  # how often a waiting owner looks at its channel and at NCCL's errors
+SLOW_STEP_S = 10.0  # a step that takes longer is logged once (a hang shows in the worker's log)
 
 GROUPS: OrderedDict = OrderedDict()  # group key -> NCCL communicator, in this worker process
 _CLIENT_GROUPS = {}  # (id of a client, its owners' addresses) -> group key, on the client
@@ -267,6 +271,7 @@ class NcclTransport(Transport):
         event = self._cupy.cuda.Event(block=False, disable_timing=True)
         event.record()
         started = last = time.monotonic()
+        warned = False
         try:
             while not event.done:
                 now = time.monotonic()
@@ -274,6 +279,11 @@ class NcclTransport(Transport):
                     last = now
                     self.comm.check_async_error()
                     self.check()
+                    if not warned and now - started > SLOW_STEP_S:
+                        warned = True  # a hang's first trace: which owner, which communicator
+                        log.warning("owner %d of traversal %s has waited %.0f s for an NCCL step "
+                                    "over %s; its peers are alive", self.owner, self.key,
+                                    now - started, self.group)
                     if now - started > self.timeout:
                         raise TimeoutError(f"an NCCL step of owner {self.owner} took over "
                                            f"{self.timeout:g} s; raise Dask config "

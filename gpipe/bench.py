@@ -650,10 +650,7 @@ def _generated_rows(kind, size) -> int:
 def _generate_parts(kind, size, weighted, seed, xp):
     """The generated edges as frames of at most PART_ROWS rows each."""
     columns = _generate(kind, size, weighted, seed, xp, frame=False)
-    rows = len(columns["src"])
-    frames = backends.get(backends.GPU if xp == "cupy" else backends.CPU).frames
-    return [frames.DataFrame({k: v[lo:lo + PART_ROWS] for k, v in columns.items()})
-            for lo in range(0, max(rows, 1), PART_ROWS)]
+    return _frames(columns, xp, -(-max(len(columns["src"]), 1) // PART_ROWS))
 
 
 def _share_part_count(scale, shares) -> int:
@@ -667,9 +664,14 @@ def _generate_share_parts(scale, share, shares, weighted, seed, xp):
     lean = scale >= LEAN_SCALE
     columns = generators.kronecker_share(scale, share, shares, seed=seed, weights=weighted, xp=xp,
                                          frame=False, id_dtype="int32" if lean else "int64")
+    return _frames(columns, xp, _share_part_count(scale, shares))
+
+
+def _frames(columns, xp, count) -> list:
+    """``count`` frames of the backend of ``xp``, of PART_ROWS consecutive rows of ``columns`` each."""
     frames = backends.get(backends.GPU if xp == "cupy" else backends.CPU).frames
     return [frames.DataFrame({k: v[i * PART_ROWS:(i + 1) * PART_ROWS] for k, v in columns.items()})
-            for i in range(_share_part_count(scale, shares))]
+            for i in range(count)]
 
 
 def _generate(kind, size, weighted, seed, xp, frame=True):

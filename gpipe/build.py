@@ -107,13 +107,12 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
     rows = sum(s.rows for s in surveys)
     if strings:
         vertex_dtype = _string_dtype(edges.dtypes[src], edges.dtypes[dst])
-        identity, n_bound = False, 2 * rows
+        identity, n_bound = _vertex_bound(rows)
     else:
         low, high = min(s.low for s in surveys), max(s.high for s in surveys)
         vertex_dtype = _vertex_dtype(columns, edges.dtypes[src], edges.dtypes[dst], low, high)
         columns = replace(columns, id_dtype=validate.numpy_dtype(vertex_dtype))
-        identity = low >= 0 and high + 1 <= IDENTITY_SLACK * rows + IDENTITY_EXTRA
-        n_bound = high + 1 if identity else min(2 * rows, high - low + 1)
+        identity, n_bound = _vertex_bound(rows, low, high)
     size = sizing.GraphSize(rows=rows, n=n_bound, directed=directed, weighted=weight is not None)
     memory = memory or executor.memory(backend_name)
     executor = executor.for_owners(sizing.choose_owners(size, memory, requested))
@@ -170,19 +169,22 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
     )
 
 
+def _vertex_bound(rows: int, low: int | None = None, high: int | None = None) -> tuple:
+    """``(identity, n_bound)`` for ``rows`` edges whose integer ids lie in ``low..high`` (string
+    ids: neither given): whether the ids are kept as they are, and the vertex count's bound."""
+    if low is None:
+        return False, 2 * rows
+    identity = low >= 0 and high + 1 <= IDENTITY_SLACK * rows + IDENTITY_EXTRA
+    return identity, high + 1 if identity else min(2 * rows, high - low + 1)
+
+
 def _footer_size(survey, directed: bool, weighted: bool):
     """The :class:`sizing.GraphSize` that a read_edges frame's Parquet footers give
     (:mod:`gpipe.footers`), as the survey of its rows would; None where they cannot tell the
     vertex count (integer ids without statistics) or there are none."""
-    if survey is None or survey.rows == 0:
+    if survey is None or survey.rows == 0 or (not survey.strings and survey.low is None):
         return None
-    if survey.strings:
-        n_bound = 2 * survey.rows
-    elif survey.low is None:
-        return None
-    else:
-        identity = survey.low >= 0 and survey.high + 1 <= IDENTITY_SLACK * survey.rows + IDENTITY_EXTRA
-        n_bound = survey.high + 1 if identity else min(2 * survey.rows, survey.high - survey.low + 1)
+    _, n_bound = _vertex_bound(survey.rows, survey.low, survey.high)
     return sizing.GraphSize(rows=survey.rows, n=n_bound, directed=directed, weighted=weighted)
 
 

@@ -3,19 +3,15 @@
 ``read_edges`` reads every local file's footer anyway (to check the columns); the row counts
 and the id columns' min/max statistics there give the figures the sizing needs
 (:class:`gpipe.sizing.GraphSize`), so that a graph no owners can hold is refused with
-``GraphTooLarge`` before the edges are read. Kept for the frame ``read_edges`` returned (by its
-Dask name), and used only when the build is handed exactly that frame: a frame derived from it
-(filtered, joined) may hold fewer edges, and is sized after its survey as any other.
+``GraphTooLarge`` before the edges are read. Kept with the frame's other read facts
+(:class:`gpipe.origin.Origin`), and used only when the build is handed that frame as
+``read_edges`` returned it: a frame derived from it (filtered, joined) may hold fewer edges,
+and is sized after its survey as any other.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass
-
-KEPT = 64  # read_edges frames remembered
-
-_SURVEYS: OrderedDict = OrderedDict()  # Dask name of a read_edges frame -> FooterSurvey
 
 
 @dataclass(frozen=True)
@@ -56,13 +52,9 @@ def survey(footers: dict, src: str, dst: str) -> FooterSurvey:
     return FooterSurvey(rows, min(lows), max(highs), strings)
 
 
-def remember(frame, footer_survey: FooterSurvey) -> None:
-    """Keep ``footer_survey`` for ``frame`` (what read_edges returns)."""
-    _SURVEYS[frame._name] = footer_survey
-    while len(_SURVEYS) > KEPT:
-        _SURVEYS.popitem(last=False)
-
-
 def of(frame) -> FooterSurvey | None:
-    """The footer survey of ``frame`` if read_edges returned it as it is, else None."""
-    return _SURVEYS.get(getattr(frame, "_name", None))
+    """The footer survey of ``frame`` if read_edges returned it as it is (or persisted), else None."""
+    from gpipe import origin
+
+    found = origin.edges_origin(frame)
+    return None if found is None else found.footers

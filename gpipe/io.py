@@ -76,6 +76,7 @@ def read_edges(path, *, src="src", dst="dst", weight=None, backend="auto"):
     """
     backend = backends.resolve(backend)
     path = os.fspath(path)
+    sizes = None
     if "://" in path:
         frame = _read_url(path, src, dst, weight, backend)
     else:
@@ -86,10 +87,10 @@ def read_edges(path, *, src="src", dst="dst", weight=None, backend="auto"):
             frame = _read_files_into_cudf(files, columns, footers[files[0]])
         else:
             frame = _read_files_into_pandas(footers, columns)
-        footer_sizes.remember(frame, footer_sizes.survey(footers, src, dst))
+        sizes = footer_sizes.survey(footers, src, dst)
     read_weight = list(frame.columns)[2] if len(frame.columns) > 2 else None
     return origins.record(frame, origins.Origin(paths=(path,), src=src, dst=dst, weight=read_weight,
-                                                edges=True))
+                                                edges=True, footers=sizes))
 
 
 def _read_url(path, src, dst, weight, backend):

@@ -33,13 +33,15 @@ REMEMBERED = 4096  # frames whose origin is kept (a record is a few short string
 class Origin:
     """What gpipe knows of a frame: ``paths``, the edges it came from (as given, local paths
     or URLs), and, for a frame of :func:`gpipe.read_edges`, its column names (``weight``:
-    the weight column it read, None when it read none)."""
+    the weight column it read, None when it read none) and what its Parquet footers say of
+    its size (``footers``: a :class:`gpipe.footers.FooterSurvey`, None for a URL)."""
 
     paths: tuple = ()
     src: str | None = None
     dst: str | None = None
     weight: str | None = None
     edges: bool = False  # read_edges' own frame: its column names apply
+    footers: object = None
 
 
 _records: "OrderedDict[str, Origin]" = OrderedDict()

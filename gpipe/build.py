@@ -74,6 +74,11 @@ class Built:
     # A multi-owner GPU graph whose owners talk over NCCL: the key of its communicator on the
     # owners' workers (gpipe.owners.nccl); None where they use Dask's comms.
     transport: str | None = None
+    # Several owners with renumbered ids: per owner, a handle to its own copy of ``ids`` (each
+    # owner maps its parents, which may be any owner's vertices, back to input ids). An owner
+    # that lacked them would fetch them from a peer's worker while that peer waits in the
+    # traversal: over NCCL, on the device the fetch must read. None otherwise.
+    owner_ids: list | None = None
 
 
 def build(executor, edges, *, directed, src, dst, weight, partitions=None, replicas=None) -> Built:
@@ -145,9 +150,11 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
             executor.submit(_packed_presence, part, owner=owner) for owner, part in enumerate(parts)])
     else:
         executor.wait(parts)
-    replicas = transport = None
+    replicas = transport = owner_ids = None
     if layout.n_owners > 1:
         transport = nccl.make_group(executor, layout, backend_name)
+        if ids is not None:
+            owner_ids = executor.on_every_owner(ids)
     if layout.n_owners == 1 and hasattr(executor, "replicate"):
         addresses = sizing.choose_replicas(size, memory, executor.workers[0], requested_replicas)
         replicas = executor.replicate(parts[0], addresses)
@@ -166,6 +173,7 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
         string_ids=strings,
         replicas=replicas,
         transport=transport,
+        owner_ids=owner_ids,
     )
 
 

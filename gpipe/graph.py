@@ -506,7 +506,7 @@ class Graph:
 
     def _lost(self) -> bool:
         """Whether a partition's data is gone as far as this client knows (no round trip)."""
-        handles = [*self._built.parts, self._built.ids]
+        handles = [*self._built.parts, self._built.ids, *(self._built.owner_ids or [])]
         return any(getattr(h, "status", "finished") != "finished" for h in handles if h is not None)
 
     def _rebuild_from_input(self) -> None:

@@ -1,6 +1,6 @@
 """NCCL between GPU owners (gpipe/owners/nccl.py) on the multi-GPU cluster of tests/conftest.py.
 
-With ``gpipe.transport: auto`` and distinct devices (``GPIPE_TEST_CUDA_DEVICES=0,1`` or
+With ``gpipe.transport: auto`` (the default, set again here) and distinct devices (``GPIPE_TEST_CUDA_DEVICES=0,1`` or
 ``0,1,2,3``) every multi-owner graph gets a communicator and the traversals of tests/test_multigpu.py run over it; these tests check
 that it does, that its answers match Dask's comms and the references, and that a communicator
 aborted on one worker is made again. With one device named twice the owners keep Dask's comms.
@@ -130,3 +130,31 @@ def test_many_graphs_and_traversals_over_one_communicator(multigpu):
         for query, want in ((kept.sssp(s2), reference.expected_sssp(edges, [s2], directed=False)),
                             (kept.bfs(s1), reference.expected_bfs(edges, [s1], directed=False))):
             reference.assert_distances(query.compute().to_pandas(), want, exact=False)
+
+
+def _one_step(channel, group, n_owners, held):
+    """One NCCL step of an owner whose argument ``held`` its worker may have fetched first."""
+    from gpipe.owners.transport import open_transport
+
+    with open_transport(channel, group, n_owners, "gpu") as transport:
+        counts, _ = transport.exchange("check", [float(held.size)], [None] * n_owners, ())
+    return counts[:, 0].tolist()
+
+
+@pytest.mark.skipif(not distinct_gpus(), reason="NCCL needs one device per owner")
+def test_an_owner_that_fetches_an_argument_from_a_traversing_peer_does_not_stall_it(multigpu):
+    """What hung with NCCL on by default: owner 1 lacked an argument that owner 0's worker held
+    (the graph's ids, after Dask's memory manager dropped a replica), so its query ran as a task
+    that fetched it from worker 0, whose owner already waited in a collective for owner 1. The
+    copy off worker 0's device queued behind that collective on the default stream."""
+    import cupy
+
+    p = owners(multigpu)
+    edges = reference.random_edges(300, 900, seed=66)
+    graph = gpipe.Graph.from_edges(cudf_frame(edges), directed=False, partitions=p)
+    executor, group = graph._executor, graph._built.transport
+    held = multigpu.submit(cupy.arange, 1000, workers=[executor.workers[0]], pure=False)
+    executor.wait([held])
+    handles = executor.run_together(_one_step, [(group, p, held)] * p)
+    assert executor.gather(handles) == [[1000.0] * p] * p
+

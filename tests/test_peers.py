@@ -95,6 +95,19 @@ def cluster(dask_client2):
         yield execution.current(dask_client2)
 
 
+def test_each_owner_holds_its_own_copy_of_renumbered_ids(cluster, dask_client2):
+    """Each owner maps parents back to input ids: its copy of them stays on its worker, under
+    a key of its own, so that no query fetches them from a peer that is already traversing."""
+    edges = reference.random_edges(300, 900, seed=5, ids="sparse")
+    graph = gpipe.Graph.from_edges(Engine("pandas").frame(edges, 2), directed=False)
+    copies = graph._built.owner_ids
+    held = dask_client2.who_has(copies)
+    assert [held[c.key] for c in copies] == [(w,) for w in graph._executor.workers]
+    source = reference.pick_sources(edges, 1, seed=5)
+    out = graph.bfs(source).compute()
+    reference.assert_distances(out, reference.expected_bfs(edges, source, directed=False))
+
+
 def test_owners_exchange_with_every_peer(cluster):
     handles = cluster.run_together(_two_exchanges, [(None, (0, 0))] * 2)
     assert cluster.gather(handles) == [[1, 10], [0, 0]]

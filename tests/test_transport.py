@@ -128,6 +128,7 @@ def test_a_lost_communicator_is_made_again_and_the_traversal_rerun(monkeypatch):
     class Built:
         layout = Layout(n=128, n_owners=2)
         parts, ids, vertex_dtype, backend, transport = ["p0", "p1"], None, np.int64, "gpu", "old"
+        owner_ids = None
 
     class Executor:
         started = []
@@ -137,6 +138,9 @@ def test_a_lost_communicator_is_made_again_and_the_traversal_rerun(monkeypatch):
             if len(self.started) == 1:
                 raise TransportLost("this worker holds no NCCL communicator old")
             return ["frame-0", "frame-1"]
+
+        def wait(self, handles):
+            pass
 
     made = []
     monkeypatch.setattr(nccl, "make_group", lambda executor, layout, backend, fresh: made.append(fresh) or "new")

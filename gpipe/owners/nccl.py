@@ -7,8 +7,9 @@ device of its worker). Each owner's worker keeps its end in :data:`GROUPS` under
 key, which the graph keeps (``Built.transport``) and every query passes to its owners. Graphs
 of one client on the same owners share one communicator, and its traversals take turns.
 
-A step of a traversal (:class:`NcclTransport`) runs on the stream the kernels use, so nothing
-waits between a kernel and the send of what it queued:
+A traversal's kernels and its steps (:class:`NcclTransport`) run on one non-blocking stream of
+the worker's (:func:`owner_stream`), so nothing waits between a kernel and the send of what it
+queued, and nothing else on the device waits behind a collective:
 
 - counts: an all-gather of every owner's float64 vector, to which the transport appends the
   length of each bucket it sends; one host read of the gathered matrix (pinned memory, the
@@ -26,6 +27,7 @@ carries nothing else while the traversal runs.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -37,18 +39,19 @@ from gpipe.owners.transport import Transport, TransportLost
 
 log = logging.getLogger("gpipe.nccl")
 
-CONFIG_KEY = "gpipe.transport"  # "dask" (the default), "auto" (NCCL where it can serve), "nccl"
-# Dask's comms stay the default until the hang seen on the H100s is understood: in a long
-# multigpu test session, an SSSP over a communicator hung after earlier graphs and traversals
-# (a standalone run of the same queries, an aborted communicator before them included, did not).
-DEFAULT = "dask"
+CONFIG_KEY = "gpipe.transport"  # "auto" (the default: NCCL where it can serve), "nccl", "dask"
+DEFAULT = "auto"
 GROUPS_KEPT = 8  # communicators a worker keeps; the oldest is aborted to make room
 POLL_CHECK_S = 0.001  # how often a waiting owner looks at its channel and at NCCL's errors
 SLOW_STEP_S = 10.0  # a step that takes longer is logged once (a hang shows in the worker's log)
 
 GROUPS: OrderedDict = OrderedDict()  # group key -> NCCL communicator, in this worker process
+_STREAMS = {}  # CUDA device id -> the stream this process's NCCL traversals run on
 _CLIENT_GROUPS = {}  # (id of a client, its owners' addresses) -> group key, on the client
-_TURNS = {}  # group key -> the client's lock of it
+# A client's NCCL traversals run one at a time, over one communicator or several: two at once
+# would interleave their collectives, and communicators that share a device deadlock when their
+# kernels are queued in different orders on different devices.
+_TURN = threading.Lock()
 _GROUPS_LOCK = threading.Lock()
 
 
@@ -111,9 +114,9 @@ def _abort(comm) -> None:
 
 def make_group(executor, layout, backend_name: str, *, fresh: bool = False) -> str | None:
     """The key of the NCCL communicator across the owners of a multi-owner graph, or None
-    where the owners keep Dask's comms: a CPU graph, ``gpipe.transport: dask`` (the default), or
-    (with ``auto``) NCCL not loading on an owner's worker or two owners on one device. With
-    ``gpipe.transport: nccl`` those raise InputError instead.
+    where the owners keep Dask's comms: a CPU graph, ``gpipe.transport: dask``, or (with
+    ``auto``, the default) NCCL not loading on an owner's worker or two owners on one device.
+    With ``gpipe.transport: nccl`` those raise InputError instead.
 
     One communicator serves every graph of this client whose owners are the same workers in
     the same order: made at the first such build, reused by the next (NCCL's setup costs
@@ -162,11 +165,26 @@ def make_group(executor, layout, backend_name: str, *, fresh: bool = False) -> s
     return group
 
 
-def turn(group: str) -> threading.Lock:
-    """The client's lock of communicator ``group``: its traversals run one at a time (two at
-    once would interleave their collectives)."""
+def owner_stream():
+    """The stream this process's NCCL traversals run on, kernels and collectives alike.
+
+    Non-blocking: work that another thread of the worker queues on the legacy default stream
+    (a comm thread copying data off the device for a peer, say) must not wait behind a
+    collective, which itself waits for that peer.
+    """
+    import cupy
+
+    device = cupy.cuda.Device().id
     with _GROUPS_LOCK:
-        return _TURNS.setdefault(group, threading.Lock())
+        stream = _STREAMS.get(device)
+        if stream is None:
+            stream = _STREAMS[device] = cupy.cuda.Stream(non_blocking=True)
+    return stream
+
+
+def turn() -> threading.Lock:
+    """The lock a client's NCCL traversal holds from its start until every owner has ended."""
+    return _TURN
 
 
 def transport_for(channel, group: str, n_owners: int) -> NcclTransport:
@@ -193,8 +211,17 @@ class NcclTransport(Transport):
         self.n_owners = n_owners
         self.key = channel.key
         self.timeout = getattr(channel, "timeout", 900.0)
+        self.stream = owner_stream()
         self._pinned = {}  # float64 host buffers for the gathered counts, by length
         self._staging = {}  # device buffers for an all-gather's padded piece, by (dtype, length)
+
+    @contextlib.contextmanager
+    def running(self):
+        """Make :meth:`owner_stream` current for the traversal; on a normal exit, return once
+        everything queued on it has run (the caller reads the results on another stream)."""
+        with self.stream:
+            yield self
+            self._wait()
 
     # --- the steps ---------------------------------------------------------------------------
 

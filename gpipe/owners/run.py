@@ -41,9 +41,12 @@ def _start(executor, built, sources, owner_loop, *options) -> list:
     vertex_dtype)`` on every owner with its own sources; the caller waits for them."""
     layout = built.layout
     owners = layout.owner_of(sources)
-    calls = [(built.parts[p], built.ids, layout, sources[owners == p] - layout.offset(p),
+    ids = built.owner_ids or [built.ids] * layout.n_owners
+    calls = [(built.parts[p], ids[p], layout, sources[owners == p] - layout.offset(p),
               built.transport, *options, built.vertex_dtype) for p in range(layout.n_owners)]
     if built.transport is None:
         return executor.run_together(owner_loop, calls)
-    with nccl.turn(built.transport):
-        return executor.run_together(owner_loop, calls)
+    with nccl.turn():
+        handles = executor.run_together(owner_loop, calls)
+        executor.wait(handles)  # as tasks (direct queries off) they are still running
+        return handles

@@ -91,7 +91,8 @@ def open_transport(channel, group: str | None, n_owners: int, backend_name: str)
 
     transport = nccl.transport_for(channel, group, n_owners)
     try:
-        yield transport
+        with transport.running():
+            yield transport
     except BaseException:
         nccl.drop(group)
         raise

@@ -24,6 +24,9 @@ from gpipe.output import restore_interrupted
 
 WEIGHT = "weight"  # the weight column read_edges keeps when it is asked for none in particular
 BLOCK_BYTES = 256 * 2**20  # CPU: a file larger than this (uncompressed) is read as several partitions
+# GPU: likewise, in larger blocks (cuDF reads a few GiB at device speed), so that a file larger
+# than one owner's share of the graph is spread over several owners' workers.
+GPU_BLOCK_BYTES = 2 * 2**30
 
 
 def read_edges(path, *, src="src", dst="dst", weight=None, backend="auto"):
@@ -56,7 +59,8 @@ def read_edges(path, *, src="src", dst="dst", weight=None, backend="auto"):
         :func:`gpipe.to_parquet` refuses to write its results over ``path``. Local files are
         read one partition per file, by pyarrow on CPU (files larger than 256 MiB
         uncompressed: one partition per 256 MiB of row groups) and by ``cudf.read_parquet``
-        on GPU (straight into device memory); selecting columns of the frame reads only those.
+        on GPU (straight into device memory; files larger than 2 GiB uncompressed: one
+        partition per 2 GiB of row groups); selecting columns of the frame reads only those.
         URLs go through ``dask.dataframe.read_parquet``.
 
     Raises
@@ -84,7 +88,7 @@ def read_edges(path, *, src="src", dst="dst", weight=None, backend="auto"):
         footers = {file: _footer(file) for file in files}
         columns = _edge_columns(path, footers, src, dst, weight)
         if backend == backends.GPU:
-            frame = _read_files_into_cudf(files, columns, footers[files[0]])
+            frame = _read_files_into_cudf(footers, columns)
         else:
             frame = _read_files_into_pandas(footers, columns)
         sizes = footer_sizes.survey(footers, src, dst)
@@ -211,21 +215,23 @@ def _read_files_into_pandas(footers, columns):
     """One pandas partition per file (per 256 MiB of row groups), read by pyarrow."""
     from dask.dataframe.utils import pyarrow_strings_enabled
 
-    pieces = [piece for file, footer in footers.items() for piece in _pieces(file, footer)]
+    pieces = [piece for file, footer in footers.items()
+              for piece in _pieces(file, footer, BLOCK_BYTES)]
     first = next(iter(footers.values()))
     meta = _to_pandas(first.schema.to_arrow_schema().empty_table().select(columns),
                       pyarrow_strings_enabled())
     return _from_map(_read_pandas, pieces, columns=columns, meta=meta)
 
 
-def _pieces(file, footer) -> list:
-    """``(file, row_groups)`` pieces of at most BLOCK_BYTES each; ``row_groups`` None is the whole file."""
+def _pieces(file, footer, block: int) -> list:
+    """``(file, row_groups)`` pieces of at most ``block`` bytes (uncompressed) each, or one row
+    group where a group alone is larger; ``row_groups`` None is the whole file."""
     sizes = [footer.row_group(i).total_byte_size for i in range(footer.num_row_groups)]
-    if sum(sizes) <= BLOCK_BYTES:
+    if sum(sizes) <= block:
         return [(file, None)]
     pieces, group, size = [], [], 0
     for i, bytes_ in enumerate(sizes):
-        if group and size + bytes_ > BLOCK_BYTES:
+        if group and size + bytes_ > block:
             pieces.append((file, group))
             group, size = [], 0
         group.append(i)
@@ -270,12 +276,16 @@ def _without_dictionaries(table):
     return table
 
 
-def _read_files_into_cudf(files, columns, footer):
-    """One cuDF partition per file, each read by cuDF's own reader straight into device memory."""
+def _read_files_into_cudf(footers, columns):
+    """One cuDF partition per file (per 2 GiB of row groups), each read by cuDF's own reader
+    straight into device memory."""
     import cudf
 
-    meta = cudf.DataFrame.from_arrow(_plain_columns(footer, columns).empty_table())
-    return _from_map(_read_cudf, files, columns=columns, meta=meta)
+    pieces = [piece for file, footer in footers.items()
+              for piece in _pieces(file, footer, GPU_BLOCK_BYTES)]
+    first = next(iter(footers.values()))
+    meta = cudf.DataFrame.from_arrow(_plain_columns(first, columns).empty_table())
+    return _from_map(_read_cudf, pieces, columns=columns, meta=meta)
 
 
 def _plain_columns(footer, columns):
@@ -290,13 +300,16 @@ def _plain_columns(footer, columns):
                       for f in fields])
 
 
-def _read_cudf(file, columns, strings=False):
-    """One file as a cuDF frame (``strings`` is moot: cuDF strings are Arrow strings)."""
+def _read_cudf(piece, columns, strings=False):
+    """One piece ``(file, row_groups)`` of a file as a cuDF frame (``strings`` is moot: cuDF
+    strings are Arrow strings)."""
     import cudf
 
+    file, row_groups = piece
     with _naming_errors(file):
         # Index columns named by pandas metadata are not read: partitions get a RangeIndex.
-        frame = cudf.read_parquet(file, columns=columns, use_pandas_metadata=False)
+        frame = cudf.read_parquet(file, columns=columns, use_pandas_metadata=False,
+                                  row_groups=row_groups)
     if list(frame.columns) != list(columns):  # cuDF adds hive partition keys (``part=1/``) of the path
         frame = frame[list(columns)]
     for name in columns:  # a column stored as an Arrow dictionary, should cuDF keep it one

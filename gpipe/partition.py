@@ -115,26 +115,19 @@ def build_partition(backend_name: str, layout: Layout, owner: int, directed: boo
     xp = be.xp
     offset, n_local = layout.offset(owner), layout.size(owner)
     as_given = any(b[4] for b in buckets)
-    id_dtype = (xp.result_type(*[b[i].dtype for b in buckets for i in (0, 1)]) if as_given
-                else layout.index_dtype())
-    src = _concat(xp, [b[0] for b in buckets], id_dtype)
-    if offset:
-        src = src - offset
-    dst = _concat(xp, [b[1] for b in buckets], id_dtype if as_given else layout.index_dtype())
-    weighted = any(b[2] is not None for b in buckets)
-    weights = _concat(xp, [b[2] for b in buckets if b[2] is not None], "float64") if weighted else None
-
-    indptr, indices, csr_weights = be.kernels.build_csr(  # degree count + scatter, no sort
-        src, dst, weights, n_local, layout.index_dtype(), symmetric=as_given and not directed,
-        skip_loops=as_given,
+    pieces = [(b[0], b[1], b[2]) for b in buckets]  # empty ones too: they say whether it is weighted
+    indptr, indices, csr_weights = be.kernels.build_csr_pieces(  # degree count + scatter, no sort
+        pieces, n_local, layout.index_dtype(), offset=offset,
+        symmetric=as_given and not directed, skip_loops=as_given,
     )
 
     present = None
     if track_presence:
         present = xp.zeros(n_local, dtype=bool)
-        be.kernels.scatter(present, src, True)
-        if as_given:  # every target is present too (one owner: dst are local ids)
-            be.kernels.scatter(present, dst, True)
+        for src, dst, _ in pieces:  # one piece's local ids at a time
+            be.kernels.scatter(present, src - offset if offset else src, True)
+            if as_given:  # every target is present too (one owner: dst are local ids)
+                be.kernels.scatter(present, dst, True)
         present_ids = [b[3] for b in buckets if b[3] is not None]
         if present_ids:
             extra = _concat(xp, present_ids, "int64")

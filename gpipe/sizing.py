@@ -57,8 +57,8 @@ class GraphSize:
 
         One owner of an undirected graph builds its CSR from the input's own id arrays (no
         shuffled copy); every other owner first receives its edges as id pairs of the index
-        dtype, and joins the pieces from several input partitions into one array (a second
-        copy) before the CSR is written.
+        dtype, one piece per input partition, and writes its CSR from the pieces as they are
+        (``build_csr_pieces``: no joined copy), so its build holds the pieces and the CSR.
         """
         edges = -(-self.stored_edges // owners)
         vertices = -(-self.n // owners)
@@ -66,7 +66,7 @@ class GraphSize:
         csr = 8 * (vertices + 1) + edges * (self.index_bytes + weight)
         builder = 16 * vertices  # degree counts and scatter cursors
         if owners > 1 or self.directed:
-            builder += 2 * edges * (2 * self.index_bytes + weight)
+            builder += edges * (2 * self.index_bytes + weight)
         traversal = vertices * TRAVERSAL_BYTES_PER_VERTEX
         exchange = self.n * EXCHANGE_BYTES_PER_VERTEX if owners > 1 else 0
         return csr + builder + traversal + exchange

@@ -14,6 +14,33 @@ from scipy.sparse import csgraph
 INDEX_DTYPES = [np.int32, np.int64]
 
 
+def in_pieces(build_csr_pieces, cuts=(0, 7, 7, 2100)):
+    """A ``build_csr``-like call (for :func:`assert_build_csr_rows`) that hands the edges to
+    ``build_csr_pieces`` in pieces cut at ``cuts`` (an empty piece among them): the same rows
+    must come out as from the whole edge list."""
+    def build(src, dst, w, n, index_dtype, symmetric, skip_loops):
+        bounds = [*cuts, len(src)]
+        pieces = [(src[a:b], dst[a:b], None if w is None else w[a:b])
+                  for a, b in zip(bounds[:-1], bounds[1:])]
+        return build_csr_pieces(pieces, n, index_dtype, symmetric=symmetric, skip_loops=skip_loops)
+    return build
+
+
+def assert_owner_pieces(build_csr_pieces, asarray, to_host):
+    """An owner's pieces of global ids (``offset`` subtracted by the build), in int32 and int64
+    pieces mixed: local rows, global targets, the rows a sort gives."""
+    rng = np.random.default_rng(4)
+    offset, n, m = 1000, 300, 3000
+    src = rng.integers(offset, offset + n, m)
+    dst = rng.integers(0, 5000, m)
+    w = rng.random(m)
+    pieces = [(asarray(src[:1000].astype(np.int32)), asarray(dst[:1000].astype(np.int32)), asarray(w[:1000])),
+              (asarray(src[1000:1000]), asarray(dst[1000:1000]), asarray(w[1000:1000])),
+              (asarray(src[1000:]), asarray(dst[1000:]), asarray(w[1000:]))]
+    indptr, indices, weights = (to_host(a) for a in build_csr_pieces(pieces, n, np.int32, offset=offset))
+    assert host_rows(indptr, indices, weights) == numpy_rows(src - offset, dst, w, n)
+
+
 # ---------------------------------------------------------------------------------------------
 # Graphs
 # ---------------------------------------------------------------------------------------------

@@ -181,11 +181,14 @@ def backend_params():
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
 def test_every_layout_reads_the_same_edges(tmp_path, layout, backend, monkeypatch):
     if layout == "row-groups":
-        monkeypatch.setattr(io, "BLOCK_BYTES", 600)  # CPU: several partitions of row groups
+        monkeypatch.setattr(io, "BLOCK_BYTES", 600)  # several partitions of row groups
+        monkeypatch.setattr(io, "GPU_BLOCK_BYTES", 600)
     path = tmp_path / ("edges" if layout.startswith(("dask", "spark")) else "edges.parquet")
     LAYOUTS[layout](path)
     frame = gpipe.read_edges(path, backend=backend)
     assert list(frame.columns) == ["src", "dst", "weight"]
+    if layout == "row-groups":
+        assert frame.npartitions > 1
     computed = frame.compute()
     got = computed if isinstance(computed, pd.DataFrame) else computed.to_pandas()
     assert list(got.columns) == ["src", "dst", "weight"]  # no index column came along

@@ -34,8 +34,8 @@ pytest.importorskip("scipy.sparse.csgraph")
 import gpipe  # noqa: E402
 import kernel_graphs  # noqa: E402
 from gpipe.kernels import gpu  # noqa: E402
-from kernel_graphs import (INDEX_DTYPES, OWNER_WIDTHS, assert_build_csr_rows,  # noqa: E402
-                           assert_tree, assert_unique, build_csr_cases, check_owner_far_pile,
+from kernel_graphs import (INDEX_DTYPES, OWNER_WIDTHS, assert_build_csr_rows, assert_owner_pieces,  # noqa: E402
+                           assert_tree, assert_unique, build_csr_cases, check_owner_far_pile, in_pieces,
                            check_owner_merge, check_owner_pruning, csr_rows, drive_owner_sssp,
                            host_rows, local_sources, numpy_rows, owned_by, scipy_bfs_dist,
                            scipy_graph, scipy_sssp_dist)
@@ -618,6 +618,21 @@ def test_build_csr_rows_match_numpy(index_dtype, input_dtype, weighted, symmetri
         return indptr.get(), indices.get(), weights.get() if weights is not None else None
 
     assert_build_csr_rows(build, index_dtype, input_dtype, weighted, symmetric)
+
+
+@build_csr_cases
+def test_build_csr_pieces_rows_match_numpy(index_dtype, input_dtype, weighted, symmetric):
+    def pieces(parts, n, index_dtype, **options):
+        parts = [(cupy.asarray(s), cupy.asarray(d), None if w is None else cupy.asarray(w))
+                 for s, d, w in parts]
+        return tuple(None if a is None else a.get()
+                     for a in gpu.build_csr_pieces(parts, n, index_dtype, **options))
+
+    assert_build_csr_rows(in_pieces(pieces), index_dtype, input_dtype, weighted, symmetric)
+
+
+def test_build_csr_pieces_of_an_owner_have_global_sources():
+    assert_owner_pieces(gpu.build_csr_pieces, cupy.asarray, cupy.asnumpy)
 
 
 def test_build_csr_owner_rows_and_empty_input():

@@ -83,7 +83,7 @@ import numpy as np
 
 from gpipe.kernels import atomics
 from gpipe.kernels.cpu_jit import BOOL, BOOLS, FLOAT64, FLOAT64S, INT32S, INT64, INT64S, each_index, kernel
-from gpipe.kernels.cpu_csr import build_csr  # noqa: F401 (the contract)
+from gpipe.kernels.cpu_csr import build_csr, build_csr_pieces  # noqa: F401 (the contract)
 from gpipe.kernels.cpu_arrays import (  # noqa: F401 (the contract: array operations)
     arange, astype, copy, count_nonzero, cumsum_in_place, flatnonzero, full, isfinite, logical_not, negative, non_negative,
     packbits_little, scatter, take, unique)

@@ -15,9 +15,9 @@ _ENDPOINTS = ((INT32S, INT32S), (INT64S, INT64S), (INT64S, INT32S), (INT32S_RO, 
 _WEIGHTS = (FLOAT64S, FLOAT64S_RO)  # read-only endpoints come with weights of either kind
 
 
-@kernel(*((src, dst, INT64, BOOL, BOOL) for src, dst in _ENDPOINTS))
-def _degrees(src, dst, n_local, symmetric, skip_loops):
-    degree = np.zeros(n_local + 1, dtype=np.int64)  # degree[u + 1]: the scan lands in place
+@kernel(*((src, dst, BOOL, BOOL, INT64S) for src, dst in _ENDPOINTS))
+def _count_degrees(src, dst, symmetric, skip_loops, degree):
+    """Add each stored edge to ``degree[row + 1]`` (the scan then lands in place)."""
     for i in range(src.shape[0]):
         u = src[i]
         v = dst[i]
@@ -26,15 +26,13 @@ def _degrees(src, dst, n_local, symmetric, skip_loops):
         degree[u + 1] += 1
         if symmetric:
             degree[v + 1] += 1
-    return degree
 
 
 @kernel(*((src, dst, weights, BOOL, BOOL, BOOL, INT64S, indices, FLOAT64S)
           for src, dst in _ENDPOINTS for indices in (INT32S, INT64S)
           if indices is dst or dst in (INT64S, INT32S_RO, INT64S_RO)
           for weights in (_WEIGHTS if src in (INT32S_RO, INT64S_RO) else (FLOAT64S,))))
-def _scatter(src, dst, weights, weighted, symmetric, skip_loops, indptr, indices, out_weights):
-    cursor = indptr[:-1].copy()
+def _scatter(src, dst, weights, weighted, symmetric, skip_loops, cursor, indices, out_weights):
     for i in range(src.shape[0]):
         u = src[i]
         v = dst[i]
@@ -67,17 +65,41 @@ def build_csr(src_local, dst, weights, n_local, index_dtype, *, symmetric=False,
     >>> build_csr(np.array([0, 0, 2]), np.array([1, 2, 1]), None, 3, "int32", symmetric=True)[1].tolist()
     [1, 2, 0, 2, 0, 1]
     """
-    src_local, dst = _endpoints(src_local, dst)
-    weighted = weights is not None
-    w_in = np.ascontiguousarray(weights, dtype=np.float64) if weighted else np.empty(0, np.float64)
-    indptr = _degrees(src_local, dst, int(n_local), bool(symmetric), bool(skip_loops))
+    return build_csr_pieces([(src_local, dst, weights)], n_local, index_dtype,
+                            symmetric=symmetric, skip_loops=skip_loops)
+
+
+def build_csr_pieces(pieces, n_local, index_dtype, *, offset=0, symmetric=False, skip_loops=False):
+    """The CPU twin of ``gpipe.kernels.gpu_csr.build_csr_pieces``: the CSR of the edge list
+    that ``pieces`` (``(src, dst, weights)``, sources global: ``offset`` is subtracted here)
+    make together, in their order, without joining them."""
+    weighted = any(w is not None for _, _, w in pieces)
+    indptr = np.zeros(int(n_local) + 1, dtype=np.int64)
+    for src, dst, _ in pieces:
+        src, dst = _endpoints(_local(src, offset), dst)
+        _count_degrees(src, dst, bool(symmetric), bool(skip_loops), indptr)
     np.cumsum(indptr, out=indptr)
     nnz = int(indptr[-1])
     indices = np.empty(nnz, dtype=index_dtype)
     out_weights = np.empty(nnz if weighted else 0, dtype=np.float64)
-    _scatter(src_local, dst, w_in, weighted, bool(symmetric), bool(skip_loops), indptr, indices,
-             out_weights)
+    cursor = indptr[:-1].copy()
+    no_weights = np.empty(0, np.float64)
+    for src, dst, weights in pieces:
+        src, dst = _endpoints(_local(src, offset), dst)
+        if weighted and weights is None and src.size:
+            raise ValueError("a piece of a weighted edge list has no weights")
+        w_in = np.ascontiguousarray(weights, dtype=np.float64) if weighted else no_weights
+        if src.flags.writeable and not w_in.flags.writeable:  # no kernel for that mix
+            w_in = w_in.copy()
+        _scatter(src, dst, w_in, weighted, bool(symmetric), bool(skip_loops), cursor, indices,
+                 out_weights)
     return indptr, indices, (out_weights if weighted else None)
+
+
+def _local(src, offset: int):
+    """Global sources as local ids (a new array), or ``src`` itself when ``offset`` is 0."""
+    src = np.asarray(src)
+    return src - src.dtype.type(offset) if offset else src
 
 
 def _endpoints(src, dst):

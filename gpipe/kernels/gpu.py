@@ -38,7 +38,7 @@ from gpipe.kernels.gpu_bfs import bfs, bfs_expand
 from gpipe.kernels.gpu_bfs_owners import (BITMAP_BITS, BITMAP_DTYPE, FRONTIER, FRONTIER_EDGES, NEXT,
                                           NEXT_EDGES, QUEUES, bfs_owner_bottom_up, bfs_owner_claim,
                                           bfs_owner_top_down, bitmap_to_frontier, frontier_to_bitmap)
-from gpipe.kernels.gpu_csr import build_csr
+from gpipe.kernels.gpu_csr import build_csr, build_csr_pieces
 from gpipe.kernels.gpu_sssp import sssp, sssp_relax
 from gpipe.kernels.gpu_sssp_owners import (sssp_owner_advance, sssp_owner_counts, sssp_owner_merge,
                                            sssp_owner_pack, sssp_owner_relax, sssp_owners_delta)
@@ -49,6 +49,6 @@ __all__ = ["arange", "astype", "count_nonzero", "flatnonzero", "full", "isfinite
            "BFS_BATCH_WIDTH", "SSSP_BATCH_WIDTH", "bfs_batch", "bfs_batch_parents", "sssp_batch",
            "bfs", "bfs_expand",
            "bfs_owner_bottom_up", "bfs_owner_claim", "bfs_owner_top_down", "bitmap_to_frontier",
-           "build_csr", "frontier_to_bitmap", "source_dir", "sssp", "sssp_owner_advance",
+           "build_csr", "build_csr_pieces", "frontier_to_bitmap", "source_dir", "sssp", "sssp_owner_advance",
            "sssp_owner_counts", "sssp_owner_merge", "sssp_owner_pack", "sssp_owner_relax",
            "sssp_owners_delta", "sssp_relax", "warmup"]

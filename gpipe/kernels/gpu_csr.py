@@ -70,36 +70,63 @@ def build_csr(src_local, dst, weights, n_local, index_dtype, *, symmetric=False,
        arXiv:1508.03619, 2015 (``src/builder.h``: count degrees, prefix sum, fetch-and-add
        scatter).
     """
+    return build_csr_pieces([(src_local, dst, weights)], n_local, index_dtype,
+                            symmetric=symmetric, skip_loops=skip_loops)
+
+
+def build_csr_pieces(pieces, n_local, index_dtype, *, offset=0, symmetric=False, skip_loops=False):
+    """:func:`build_csr` of the edge list that ``pieces`` make together, without joining them.
+
+    ``pieces`` is a list of ``(src, dst, weights)``, each as :func:`build_csr` takes them
+    (weights all None, or none None where a piece has edges), except that sources are
+    *global* ids: ``offset`` is subtracted from them here, one piece at a time. Device memory
+    besides the pieces is the output, two int64 arrays of ``n_local``, and one piece's local
+    sources while it is counted or scattered (none when ``offset`` is 0 and the ids are int32
+    or int64): no copy of the whole edge list is made, so an owner builds its CSR in about the
+    memory of its edges plus the CSR.
+    """
     index_dtype = cupy.dtype(index_dtype)
-    src_local = _ids(src_local)
-    dst = _ids(dst)
-    m = int(src_local.size)
-    weighted = weights is not None
-    w_in = cupy.ascontiguousarray(weights, dtype=cupy.float64) if weighted else cupy.empty(0, cupy.float64)
+    weighted = any(w is not None for _, _, w in pieces)
     degrees = cupy.zeros(n_local + 1, dtype=cupy.int64)  # [0, degree of row 0, ...]
     indices_kind = cupy.empty(0, dtype=index_dtype)  # selects the Index instantiation
-    common = (
-        src_local, cupy.int32(src_local.dtype.itemsize == 8), dst, cupy.int32(dst.dtype.itemsize == 8),
-    )
-    flags = (cupy.int64(m), cupy.int32(bool(symmetric)), cupy.int32(bool(skip_loops)))
-    grid = cuda.grid(m)
-    if m:
-        cuda.function(_SOURCE, "csr_count", indices_kind)(
-            grid, (cuda.BLOCK,), common + flags + (degrees[1:],),
-        )
+    flags = (cupy.int32(bool(symmetric)), cupy.int32(bool(skip_loops)))
+    count = cuda.function(_SOURCE, "csr_count", indices_kind)
+    for src, dst, _ in pieces:
+        src, dst = _local(src, offset), _ids(dst)
+        if src.size:
+            count(cuda.grid(int(src.size)), (cuda.BLOCK,),
+                  _endpoints(src, dst) + (cupy.int64(src.size),) + flags + (degrees[1:],))
     indptr = gpu_arrays.cumsum_in_place(degrees)  # [0, d0, d0 + d1, ...]
     nnz = int(indptr[-1])
     indices = cupy.empty(nnz, dtype=index_dtype)
     w_out = cupy.empty(nnz, dtype=cupy.float64) if weighted else None
     if nnz:
         cursor = gpu_arrays.copy(indptr[:-1])
-        cuda.function(_SOURCE, "csr_scatter", indices_kind)(
-            grid, (cuda.BLOCK,),
-            common + (w_in, cupy.int32(weighted)) + flags
-            + (cursor, indices, w_out if weighted else cupy.empty(0, cupy.float64)),
-        )
+        scatter = cuda.function(_SOURCE, "csr_scatter", indices_kind)
+        no_weights = cupy.empty(0, cupy.float64)
+        for src, dst, weights in pieces:
+            src, dst = _local(src, offset), _ids(dst)
+            if not src.size:
+                continue
+            if weighted and weights is None:
+                raise ValueError("a piece of a weighted edge list has no weights")
+            w_in = cupy.ascontiguousarray(weights, dtype=cupy.float64) if weighted else no_weights
+            scatter(cuda.grid(int(src.size)), (cuda.BLOCK,),
+                    _endpoints(src, dst) + (w_in, cupy.int32(weighted), cupy.int64(src.size)) + flags
+                    + (cursor, indices, w_out if weighted else no_weights))
         del cursor
     return indptr, indices, w_out
+
+
+def _endpoints(src, dst) -> tuple:
+    """The kernels' first arguments: both id arrays and whether each is int64."""
+    return (src, cupy.int32(src.dtype.itemsize == 8), dst, cupy.int32(dst.dtype.itemsize == 8))
+
+
+def _local(src, offset: int):
+    """Sources as local ids (``src - offset``) in a dtype the kernels take."""
+    src = _ids(src)
+    return src - src.dtype.type(offset) if offset else src
 
 
 def _ids(array):

@@ -72,6 +72,7 @@ import uuid
 import numpy as np
 
 from gpipe import backend as backends
+from gpipe import bench_memory
 from gpipe import execution, generators, traverse, verify
 from gpipe.errors import InputError
 from gpipe.graph import Graph
@@ -378,6 +379,7 @@ class _Bench:
             graph = None
             _free_pools(self.backend, self.client)
             mark = _pool_mark_all(self.backend, self.client)
+            sampled = bench_memory.Peaks(self.client) if self.backend == backends.GPU else None
             t0 = time.perf_counter()
             graph = Graph.from_edges(edges, directed=False, src=spec.src, dst=spec.dst, weight=spec.weight,
                                      partitions=self.report["options"]["partitions"])
@@ -385,6 +387,7 @@ class _Bench:
             seconds = time.perf_counter() - t0
             peak = _pool_peak_all(graph, mark)
             builds.append({"time_s": seconds, "peak_device_bytes": peak,
+                           "owner_peaks_sampled": _owner_peaks(graph, sampled.stop()) if sampled else None,
                            "first_in_process": i == 0 and not self.end_to_end})
             log.info("bench: build %d: %.3f s", i + 1, seconds)
         del edges
@@ -401,6 +404,8 @@ class _Bench:
             "runs": builds,
             "time_s": builds[-1]["time_s"],
             "peak_device_bytes": peak,
+            "owner_peaks_sampled": builds[-1]["owner_peaks_sampled"],
+            "owner_estimate_bytes": _build_estimate(graph, rows, spec.weighted),
             "input_bytes": input_bytes,
             "peak_over_input": peak / input_bytes if peak is not None else None,
             "memory_note": "CuPy pool high-water of the build (see gpipe.bench)" if peak is not None else None,
@@ -865,6 +870,22 @@ def _pool_peak_all(graph, mark):
 def _pool_total():
     pool = _pool()
     return pool.total_bytes() if pool is not None else 0
+
+
+def _owner_peaks(graph, peaks: dict) -> list:
+    """The sampled build peaks (:mod:`gpipe.bench_memory`) of the graph's owners, in owner order."""
+    if list(peaks) == [None]:
+        return [peaks[None]]
+    return [peaks.get(address) for address in graph._executor.workers[:graph.num_partitions]]
+
+
+def _build_estimate(graph, rows, weighted) -> int:
+    """What the sizing (:meth:`gpipe.sizing.GraphSize.owner_build_bytes`) expects an owner's
+    build to peak at, for this graph on its owners."""
+    from gpipe import sizing
+
+    size = sizing.GraphSize(rows=rows, n=graph._built.layout.n, directed=False, weighted=weighted)
+    return size.owner_build_bytes(graph.num_partitions)
 
 
 def _sync_all(graph):
@@ -1333,6 +1354,10 @@ def format_table(report) -> str:
              f"{b['time_s']:.3f} s, input {_bytes(b['input_bytes'])}")
     if b["peak_device_bytes"] is not None:
         build += f", peak device {_bytes(b['peak_device_bytes'])} ({b['peak_over_input']:.2f}x input)"
+    if b.get("owner_peaks_sampled"):
+        build += ("; per owner, sampled device peak "
+                  + " / ".join(_bytes(p) if p is not None else "-" for p in b["owner_peaks_sampled"])
+                  + f" against the sizing's {_bytes(b['owner_estimate_bytes'])}")
     key = (g["name"], report["options"]["backend"])
     if key in BUILD_TARGETS:
         seconds, ratio = BUILD_TARGETS[key]

@@ -53,7 +53,15 @@ class GraphSize:
         return 4 if self.n < 2**31 else 8
 
     def owner_bytes(self, owners: int) -> int:
-        """Peak bytes on each of ``owners`` owners while building and traversing (estimate).
+        """Peak bytes on each of ``owners`` owners while building and traversing (estimate):
+        the build's (:meth:`owner_build_bytes`), then a traversal's arrays beside the CSR."""
+        vertices = -(-self.n // owners)
+        traversal = vertices * TRAVERSAL_BYTES_PER_VERTEX
+        exchange = self.n * EXCHANGE_BYTES_PER_VERTEX if owners > 1 else 0
+        return self.owner_build_bytes(owners) + traversal + exchange
+
+    def owner_build_bytes(self, owners: int) -> int:
+        """Peak bytes on each of ``owners`` owners while it builds its CSR (estimate).
 
         One owner of an undirected graph builds its CSR from the input's own id arrays (no
         shuffled copy); every other owner first receives its edges as id pairs of the index
@@ -67,9 +75,7 @@ class GraphSize:
         builder = 16 * vertices  # degree counts and scatter cursors
         if owners > 1 or self.directed:
             builder += edges * (2 * self.index_bytes + weight)
-        traversal = vertices * TRAVERSAL_BYTES_PER_VERTEX
-        exchange = self.n * EXCHANGE_BYTES_PER_VERTEX if owners > 1 else 0
-        return csr + builder + traversal + exchange
+        return csr + builder
 
 
 @dataclass(frozen=True)

@@ -150,6 +150,29 @@ def test_bench_string_ids_on_two_workers(backend):
     assert all(isinstance(row["source"], str) for row in report["results"][0]["sources"])
 
 
+@pytest.mark.gpu
+def test_sampled_peak_sees_what_any_allocator_takes():
+    import cupy
+
+    from gpipe import bench_memory
+
+    peaks = bench_memory.Peaks(None)
+    block = cupy.cuda.runtime.malloc(256 * 2**20)  # past CuPy's pool, as RMM would
+    try:
+        (peak,) = peaks.stop().values()
+    finally:
+        cupy.cuda.runtime.free(block)
+    assert 256 * 2**20 <= peak < 512 * 2**20
+
+
+@pytest.mark.gpu
+def test_bench_reports_each_owners_sampled_build_peak():
+    report = bench.run(scale=8, algo="bfs", sources=1, workers=2, partitions=2, backend="gpu")
+    peaks = report["build"]["owner_peaks_sampled"]
+    assert len(peaks) == 2 and all(p is not None and p >= 0 for p in peaks)
+    assert report["build"]["owner_estimate_bytes"] > 0
+
+
 def test_bench_rejects_bad_options():
     with pytest.raises(gpipe.InputError):
         bench.run(scale=6, grid=4)

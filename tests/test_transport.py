@@ -62,6 +62,34 @@ def test_exchange_gives_every_owner_all_counts_and_its_buckets():
             np.testing.assert_array_equal(parents, np.full(p + 1, q))
 
 
+def test_exchange_counters_reads_the_counters_and_makes_buckets_from_them():
+    """Counters as the kernels leave them (length of owner q's bucket at ``2 + q``): every
+    owner gets every owner's, and the buckets made from its own row."""
+    dtypes = messages.bfs_bucket("int64")
+    seen = {}
+
+    def step(t):
+        counters = np.array([t.owner, 7] + [0 if q == t.owner else q + 1 for q in range(t.n_owners)])
+
+        def buckets_for(row):
+            seen[t.owner] = row.tolist()
+            return [None if q == t.owner else (np.full(int(row[2 + q]), t.owner), np.arange(row[2 + q]))
+                    for q in range(t.n_owners)]
+
+        return t.exchange_counters("level", counters, 2, buckets_for, dtypes)
+
+    answers = run_owners(3, step)
+    for p, (rows, received) in enumerate(answers):
+        assert rows.dtype == np.int64
+        assert rows.tolist() == [[q, 7] + [0 if r == q else r + 1 for r in range(3)] for q in range(3)]
+        assert seen[p] == rows[p].tolist()
+        for q, bucket in enumerate(received):
+            if q == p:
+                assert bucket is None
+                continue
+            assert bucket[0].tolist() == [q] * (p + 1) and bucket[1].tolist() == list(range(p + 1))
+
+
 def test_allgather_fills_each_owners_slot_and_zeroes_the_rest():
     slot = 4
 

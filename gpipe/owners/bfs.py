@@ -139,13 +139,18 @@ def bfs_owner_arrays(transport, part: Partition, layout: Layout, local_sources, 
         over all owners), ``messages`` (this owner's message rounds: 1, or 2 at a level whose
         bottom-up message turned it top-down), ``bytes_sent`` (array bytes this owner sent to
         all peers), ``kernel_s`` (seconds of this owner's own work: kernels, host reads,
-        copies) and ``wait_s`` (seconds in exchanges: sending, and waiting for the peers).
+        copies) and ``wait_s`` (seconds in the transport's steps: reading the step's counts,
+        sending, and waiting for the peers; a top-down level's expansion, queued just before
+        its step, ends inside it).
 
     Notes
     -----
-    Each level is one step of the transport. Top-down: an exchange of every owner's
-    :class:`~gpipe.owners.messages.TopDownCounts` and, per peer, the candidates for it (each
-    remote vertex once per traversal: the kernels' ``sent`` bitmap), which the peer claims.
+    Each level is one step of the transport. Top-down: an exchange of every owner's counters
+    as the expansion kernel left them on the device (read once, by the step:
+    :meth:`~gpipe.owners.transport.Transport.exchange_counters`; each owner makes every owner's
+    :class:`~gpipe.owners.messages.TopDownCounts` from them) and, per peer, the candidates for
+    it (each remote vertex once per traversal: the kernels' ``sent`` bitmap), which the peer
+    claims.
     Bottom-up: an all-gather of every owner's slice of the frontier bitmap (straight into the
     global bitmap) with its exact :class:`~gpipe.owners.messages.BottomUpCounts`; each owner
     claims its unvisited vertices that have a neighbour in the frontier.
@@ -199,16 +204,12 @@ def bfs_owner_arrays(transport, part: Partition, layout: Layout, local_sources, 
                 level += 1
                 continue
             tag += 1  # top-down after all: a second message round at this level
-        counters = run.top_down(level)
-        kernels = run.kernels
-        claimed, claimed_edges = int(counters[kernels.NEXT]), int(counters[kernels.NEXT_EDGES])
-        sent = int(counters[kernels.QUEUES:].sum())
-        counts = messages.TopDownCounts(claimed + sent, run.size, run.edges, claimed,
-                                        claimed_edges, sent, part.n_edges)
-        buckets = run.outgoing(counters)
-        matrix, received = stats.exchange(tag, messages.vector(counts), buckets, candidates,
-                                          sum(a.nbytes for b in buckets if b is not None for a in b))
-        everyone = messages.total(messages.TopDownCounts, matrix)
+        run.top_down(level)
+        rows, received = stats.exchange_counters(tag, run.message, run.kernels.QUEUES,
+                                                 run.outgoing, candidates)
+        counters = rows[transport.owner]
+        run.expanded(counters)
+        everyone = messages.total(messages.TopDownCounts, [run.counts(row) for row in rows])
         run.claim([bucket for bucket in received if bucket is not None], level, counters)
         checked_edges += everyone.frontier_edges
         previous_size = everyone.frontier
@@ -256,7 +257,11 @@ class _OwnerBfs:
         self.queued, self.in_bitmap = True, False
         self.queue_targets = xp.empty(layout.n, dtype=part.indices.dtype)
         self.queue_parents = xp.empty(layout.n, dtype=part.indices.dtype)
-        self.counters = xp.zeros(kernels.QUEUES + layout.n_owners, dtype="int64")
+        # What a top-down step sends its peers: the kernels' counters, then this owner's
+        # out-edge count (for the graph's total), so that the counts leave the device as one.
+        self.message = xp.zeros(kernels.QUEUES + layout.n_owners + 1, dtype="int64")
+        self.message[-1] = part.n_edges
+        self.counters = self.message[:-1]
         self.sent = xp.zeros(self._words(layout.n), dtype=kernels.BITMAP_DTYPE)
         self.front = self.slice = self.next_slice = None  # allocated by the first bottom-up level
 
@@ -291,18 +296,30 @@ class _OwnerBfs:
         self._next_level(int(targets.size))
 
     def top_down(self, level: int):
-        """Expand the frontier; the counters, read back once (host int64 array), which also give
-        the frontier's exact length and out-degree sum (``FRONTIER``, ``FRONTIER_EDGES``)."""
+        """Expand the frontier (queued on the device; :meth:`expanded` takes the counters it
+        leaves, once the step has read them)."""
         part = self.part
         self.queue()
         self.kernels.bfs_owner_top_down(
             part.indptr, part.indices, part.offset, self.frontiers[self.current], self.dist,
             self.parent, level, self.layout.chunk, self.sent, self.frontiers[1 - self.current],
             self.queue_targets, self.queue_parents, self.counters, frontier_bound=self.bound)
-        counters = self.to_host(self.counters)
+
+    def expanded(self, counters):
+        """The top-down step's counters as read (host int64), which give the exact length and
+        out-degree sum of the frontier it expanded (``FRONTIER``, ``FRONTIER_EDGES``)."""
         self.size = int(counters[self.kernels.FRONTIER])
         self.edges = int(counters[self.kernels.FRONTIER_EDGES])
-        return counters
+
+    def counts(self, message) -> messages.TopDownCounts:
+        """An owner's :class:`~gpipe.owners.messages.TopDownCounts` from its :attr:`message`
+        as read (host int64)."""
+        kernels = self.kernels
+        claimed, claimed_edges = int(message[kernels.NEXT]), int(message[kernels.NEXT_EDGES])
+        sent = int(message[kernels.QUEUES:kernels.QUEUES + self.layout.n_owners].sum())
+        return messages.TopDownCounts(claimed + sent, int(message[kernels.FRONTIER]),
+                                      int(message[kernels.FRONTIER_EDGES]), claimed, claimed_edges,
+                                      sent, int(message[-1]))
 
     def outgoing(self, counters) -> list:
         """Per owner, its queue as a bucket ``(targets, parents)`` (None if empty or this
@@ -380,9 +397,18 @@ class _LevelStats:
         self._wait = 0.0
         self._messages = self._bytes = 0
 
-    def exchange(self, tag, counts, buckets, dtypes, nbytes):
-        """``transport.exchange``, timed and counted."""
-        return self._timed(nbytes, self.transport.exchange, tag, counts, buckets, dtypes)
+    def exchange_counters(self, tag, counters, lengths_at, buckets_for, dtypes):
+        """``transport.exchange_counters``, timed and counted (the bytes of the buckets made)."""
+        made = []
+
+        def buckets(row):
+            made.append(buckets_for(row))
+            return made[-1]
+
+        answer = self._timed(0, self.transport.exchange_counters, tag, counters, lengths_at,
+                             buckets, dtypes)
+        self._bytes += sum(a.nbytes for b in made[-1] if b is not None for a in b) if made else 0
+        return answer
 
     def allgather(self, tag, counts, piece, out, nbytes):
         """``transport.allgather``, timed and counted."""

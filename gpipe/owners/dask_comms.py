@@ -33,6 +33,10 @@ class DaskTransport(Transport):
         device = bool(getattr(channel, "device_messages", False)) and be.name == backends.GPU
         self._copy = functools.partial(be.message_copy, device=device)
         self._xp = be.xp
+        self._to_host = be.to_host
+
+    def read(self, array):
+        return self._to_host(array)
 
     def payload(self, arrays: tuple) -> tuple:
         return tuple(self._copy(a) for a in arrays)

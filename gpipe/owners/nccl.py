@@ -13,7 +13,9 @@ queued, and nothing else on the device waits behind a collective:
 
 - counts: an all-gather of every owner's float64 vector, to which the transport appends the
   length of each bucket it sends; one host read of the gathered matrix (pinned memory, the
-  only host read of the step), which also tells each owner what it will receive;
+  only host read of the step), which also tells each owner what it will receive. A BFS
+  top-down level gathers the kernels' int64 counters straight off the device instead
+  (:meth:`NcclTransport.exchange_counters`), so its counts are read once, all owners' at once;
 - buckets: grouped ``ncclSend``/``ncclRecv`` of every array, received into fresh arrays;
 - bitmap slices (bottom-up BFS levels): an all-gather straight into the global bitmap.
 
@@ -212,7 +214,7 @@ class NcclTransport(Transport):
         self.key = channel.key
         self.timeout = getattr(channel, "timeout", 900.0)
         self.stream = owner_stream()
-        self._pinned = {}  # float64 host buffers for the gathered counts, by length
+        self._pinned = {}  # host buffers for the gathered counts, by (length, dtype)
         self._staging = {}  # device buffers for an all-gather's padded piece, by (dtype, length)
 
     @contextlib.contextmanager
@@ -226,31 +228,63 @@ class NcclTransport(Transport):
     # --- the steps ---------------------------------------------------------------------------
 
     def exchange(self, tag, counts, buckets, dtypes):
-        cupy, nccl = self._cupy, self._nccl
         k = len(counts)
-        lengths = [0 if b is None or q == self.owner else int(b[0].size)
-                   for q, b in enumerate(buckets)]
+        lengths = self._lengths(buckets)
         gathered = self._gather_counts(np.concatenate([np.asarray(counts, dtype=np.float64),
                                                        np.asarray(lengths, dtype=np.float64)]))
         incoming = gathered[:, k + self.owner].astype(np.int64)
-        stream = cupy.cuda.get_current_stream().ptr
-        received = [None] * self.n_owners
+        received = self._send_receive(buckets, lengths, incoming, dtypes)
         if any(lengths) or incoming.any():
-            nccl.groupStart()
-            try:
-                for q in self.peers:
-                    if lengths[q]:
-                        for array in buckets[q]:
-                            array = cupy.ascontiguousarray(array)
-                            self.comm.send(array.data.ptr, array.nbytes, nccl.NCCL_UINT8, q, stream)
-                    if incoming[q]:
-                        received[q] = tuple(cupy.empty(int(incoming[q]), dtype=d) for d in dtypes)
-                        for array in received[q]:
-                            self.comm.recv(array.data.ptr, array.nbytes, nccl.NCCL_UINT8, q, stream)
-            finally:
-                nccl.groupEnd()
             self._wait()
         return gathered[:, :k], received
+
+    def exchange_counters(self, tag, counters, lengths_at, buckets_for, dtypes):
+        """Gathers the counters straight off the device (one host read of every owner's), then
+        sends and receives the buckets; returns without waiting for them: what comes next on
+        the stream (the kernels that claim them, the next step's gather) runs after them."""
+        cupy, nccl = self._cupy, self._nccl
+        counters = cupy.ascontiguousarray(counters, dtype=np.int64)
+        recv = cupy.empty(self.n_owners * counters.size, dtype=np.int64)
+        host = self._pinned_buffer(recv.size, np.int64)
+        self.comm.allGather(counters.data.ptr, recv.data.ptr, counters.size, nccl.NCCL_INT64,
+                            cupy.cuda.get_current_stream().ptr)
+        rows = self._read_counts(recv, host)
+        buckets = buckets_for(rows[self.owner])
+        lengths = self._lengths(buckets)
+        expected = [0 if q == self.owner else int(rows[self.owner, lengths_at + q])
+                    for q in range(self.n_owners)]
+        if lengths != expected:
+            raise ValueError(f"owner {self.owner}'s buckets hold {lengths} entries where its "
+                             f"counters say {expected}")
+        received = self._send_receive(buckets, lengths, rows[:, lengths_at + self.owner], dtypes)
+        return rows, received
+
+    def _lengths(self, buckets) -> list:
+        return [0 if b is None or q == self.owner else int(b[0].size) for q, b in enumerate(buckets)]
+
+    def _send_receive(self, buckets, lengths, incoming, dtypes) -> list:
+        """Grouped send of each non-empty bucket and receive of what each peer sends
+        (``incoming[q]`` entries from owner ``q``), queued on the stream; per owner the arrays
+        received (None for this owner and empty buckets)."""
+        cupy, nccl = self._cupy, self._nccl
+        stream = cupy.cuda.get_current_stream().ptr
+        received = [None] * self.n_owners
+        if not (any(lengths) or np.any(incoming)):
+            return received
+        nccl.groupStart()
+        try:
+            for q in self.peers:
+                if lengths[q]:
+                    for array in buckets[q]:
+                        array = cupy.ascontiguousarray(array)
+                        self.comm.send(array.data.ptr, array.nbytes, nccl.NCCL_UINT8, q, stream)
+                if incoming[q]:
+                    received[q] = tuple(cupy.empty(int(incoming[q]), dtype=d) for d in dtypes)
+                    for array in received[q]:
+                        self.comm.recv(array.data.ptr, array.nbytes, nccl.NCCL_UINT8, q, stream)
+        finally:
+            nccl.groupEnd()
+        return received
 
     def allgather(self, tag, counts, piece, out):
         cupy, nccl = self._cupy, self._nccl
@@ -280,12 +314,21 @@ class NcclTransport(Transport):
         cupy = self._cupy
         send = cupy.asarray(vector)
         recv = cupy.empty(self.n_owners * vector.size, dtype=np.float64)
-        host = self._pinned.get(recv.size)
+        return send, recv, self._pinned_buffer(recv.size, np.float64)
+
+    def _pinned_buffer(self, size: int, dtype):
+        host = self._pinned.get((size, np.dtype(dtype).str))
         if host is None:
             import cupyx
 
-            host = self._pinned[recv.size] = cupyx.empty_pinned(recv.size, dtype=np.float64)
-        return send, recv, host
+            host = self._pinned[size, np.dtype(dtype).str] = cupyx.empty_pinned(size, dtype=dtype)
+        return host
+
+    def read(self, array):
+        host = self._pinned_buffer(array.size, array.dtype)
+        array.get(out=host, blocking=False)
+        self._wait()
+        return np.array(host)
 
     def _read_counts(self, recv, host) -> np.ndarray:
         recv.get(out=host, blocking=False)

@@ -64,6 +64,27 @@ class Transport(abc.ABC):
         owner's ``counts`` as in :meth:`exchange`. ``out`` is an array of the owner's array
         module; the rest of each owner's slot is zeroed."""
 
+    def exchange_counters(self, tag, counters, lengths_at: int, buckets_for, dtypes) -> tuple:
+        """:meth:`exchange` of counts that are still on the device: every owner's ``counters``
+        (an int64 array of the owner's array module, as its kernels left it), and per peer a
+        bucket made from this owner's counters once they are read.
+
+        ``buckets_for(row)`` makes the buckets (as :meth:`exchange` takes them) from ``row``,
+        this owner's counters on the host; ``row[lengths_at + q]`` must be the length of
+        owner ``q``'s bucket. Returns ``(rows, received)``: every owner's counters, a host int64
+        array ``[n_owners, counters.size]`` in owner order, and what each peer sent here.
+        The step reads counts from the device once: here, this owner's counters, then the
+        exchange; over NCCL (which overrides this), only the gathered counters.
+        """
+        row = np.asarray(self.read(counters), dtype=np.int64)
+        matrix, received = self.exchange(tag, row.astype(np.float64), buckets_for(row), dtypes)
+        return matrix.astype(np.int64), received
+
+    @abc.abstractmethod
+    def read(self, array) -> np.ndarray:
+        """A host copy of ``array`` (an array of the owner's array module), once the kernels
+        that write it have run."""
+
     def payload(self, arrays: tuple) -> tuple:
         """``arrays`` (views of buffers the caller reuses at its next step) made fit to be a
         bucket: the same arrays where the transport sends them before :meth:`exchange`

@@ -10,7 +10,7 @@
 3. *Shuffle*: each input partition cuts its edges (both directions when undirected, self-loops
    dropped) into one bucket per owner of the source vertex. Vertices with a self-loop of
    negative weight, a negative cycle of one edge, go to their owner as a list of their own.
-4. *Build*: each owner concatenates its buckets into a CSR (:func:`gpipe.partition.build_partition`).
+4. *Build*: each owner writes its CSR from its buckets as they are (:func:`gpipe.partition.build_partition`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from gpipe import backend as backends
-from gpipe import footers, sizing, validate
+from gpipe import footers, in_memory, sizing, validate
 from gpipe.errors import InputError
 from gpipe.owners import nccl
 from gpipe.partition import Layout, build_partition
@@ -118,7 +118,9 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
         vertex_dtype = _vertex_dtype(columns, edges.dtypes[src], edges.dtypes[dst], low, high)
         columns = replace(columns, id_dtype=validate.numpy_dtype(vertex_dtype))
         identity, n_bound = _vertex_bound(rows, low, high)
-    size = sizing.GraphSize(rows=rows, n=n_bound, directed=directed, weighted=weight is not None)
+    size = sizing.GraphSize(rows=rows, n=n_bound, directed=directed, weighted=weight is not None,
+                            input_row_bytes=_row_bytes(edges, columns),
+                            input_resident=from_footers is None and in_memory.held_frames(edges) is None)
     memory = memory or executor.memory(backend_name)
     executor = executor.for_owners(sizing.choose_owners(size, memory, requested))
 
@@ -177,6 +179,14 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
     )
 
 
+def _row_bytes(edges, columns) -> int:
+    """Bytes of one input row's edge columns (16 for each string id: a guess at its text and
+    offset)."""
+    names = [columns.src, columns.dst] + ([columns.weight] if columns.weight else [])
+    return sum(16 if backends.is_string_dtype(edges.dtypes[name]) else validate.numpy_dtype(edges.dtypes[name]).itemsize
+               for name in names)
+
+
 def _vertex_bound(rows: int, low: int | None = None, high: int | None = None) -> tuple:
     """``(identity, n_bound)`` for ``rows`` edges whose integer ids lie in ``low..high`` (string
     ids: neither given): whether the ids are kept as they are, and the vertex count's bound."""
@@ -193,7 +203,8 @@ def _footer_size(survey, directed: bool, weighted: bool):
     if survey is None or survey.rows == 0 or (not survey.strings and survey.low is None):
         return None
     _, n_bound = _vertex_bound(survey.rows, survey.low, survey.high)
-    return sizing.GraphSize(rows=survey.rows, n=n_bound, directed=directed, weighted=weighted)
+    return sizing.GraphSize(rows=survey.rows, n=n_bound, directed=directed, weighted=weighted,
+                            input_resident=False)
 
 
 def _packed_presence(part):
@@ -319,8 +330,9 @@ def _split(backend_name, frame, ids, columns, layout: Layout, directed: bool, tr
     owner is passed on as it is (``as_given``: self-loops kept, each undirected edge once;
     ``build_csr`` leaves the loops out and stores both directions of an undirected edge), so
     neither a filtered nor a doubled list is ever made (nor a kernel that CuPy would compile
-    at its first use); otherwise
-    self-loops are dropped and undirected edges doubled here.
+    at its first use); otherwise self-loops are dropped and undirected edges doubled here, an
+    owner's bucket at a time: besides its buckets, the split holds a few masks of the
+    partition's length, never a doubled copy of it or an order to sort it by.
     """
     xp, src, dst, weights, _ = _arrays(backend_name, frame, columns)
     if columns.strings:
@@ -342,25 +354,36 @@ def _split(backend_name, frame, ids, columns, layout: Layout, directed: bool, tr
         present = xp.concatenate([src[loops], dst]) if directed else src[loops]
     negative_loops = _negative_loops(src, loops, weights) if negative_weights else None
     keep = ~loops
-    src, dst = src[keep], dst[keep]
-    weights = weights[keep] if weights is not None else None
-    if not directed:
-        src, dst = xp.concatenate([src, dst]), xp.concatenate([dst, src])
-        weights = xp.concatenate([weights, weights]) if weights is not None else None
-
-    owner = layout.owner_of(src)
-    order = xp.argsort(owner)
-    bounds = _bounds(backend_name, owner[order], layout.n_owners)
-    src, dst = src[order], dst[order]
-    weights = weights[order] if weights is not None else None
+    del loops
+    arrays = backends.get(backend_name).kernels
     present = _by_owner(backend_name, present, layout)
     negative_loops = _by_owner(backend_name, negative_loops, layout)
     buckets = []
     for q in range(layout.n_owners):
-        lo, hi = bounds[q], bounds[q + 1]
-        buckets.append((src[lo:hi], dst[lo:hi], weights[lo:hi] if weights is not None else None,
-                        present[q], False, negative_loops[q]))
+        # Owner q's edges by two masks over the partition (forward, and backward when each
+        # undirected edge is stored both ways): no doubled list, no sort, no owner array.
+        ends = [(src, dst)] if directed else [(src, dst), (dst, src)]
+        pieces = [_owned_by(arrays, layout, q, keep, rows, targets, weights) for rows, targets in ends]
+        buckets.append((*_joined(xp, pieces), present[q], False, negative_loops[q]))
     return buckets
+
+
+def _owned_by(arrays, layout: Layout, owner: int, keep, rows, targets, weights) -> tuple:
+    """``(rows, targets, weights)`` of the kept edges whose row ``owner`` holds (``arrays``:
+    the backend's array operations)."""
+    low = layout.offset(owner)
+    where = arrays.flatnonzero((rows >= low) & (rows < low + layout.size(owner)) & keep)
+    return (arrays.take(rows, where), arrays.take(targets, where),
+            arrays.take(weights, where) if weights is not None else None)
+
+
+def _joined(xp, pieces) -> tuple:
+    """One ``(src, dst, weights)`` of ``pieces`` (each of those, weights all None or none)."""
+    if len(pieces) == 1:
+        return pieces[0]
+    src, dst, weights = zip(*pieces)
+    return (xp.concatenate(src), xp.concatenate(dst),
+            xp.concatenate(weights) if weights[0] is not None else None)
 
 
 def _negative_loops(src, loops, weights):

@@ -43,6 +43,10 @@ class GraphSize:
     n: int  # vertex ids (an upper bound before renumbering)
     directed: bool
     weighted: bool
+    input_row_bytes: int = 16  # bytes of an input row's columns as the build holds them
+    # The input is in the workers' memory before the build (a persisted frame: their free
+    # memory has it already), not read or sent to them by it (read_edges, a pandas frame).
+    input_resident: bool = True
 
     @property
     def stored_edges(self) -> int:
@@ -64,17 +68,27 @@ class GraphSize:
         """Peak bytes on each of ``owners`` owners while it builds its CSR (estimate).
 
         One owner of an undirected graph builds its CSR from the input's own id arrays (no
-        shuffled copy); every other owner first receives its edges as id pairs of the index
-        dtype, one piece per input partition, and writes its CSR from the pieces as they are
-        (``build_csr_pieces``: no joined copy), so its build holds the pieces and the CSR.
+        shuffled copy). With several owners, each owner's worker holds, at the build's peak,
+        the buckets it cut its input partitions into for every owner (id pairs of the index
+        dtype, both directions of an undirected edge; its own bucket stays), the buckets its
+        peers sent it, and the CSR it writes from its pieces as they are
+        (``build_csr_pieces``: no joined copy). Its share of the input partitions counts too
+        unless the input was in memory before the build (``input_resident``).
         """
         edges = -(-self.stored_edges // owners)
         vertices = -(-self.n // owners)
         weight = 8 if self.weighted else 0
         csr = 8 * (vertices + 1) + edges * (self.index_bytes + weight)
         builder = 16 * vertices  # degree counts and scatter cursors
-        if owners > 1 or self.directed:
-            builder += edges * (2 * self.index_bytes + weight)
+        pair = 2 * self.index_bytes + weight
+        if owners > 1:
+            cut = edges * pair  # this worker's input, cut for every owner
+            received = (owners - 1) * edges * pair // owners  # peers' buckets for this owner
+            builder += cut + received
+        elif self.directed:
+            builder += edges * pair
+        if not self.input_resident:
+            builder += -(-self.rows // owners) * self.input_row_bytes
         return csr + builder
 
 

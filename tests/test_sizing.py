@@ -180,3 +180,40 @@ def test_a_one_owner_graph_of_parquet_is_read_on_its_owner(dask_client2, tmp_pat
         source = int(edges["src"].iloc[0])
         reference.assert_distances(graph.bfs(source).compute(),
                                    reference.expected_bfs(edges, [source], directed=False))
+
+
+def test_an_owners_build_holds_its_cut_buckets_its_peers_buckets_and_its_csr():
+    """kron26 on 2 owners, int32 ids: per owner 2**30 stored edges of 8-byte pairs cut (its own
+    bucket stays), half as many received, a 4-byte-per-edge CSR; the input only when the build
+    reads it."""
+    rows, n = 2**30, 2**26
+    resident = GraphSize(rows=rows, n=n, directed=False, weighted=False, input_row_bytes=8)
+    edges, vertices = 2**30, 2**25
+    csr = 8 * (vertices + 1) + 4 * edges
+    assert resident.owner_build_bytes(2) == csr + 16 * vertices + 8 * edges + 4 * edges
+    read = GraphSize(rows=rows, n=n, directed=False, weighted=False, input_row_bytes=8,
+                     input_resident=False)
+    assert read.owner_build_bytes(2) - resident.owner_build_bytes(2) == 8 * rows // 2
+    assert read.owner_build_bytes(1) - resident.owner_build_bytes(1) == 8 * rows
+
+
+def test_a_read_edges_frame_is_sized_with_the_input_it_reads(tmp_path, monkeypatch):
+    import pandas as pd
+
+    import gpipe
+    from gpipe import build as builds
+    from gpipe.execution import InProcess
+
+    path = tmp_path / "edges.parquet"
+    pd.DataFrame({"src": [0, 1, 2], "dst": [1, 2, 0]}).astype("int32").to_parquet(path)
+    frame = gpipe.read_edges(path)
+    sizes = []
+    real = sizing.choose_owners
+
+    def spy(size, memory, requested):
+        sizes.append(size)
+        return real(size, memory, requested)
+
+    monkeypatch.setattr(sizing, "choose_owners", spy)
+    builds.build(InProcess(), frame, directed=True, src="src", dst="dst", weight=None)
+    assert sizes and not sizes[-1].input_resident and sizes[-1].input_row_bytes == 8

@@ -128,11 +128,9 @@ def _raise_on_repeat(values) -> None:
 
 def global_sources(graph, values) -> np.ndarray:
     """Global ids of the sources ``values``; InputError naming the first one not in the graph."""
-    from gpipe.graph import _present_sources
-
     built, executor = graph._built, graph._executor
     if built.ids is None:
-        return source_ids.checked(values, _present_sources(built.layout, built.present_bits, list(values)))
+        return source_ids.checked(values, source_ids.present(built.layout, built.present_bits, list(values)))
     located = executor.submit(source_ids.global_ids, built.backend, built.ids,
                               source_ids.InputIds(_object_values(values)))
     return np.asarray(executor.gather([located])[0], dtype=np.int64)
@@ -140,13 +138,11 @@ def global_sources(graph, values) -> np.ndarray:
 
 def global_targets(graph, values) -> np.ndarray:
     """Global ids of the targets ``values``, -1 for those not in the graph."""
-    from gpipe.graph import _present_sources
-
     built, executor = graph._built, graph._executor
     if values.size == 0:
         return np.empty(0, dtype=np.int64)
     if built.ids is None:
-        return np.asarray(_present_sources(built.layout, built.present_bits, list(values)), dtype=np.int64)
+        return np.asarray(source_ids.present(built.layout, built.present_bits, list(values)), dtype=np.int64)
     located = executor.submit(source_ids.locate, built.backend, built.ids, _object_values(values))
     return np.asarray(executor.gather([located])[0], dtype=np.int64)
 

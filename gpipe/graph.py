@@ -557,7 +557,7 @@ class Graph:
         built, executor = self._built, self._executor
         values = validate.sources(source, strings=built.string_ids, what=what)
         if built.ids is None:
-            return source_ids.checked(values, _present_sources(built.layout, built.present_bits, values),
+            return source_ids.checked(values, source_ids.present(built.layout, built.present_bits, values),
                                       what)
         if built.layout.n_owners == 1:
             return source_ids.InputIds(values)
@@ -586,16 +586,3 @@ class Graph:
             f"Graph({count}={built.layout.n}, edges={built.n_edges_input}, partitions={self.num_partitions}, "
             f"backend={self.backend!r}, weighted={self.weight is not None}, directed={self.directed})"
         )
-
-
-def _present_sources(layout, present_bits, values) -> np.ndarray:
-    """``values`` as global ids (ids are kept as they are), -1 for those not in the edge list."""
-    inside = np.array([0 <= v < layout.n for v in values], dtype=bool)
-    found = np.where(inside, np.array([v if ok else 0 for v, ok in zip(values, inside)], dtype=np.int64), -1)
-    owners = layout.owner_of(np.maximum(found, 0))
-    for p in np.unique(owners[inside]).tolist():
-        at = np.flatnonzero(inside & (owners == p))
-        local = found[at] - layout.offset(p)
-        present = (present_bits[p][local >> 3] >> (local & 7)) & 1
-        found[at[present == 0]] = -1
-    return found

@@ -260,6 +260,8 @@ def bar(client=None, out=None, widget=None):
     ...     g.sssp(0).compute()
     sssp from 0: [####################] 3 reached done, 0.0 s
     """
+    import sys
+
     from gpipe.progress_bar import ProgressBar
 
-    return ProgressBar(client=client, out=out, widget=widget)
+    return ProgressBar(sys.modules[__name__], client=client, out=out, widget=widget)

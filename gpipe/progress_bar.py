@@ -13,7 +13,6 @@ import sys
 import threading
 import time
 
-from gpipe import progress
 
 WIDTH = 20  # characters of one owner's bar in a terminal
 FLUSH_S = 0.5  # how long the end of a ``with`` block waits for the last traversal's end events
@@ -21,9 +20,12 @@ SUBSCRIBE_S = 2.0  # how long its start waits for the scheduler to take the subs
 
 
 class ProgressBar:
-    """The context manager behind :func:`gpipe.progress.bar` (see there)."""
+    """The context manager behind :func:`gpipe.progress.bar` (see there): ``events`` is the
+    module whose events it draws (:mod:`gpipe.progress`, which hands itself over: its
+    ``add_listener``, ``remove_listener``, ``follow`` and ``TOPIC``)."""
 
-    def __init__(self, client=None, out=None, widget=None):
+    def __init__(self, events, client=None, out=None, widget=None):
+        self.events = events
         self.client = client
         self.out = out
         self.widget = widget
@@ -36,17 +38,17 @@ class ProgressBar:
         client = self.client if self.client is not None else _active_client()
         use_widget = self.widget if self.widget is not None else _in_notebook()
         self._view = _Widget() if use_widget else _Terminal(self.out or sys.stderr)
-        progress.add_listener(self._event)
+        self.events.add_listener(self._event)
         if client is not None:
-            self._stop_following = progress.follow(client, self._event)
-            _wait_subscribed(client)
+            self._stop_following = self.events.follow(client, self._event)
+            _wait_subscribed(client, self.events.TOPIC)
         return self
 
     def __exit__(self, *exc):
         deadline = time.monotonic() + FLUSH_S
         while time.monotonic() < deadline and not self._all_done():
             time.sleep(0.01)
-        progress.remove_listener(self._event)
+        self.events.remove_listener(self._event)
         if self._stop_following is not None:
             self._stop_following()
         with self._lock:
@@ -165,20 +167,20 @@ class _Widget:
         pass
 
 
-def _subscribed(dask_scheduler, client_id):
+def _subscribed(dask_scheduler, client_id, topic):
     try:
-        return client_id in dask_scheduler._broker._topics[progress.TOPIC].subscribers
+        return client_id in dask_scheduler._broker._topics[topic].subscribers
     except AttributeError:  # Dask keeps them elsewhere now: do not wait
         return True
 
 
-def _wait_subscribed(client, timeout=SUBSCRIBE_S):
+def _wait_subscribed(client, topic, timeout=SUBSCRIBE_S):
     """Wait until the scheduler has taken this client's subscription (sent without an answer),
     so that the first traversal's start is not published before it."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            if client.run_on_scheduler(_subscribed, client_id=client.id):
+            if client.run_on_scheduler(_subscribed, client_id=client.id, topic=topic):
                 return
         except Exception:  # a scheduler without gpipe cannot run the check: do not wait
             return

@@ -62,3 +62,18 @@ def input_id(backend_name, ids, position):
     """The input id (a Python int or str) of global id ``position`` in the sorted ``ids``."""
     strings = backends.get(backend_name).strings
     return strings.at(ids, position) if strings.holds(ids) else ids[position].item()
+
+
+def present(layout, present_bits, values) -> np.ndarray:
+    """``values`` as global ids where a graph kept its input ids as they are, -1 for those not
+    in the edge list (out of the ids' range, or no edge's end): ``present_bits`` are the
+    owners' packed presence bits (``Built.present_bits``)."""
+    inside = np.array([0 <= v < layout.n for v in values], dtype=bool)
+    found = np.where(inside, np.array([v if ok else 0 for v, ok in zip(values, inside)], dtype=np.int64), -1)
+    owners = layout.owner_of(np.maximum(found, 0))
+    for p in np.unique(owners[inside]).tolist():
+        at = np.flatnonzero(inside & (owners == p))
+        local = found[at] - layout.offset(p)
+        bits = (present_bits[p][local >> 3] >> (local & 7)) & 1
+        found[at[bits == 0]] = -1
+    return found

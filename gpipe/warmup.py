@@ -49,7 +49,7 @@ def warmup(report=None) -> Warmed:
     kernel modules (or Numba's user-wide cache where that folder is read-only); run warmup with
     the same setting, and as the same user, as the queries that should find it.
     """
-    from gpipe.kernels import cpu_jit
+    from gpipe.kernels import cpu, cpu_jit  # noqa: F401 (cpu: declares every CPU kernel)
 
     started = time.perf_counter()
     warmed = Warmed(cpu=cpu_jit.compile_all(report), cache_dir=_cache_dir(cpu_jit))

@@ -134,7 +134,7 @@ def test_many_graphs_and_traversals_over_one_communicator(multigpu):
 
 def _one_step(channel, group, n_owners, held):
     """One NCCL step of an owner whose argument ``held`` its worker may have fetched first."""
-    from gpipe.owners.transport import open_transport
+    from gpipe.owners.connect import open_transport
 
     with open_transport(channel, group, n_owners, "gpu") as transport:
         counts, _ = transport.exchange("check", [float(held.size)], [None] * n_owners, ())

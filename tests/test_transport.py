@@ -13,7 +13,8 @@ import gpipe
 from gpipe.owners import messages, nccl, peers
 from gpipe.owners import run as owners_run
 from gpipe.owners.dask_comms import DaskTransport
-from gpipe.owners.transport import TransportLost, open_transport
+from gpipe.owners.connect import open_transport
+from gpipe.owners.transport import TransportLost
 from gpipe.partition import Layout
 from test_traverse import ThreadChannel
 

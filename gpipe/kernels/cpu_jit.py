@@ -70,13 +70,12 @@ def plain(array):
 
 
 def compile_all(report=None) -> list:
-    """Compile (or load from the cache) every declared signature of every entry point.
+    """Compile (or load from the cache) every declared signature of every entry point declared
+    so far: import :mod:`gpipe.kernels.cpu` first (it imports every CPU kernel module).
 
-    Imports the kernel modules first. ``report(name, signature, seconds)``, when given, is
-    called after each. Returns ``[(qualified name, signature, seconds)]``.
+    ``report(name, signature, seconds)``, when given, is called after each. Returns
+    ``[(qualified name, signature, seconds)]``.
     """
-    from gpipe.kernels import cpu  # noqa: F401 (imports every CPU kernel module)
-
     done = []
     for dispatcher, signatures in ENTRY_POINTS:
         name = f"{dispatcher.py_func.__module__}.{dispatcher.py_func.__qualname__}"

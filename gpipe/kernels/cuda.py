@@ -101,12 +101,6 @@ def grid(n_items_bound: int) -> tuple[int]:
     return (max(1, min(blocks, _max_blocks(cupy.cuda.runtime.getDevice()))),)
 
 
-def edge_end(indptr: cupy.ndarray, frontier: cupy.ndarray) -> cupy.ndarray:
-    """Inclusive prefix sum of the frontier's out-degrees (int64[k])."""
-    from gpipe.kernels import gpu_arrays  # gpu_arrays loads its kernels through this module
-
-    return gpu_arrays.cumsum_in_place(indptr[frontier + 1] - indptr[frontier])
-
 
 def empty(dtype=cupy.int64) -> cupy.ndarray:
     return cupy.empty(0, dtype=dtype)

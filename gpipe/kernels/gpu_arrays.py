@@ -271,3 +271,8 @@ def unique(values) -> cupy.ndarray:
     bits, ctype = _bits(ordered)
     _launch(_kernel("run_starts", ctype), ordered.size, (bits, np.int64(ordered.size), starts))
     return take(ordered, flatnonzero(starts))
+
+
+def edge_end(indptr: cupy.ndarray, frontier: cupy.ndarray) -> cupy.ndarray:
+    """Inclusive prefix sum of the frontier's out-degrees (int64[k])."""
+    return cumsum_in_place(indptr[frontier + 1] - indptr[frontier])

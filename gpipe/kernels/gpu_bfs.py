@@ -54,7 +54,7 @@ def bfs_expand(indptr, indices, offset, frontier, dist, parent, level, remote):
     if k == 0:
         return cuda.empty(), cuda.empty(), cuda.empty()
     frontier = cupy.ascontiguousarray(frontier)
-    edge_end = cuda.edge_end(indptr, frontier)
+    edge_end = gpu_arrays.edge_end(indptr, frontier)
     if remote:
         n_edges = int(edge_end[-1])  # one sync: the remote lists are sized by the edge count
         if n_edges == 0:

@@ -20,7 +20,7 @@ import functools
 import cupy
 import numpy
 
-from gpipe.kernels import cuda
+from gpipe.kernels import cuda, gpu_arrays
 
 _SOURCE = "bfs_owners.cu"
 _SCAN_BLOCK = 1024  # kScanBlock in bfs_owners.cu
@@ -80,7 +80,7 @@ def bfs_owner_top_down(indptr, indices, offset, frontier, dist, parent, level, c
         counters.set(start)
         if k == 0:
             return
-        edge_end = cuda.edge_end(indptr, frontier[:k])
+        edge_end = gpu_arrays.edge_end(indptr, frontier[:k])
         grid = cuda.grid(max(edges, 1))
     _kernel("bfs_owner_top_down", indices)(
         grid,

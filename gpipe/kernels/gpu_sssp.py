@@ -65,7 +65,7 @@ def sssp_relax(indptr, indices, weights, offset, frontier, frontier_dist, dist, 
         return empty
     frontier = cupy.ascontiguousarray(frontier)
     frontier_dist = cupy.ascontiguousarray(frontier_dist)
-    edge_end = cuda.edge_end(indptr, frontier)
+    edge_end = gpu_arrays.edge_end(indptr, frontier)
     if remote:
         n_edges = int(edge_end[-1])
         if n_edges == 0:

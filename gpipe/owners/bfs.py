@@ -24,7 +24,7 @@ from gpipe import progress
 from gpipe.errors import InputError
 from gpipe.outcome import report_end
 from gpipe.owners import messages
-from gpipe.owners.transport import open_transport
+from gpipe.owners.connect import open_transport
 from gpipe.partition import Layout, Partition
 from gpipe.result import BFS, owner_frame
 
@@ -98,7 +98,7 @@ BOTTOM_UP = "bottom-up"
 def bfs_owner(channel, part: Partition, ids, layout: Layout, local_sources, group,
               depth_limit, thresholds, with_stats, parents, vertex_dtype):
     """This owner's result frame of a BFS, expanded level by level in step with its peers over
-    the transport of ``group`` (:func:`gpipe.owners.transport.open_transport`); ``(frame, stats)``
+    the transport of ``group`` (:func:`gpipe.owners.connect.open_transport`); ``(frame, stats)``
     when ``with_stats`` (the stats of :func:`bfs_owner_arrays`). The parents are always kept
     while the levels run (the claims carry them); ``parents=False`` leaves them out of the
     frame."""

@@ -30,7 +30,7 @@ from gpipe.kernels import owner_state
 from gpipe.outcome import (cycle_check_due, has_parent_cycle, raise_if_negative_loop_reached,
                            report_end)
 from gpipe.owners import messages
-from gpipe.owners.transport import open_transport
+from gpipe.owners.connect import open_transport
 from gpipe.partition import Layout, Partition
 from gpipe.result import SSSP, owner_frame
 

@@ -21,7 +21,6 @@ owner's array module whose dtypes every owner knows from the step (see
 from __future__ import annotations
 
 import abc
-import contextlib
 
 import numpy as np
 
@@ -91,32 +90,6 @@ class Transport(abc.ABC):
         returns, copies where the send may still be under way."""
         return arrays
 
-
-
-@contextlib.contextmanager
-def open_transport(channel, group: str | None, n_owners: int, backend_name: str):
-    """This owner's transport for one traversal: NCCL over ``group`` when the graph has one
-    (:mod:`gpipe.owners.nccl`), else Dask's comms over ``channel``. On an error the NCCL
-    communicator is aborted and dropped (its peers may be blocked in a collective with this
-    owner; they hear of the failure through ``channel``), so the next query makes a new one.
-
-    Raises TransportLost when this worker no longer holds ``group``. The channel's own
-    lifecycle (flush, abort, close) is :func:`gpipe.owners.peers.run_owner`'s.
-    """
-    if group is None:
-        from gpipe.owners.dask_comms import DaskTransport
-
-        yield DaskTransport(channel, n_owners, backend_name)
-        return
-    from gpipe.owners import nccl
-
-    transport = nccl.transport_for(channel, group, n_owners)
-    try:
-        with transport.running():
-            yield transport
-    except BaseException:
-        nccl.drop(group)
-        raise
 
 
 def stack_counts(rows) -> np.ndarray:

@@ -51,7 +51,6 @@ distances are also compared with SciPy's (on the CPU, from a host copy of the CS
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import datetime
 import functools
@@ -72,9 +71,10 @@ import uuid
 import numpy as np
 
 from gpipe import backend as backends
-from gpipe import bench_memory
+from gpipe import bench_clusters, bench_memory
 from gpipe import execution, generators, traverse, verify
 from gpipe.errors import InputError
+from gpipe import graph as graphs
 from gpipe.graph import Graph
 from gpipe.result import BFS, SSSP
 
@@ -240,7 +240,7 @@ def run(*, scale=None, grid=None, edges=None, src="src", dst="dst", weight=None,
         from gpipe.cluster import cuda_protocol
 
         # dask-cuda names its workers by device, so it cannot put two on one GPU: plain workers.
-        shared_gpu = shared_gpu or _visible_gpus() == 1
+        shared_gpu = shared_gpu or bench_clusters.visible_gpus() == 1
         # Workers sharing one GPU: "auto" is TCP, measured faster there for BFS's small messages
         # and grid SSSP (BENCHMARKS.md), where UCX's CUDA IPC between two processes on one
         # device also logs mapping errors; UCX is for one worker per GPU.
@@ -265,7 +265,7 @@ def run(*, scale=None, grid=None, edges=None, src="src", dst="dst", weight=None,
         "argv": sys.argv,
         "options": options,
     }
-    with _cluster(backend_name, workers, shared_gpu, protocol) as client:
+    with bench_clusters.cluster(backend_name, workers, shared_gpu, protocol) as client:
         _Bench(spec, algos, backend_name, client, sources, repeat, seed, compare_scipy, end_to_end,
                build_repeat, scipy_check, tmpdir, report).run()
     report["machine"]["load_average_at_end"] = _load_average()
@@ -359,7 +359,7 @@ class _Bench:
     def run(self):
         report, spec = self.report, self.spec
         if self.backend == backends.GPU and self.client is None:
-            _use_pool()
+            bench_memory.use_pool()
         log.info("bench: generating/reading %s on %s", spec.name, self.backend)
         t0 = time.perf_counter()
         edges = self._edge_frame()
@@ -377,27 +377,27 @@ class _Bench:
         graph = None
         for i in range(self.build_repeat):
             graph = None
-            _free_pools(self.backend, self.client)
-            mark = _pool_mark_all(self.backend, self.client)
+            bench_memory.free_pools(self.backend, self.client)
+            mark = bench_memory.pool_mark_all(self.backend, self.client)
             sampled = bench_memory.Peaks(self.client) if self.backend == backends.GPU else None
             t0 = time.perf_counter()
             graph = Graph.from_edges(edges, directed=False, src=spec.src, dst=spec.dst, weight=spec.weight,
                                      partitions=self.report["options"]["partitions"])
             _sync_all(graph)
             seconds = time.perf_counter() - t0
-            peak = _pool_peak_all(graph, mark)
+            peak = bench_memory.pool_peak_all(graph, mark)
             builds.append({"time_s": seconds, "peak_device_bytes": peak,
                            "owner_peaks_sampled": _owner_peaks(graph, sampled.stop()) if sampled else None,
                            "first_in_process": i == 0 and not self.end_to_end})
             log.info("bench: build %d: %.3f s", i + 1, seconds)
         del edges
-        _free_pools(self.backend, self.client)
+        bench_memory.free_pools(self.backend, self.client)
 
         info = _graph_info(graph)
         report["graph"].update(vertices=info["n"], present_vertices=graph.num_vertices,
                                directed_edges=info["directed_edges"], graph_bytes=info["bytes"],
                                owners=graph.num_partitions,
-                               transport=("nccl" if graph._built.transport else "dask")
+                               transport=("nccl" if graphs.built_of(graph).transport else "dask")
                                if graph.num_partitions > 1 else None)
         peak = builds[-1]["peak_device_bytes"]
         report["build"] = {
@@ -450,14 +450,14 @@ class _Bench:
             result.update(algo=kind, backend=self.backend, workers=self.report["options"]["workers"],
                           owners=graph.num_partitions, validated=True)
             if (host_csr is not None and self.scipy_check and info["n"] <= SCIPY_CHECK_MAX_VERTICES
-                    and not graph._built.negative_weights):
+                    and not graphs.built_of(graph).negative_weights):
                 _check_with_scipy(host_csr, kind, int(chosen[0]), first_dist)
                 result["scipy_checked"] = True
             if self.report["options"].get("paths"):
                 result["path"] = _time_paths(graph, kind, input_ids, self.repeat, result["public_len_median_ms"])
                 if graph.num_partitions == 1:
-                    built = graph._built
-                    result["parents_memory"] = graph._executor.gather([graph._executor.submit(
+                    built = graphs.built_of(graph)
+                    result["parents_memory"] = graphs.executor_of(graph).gather([graphs.executor_of(graph).submit(
                         _parents_memory, built.parts[0], kind, int(chosen[0]), built.negative_weights,
                         owner=0)])[0]
             if self.compare_scipy:
@@ -533,7 +533,7 @@ class _Bench:
     # --- traversals from every source ---------------------------------------------------------
 
     def _one_owner(self, graph, kind, chosen, keep_first, scipy_csr=None):
-        ex, built = graph._executor, graph._built
+        ex, built = graphs.executor_of(graph), graphs.built_of(graph)
         handle = ex.submit(_time_one_owner, built.parts[0], kind, chosen, self.repeat,
                            built.negative_weights, keep_first, scipy_csr, owner=0)
         return ex.gather([handle])[0]
@@ -546,12 +546,12 @@ class _Bench:
             times, peaks = [], []
             for _ in range(self.repeat):
                 frames = None
-                mark = _pool_mark_all(self.backend, self.client)
+                mark = bench_memory.pool_mark_all(self.backend, self.client)
                 t0 = time.perf_counter()
                 frames = _traverse_frames(graph, kind, chosen[i:i + 1])
                 times.append(time.perf_counter() - t0)
-                peaks.append(_pool_peak_all(graph, mark))
-            frame = graph._frame(frames, kind).compute()
+                peaks.append(bench_memory.pool_peak_all(graph, mark))
+            frame = graphs.result_frame(graph, frames, kind).compute()
             stats, dist = _check_frame(graph, kind, frame, chosen[i:i + 1])
             if i == 0 and keep_first:
                 result["first_dist"] = dist
@@ -583,7 +583,7 @@ class _Bench:
                     if weight is None:  # read_edges would keep a column named "weight"
                         frame = frame[[spec.src, spec.dst]]
                     frame = execution.current(self.client).persist(frame)
-                    _sync(self.backend)
+                    bench_memory.sync(self.backend)
                     phases["read_persist_s"] = _lap(t0)
                     t0 = time.perf_counter()
                     graph = Graph.from_edges(frame, directed=False, src=spec.src, dst=spec.dst, weight=weight,
@@ -597,7 +597,7 @@ class _Bench:
                     handles = _frame_handles(graph, kind, out["source"])
                     phases["traverse_s"] = _lap(t0)
                     t0 = time.perf_counter()
-                    result = graph._frame(handles, kind).compute()
+                    result = graphs.result_frame(graph, handles, kind).compute()
                     phases["result_s"] = _lap(t0)
                     phases["total_s"] = sum(phases.values())
                     phases["result_rows"] = len(result)
@@ -606,7 +606,7 @@ class _Bench:
                     if label == "warm":
                         frames.append((kind, _to_pandas(result)))
                     del result, handles, graph, frame
-                    _free_pools(self.backend, self.client)
+                    bench_memory.free_pools(self.backend, self.client)
         return out, frames
 
 
@@ -694,9 +694,7 @@ def _add_weights(frame, seed, partition_info=None):
     """``frame`` with a ``weight`` column of integers 1..255 (float64), drawn on its device."""
     number = partition_info["number"] if partition_info else 0
     be = backends.get(backends.name_of_frame(frame))
-    rng = generators._Random(be.xp, seed + 1 + number)
-    values = rng.integers(generators.WEIGHT_LOW, generators.WEIGHT_HIGH + 1, len(frame)).astype("float64")
-    return frame.assign(weight=values)
+    return frame.assign(weight=generators.integer_weights(len(frame), seed + 1 + number, be.xp))
 
 
 def _time_one_owner(part, kind, chosen, repeat, negative_weights, keep_first, scipy_csr=None):
@@ -711,20 +709,20 @@ def _time_one_owner(part, kind, chosen, repeat, negative_weights, keep_first, sc
 
     t0 = time.perf_counter()
     dist, parent = traversal(int(chosen[0]))
-    _sync(part.backend)
+    bench_memory.sync(part.backend)
     result = {"warmup_s": time.perf_counter() - t0, "sources": [], "first_dist": None}
     for i, source in enumerate(chosen):
         source = int(source)
         times = []
         dist = parent = None  # the previous arrays are not live while the next run is measured
-        mark = _pool_mark(part.backend)
+        mark = bench_memory.pool_mark(part.backend)
         for _ in range(repeat):
             dist = parent = None
             t0 = time.perf_counter()
             dist, parent = traversal(source)
-            _sync(part.backend)
+            bench_memory.sync(part.backend)
             times.append(time.perf_counter() - t0)
-        peak = _pool_peak(part.backend, mark)
+        peak = bench_memory.pool_peak(part.backend, mark)
         stats = verify.check_traversal_arrays(xp, part.indptr, part.indices, part.weights if kind == SSSP else None,
                                               dist, parent, [source])
         if i == 0 and keep_first:
@@ -792,94 +790,11 @@ def _input_id(value):
     return value if isinstance(value, str) else int(value)
 
 
-# --- the device: synchronization and CuPy's memory pool (the only GPU-specific code here) ---
-
-
-def _sync(backend_name):
-    """Wait for the device's queued work: kernels run asynchronously to the clock."""
-    if backend_name == backends.GPU:
-        import cupy
-
-        cupy.cuda.get_current_stream().synchronize()
-
-
-def _use_pool():
-    """Allocate CuPy arrays from CuPy's default pool in this process, so its high-water marks
-    are the peak memory figures (cuDF's own allocations go through RMM and are not counted)."""
-    import cupy
-
-    cupy.cuda.set_allocator(cupy.get_default_memory_pool().malloc)
-
-
-def _pool():
-    """CuPy's default memory pool, or None when CuPy allocates through something else (RMM)."""
-    import cupy
-
-    pool = cupy.get_default_memory_pool()
-    return pool if getattr(cupy.cuda.get_allocator(), "__self__", None) is pool else None
-
-
-def _pool_mark(backend_name):
-    """Free the pool's cached blocks; return the bytes still live (None on CPU)."""
-    if backend_name != backends.GPU or _pool() is None:
-        return None
-    _sync(backend_name)
-    pool = _pool()
-    pool.free_all_blocks()
-    return pool.used_bytes()
-
-
-def _pool_peak(backend_name, mark):
-    """Pool bytes allocated since :func:`_pool_mark`: the step's high-water mark, approximately."""
-    if mark is None:
-        return None
-    return int(_pool().total_bytes() - mark)
-
-
-def _free_pools(backend_name, client):
-    if backend_name == backends.GPU:
-        _pool_mark(backend_name)
-        if client is not None:
-            client.run(_pool_mark, backend_name)
-
-
-# ---------------------------------------------------------------------------------------------
-# Helpers that run here and reach the owners through the graph's executor.
-
-
-def _pool_mark_all(backend_name, client):
-    """Per worker (or for this process): the bytes live after freeing the cached blocks."""
-    if backend_name != backends.GPU:
-        return None
-    if client is None:
-        return {None: _pool_mark(backend_name)}
-    return client.run(_pool_mark, backend_name)
-
-
-def _pool_peak_all(graph, mark):
-    """Sum over devices of the pool's growth since ``mark`` (None on CPU or without CuPy's pool)."""
-    if mark is None:
-        return None
-    backend_name = graph.backend
-    if list(mark) == [None]:
-        return _pool_peak(backend_name, mark[None])
-    client = graph._executor.client
-    peaks = client.run(_pool_total)
-    if any(m is None for m in mark.values()):
-        return None
-    return int(sum(peaks[w] - mark[w] for w in mark))
-
-
-def _pool_total():
-    pool = _pool()
-    return pool.total_bytes() if pool is not None else 0
-
-
 def _owner_peaks(graph, peaks: dict) -> list:
     """The sampled build peaks (:mod:`gpipe.bench_memory`) of the graph's owners, in owner order."""
     if list(peaks) == [None]:
         return [peaks[None]]
-    return [peaks.get(address) for address in graph._executor.workers[:graph.num_partitions]]
+    return [peaks.get(address) for address in graphs.executor_of(graph).workers[:graph.num_partitions]]
 
 
 def _build_estimate(graph, rows, weighted, input_bytes) -> int:
@@ -887,7 +802,7 @@ def _build_estimate(graph, rows, weighted, input_bytes) -> int:
     build to peak at, for this graph on its owners."""
     from gpipe import sizing
 
-    size = sizing.GraphSize(rows=rows, n=graph._built.layout.n, directed=False, weighted=weighted,
+    size = sizing.GraphSize(rows=rows, n=graphs.built_of(graph).layout.n, directed=False, weighted=weighted,
                             input_row_bytes=input_bytes // max(rows, 1))
     return size.owner_build_bytes(graph.num_partitions)
 
@@ -897,12 +812,12 @@ def _sync_all(graph):
     tasks end when their result frames are final on the device (``result.owner_frame``)."""
     if graph.backend != backends.GPU:
         return
-    ex = graph._executor
-    ex.gather([ex.submit(_sync, graph.backend, owner=p) for p in range(graph.num_partitions)])
+    ex = graphs.executor_of(graph)
+    ex.gather([ex.submit(bench_memory.sync, graph.backend, owner=p) for p in range(graph.num_partitions)])
 
 
 def _graph_info(graph):
-    ex, parts = graph._executor, graph._built.parts
+    ex, parts = graphs.executor_of(graph), graphs.built_of(graph).parts
     infos = ex.gather([ex.submit(_part_info, part, owner=p) for p, part in enumerate(parts)])
     return {"n": infos[0]["n"], "directed_edges": sum(i["directed_edges"] for i in infos),
             "bytes": sum(i["bytes"] for i in infos), "per_owner": infos}
@@ -910,7 +825,7 @@ def _graph_info(graph):
 
 def _pick_sources(graph, count, seed, first_input_id=None) -> np.ndarray:
     """Global ids of ``count`` random non-isolated vertices (seeded); ``first_input_id`` first."""
-    ex, parts = graph._executor, graph._built.parts
+    ex, parts = graphs.executor_of(graph), graphs.built_of(graph).parts
     counts = ex.gather([ex.submit(_nonisolated_count, part, owner=p) for p, part in enumerate(parts)])
     total = sum(counts)
     if total == 0:
@@ -936,20 +851,20 @@ def _pick_sources(graph, count, seed, first_input_id=None) -> np.ndarray:
 
 
 def _global_ids(graph, input_ids) -> np.ndarray:
-    return graph._global_sources(list(input_ids))
+    return graphs.global_sources(graph, list(input_ids))
 
 
 def _input_ids(graph, global_ids) -> np.ndarray:
-    built = graph._built
+    built = graphs.built_of(graph)
     if built.ids is None:
         return np.asarray(global_ids, dtype=np.int64)
-    ex = graph._executor
+    ex = graphs.executor_of(graph)
     return ex.gather([ex.submit(_host_ids, built.backend, built.ids)])[0][np.asarray(global_ids)]
 
 
 def _traverse_frames(graph, kind, global_sources):
     """What ``graph.bfs``/``graph.sssp`` runs, up to the per-owner result partitions, waited for."""
-    ex, built = graph._executor, graph._built
+    ex, built = graphs.executor_of(graph), graphs.built_of(graph)
     if kind == BFS:
         frames = traverse.bfs(ex, built, np.asarray(global_sources, dtype=np.int64), None)
     else:
@@ -1012,13 +927,13 @@ def _parents_memory(part, kind, source, negative_weights) -> dict:
     pool's high-water (GPU, None on CPU) and the result arrays' bytes."""
     out = {}
     for label, parents in (("parents", True), ("no_parents", False)):
-        mark = _pool_mark(part.backend)
+        mark = bench_memory.pool_mark(part.backend)
         if kind == BFS:
             dist, parent = traverse.bfs_arrays(part, [source], parents=parents)
         else:
             dist, parent = traverse.sssp_arrays(part, [source], negative_weights, parents=parents)
-        _sync(part.backend)
-        out[label] = {"peak_device_bytes": _pool_peak(part.backend, mark),
+        bench_memory.sync(part.backend)
+        out[label] = {"peak_device_bytes": bench_memory.pool_peak(part.backend, mark),
                       "array_bytes": int(dist.nbytes + (parent.nbytes if parent is not None else 0))}
         dist = parent = None
     return out
@@ -1028,7 +943,7 @@ def _owner_steps(graph, kind, global_sources):
     """Per owner, what one more (untimed) traversal did step by step, as a dict with ``steps``,
     ``rounds``, ``bytes_sent``, ``labels``, ``kernel_s`` and ``wait_s`` (BFS: one step a level,
     labelled with its direction)."""
-    ex, built = graph._executor, graph._built
+    ex, built = graphs.executor_of(graph), graphs.built_of(graph)
     handles = []
     sources = np.asarray(global_sources, dtype=np.int64)
     if kind == SSSP:
@@ -1060,7 +975,7 @@ def _owner_summary(rows) -> str:
 
 def _frame_handles(graph, kind, input_id):
     """The public query's work, through the same driver: source lookup, traversal, wait."""
-    return _traverse_frames(graph, kind, graph._global_sources(input_id))
+    return _traverse_frames(graph, kind, graphs.global_sources(graph, input_id))
 
 
 def _check_frame(graph, kind, frame, global_sources):
@@ -1069,7 +984,7 @@ def _check_frame(graph, kind, frame, global_sources):
     Returns the summed statistics and the distances (host, dense, global ids).
     """
     frame = _to_pandas(frame)
-    built = graph._built
+    built = graphs.built_of(graph)
     n = built.layout.n
     parent_ids = frame["parent"]
     has_parent = parent_ids.notna().to_numpy()
@@ -1098,7 +1013,7 @@ def _check_frame(graph, kind, frame, global_sources):
         dist[position] = distance.to_numpy(dtype=np.float64, na_value=np.inf)
     parent = np.full(n, -1, dtype=np.int64)
     parent[position] = np.where(has_parent, parent_global, -1)
-    ex = graph._executor
+    ex = graphs.executor_of(graph)
     checks = ex.gather([
         ex.submit(_check_owner, part, kind, dist, parent, np.asarray(global_sources), owner=p)
         for p, part in enumerate(built.parts)
@@ -1130,10 +1045,10 @@ def _host_csr(graph):
     """The whole graph as one SciPy CSR matrix on the host (int32 indices where they fit)."""
     import scipy.sparse as sp
 
-    ex, parts = graph._executor, graph._built.parts
+    ex, parts = graphs.executor_of(graph), graphs.built_of(graph).parts
     pieces = ex.gather([ex.submit(_host_part, part, owner=p) for p, part in enumerate(parts)])
     pieces.sort(key=lambda piece: piece[0])
-    n = graph._built.layout.n
+    n = graphs.built_of(graph).layout.n
     nnz = sum(len(piece[2]) for piece in pieces)
     index = np.int32 if max(n, nnz) < 2**31 else np.int64
     starts = np.cumsum([0] + [len(piece[2]) for piece in pieces])
@@ -1270,40 +1185,6 @@ def _git_commit():
         return (head + ("-dirty" if changes else "")) or None
     except (OSError, subprocess.SubprocessError):
         return None
-
-
-@contextlib.contextmanager
-def _cluster(backend_name, workers, shared_gpu=False, protocol="tcp"):
-    """A local cluster of ``workers`` workers, current while the bench runs; None for 0.
-    ``protocol``, resolved already, is "tcp" or "ucx"."""
-    if not workers:
-        yield None
-        return
-    from distributed import Client, LocalCluster
-
-    from gpipe.cluster import start_local_cluster
-
-    if backend_name == backends.GPU and shared_gpu:
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                               dashboard_address=None, protocol=protocol,
-                               env={"CUDA_VISIBLE_DEVICES": "0"})
-        client = Client(cluster, set_as_default=False)
-    else:
-        cluster, client = start_local_cluster("cuda" if backend_name == backends.GPU else "cpu",
-                                              n_workers=workers, dashboard=False, protocol=protocol)
-    try:
-        client.wait_for_workers(workers)
-        with client.as_current():
-            yield client
-    finally:
-        client.close()
-        cluster.close()
-
-
-def _visible_gpus() -> int:
-    import cupy
-
-    return int(cupy.cuda.runtime.getDeviceCount())
 
 
 def _target(report, result):

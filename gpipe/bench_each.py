@@ -31,7 +31,8 @@ import time
 import numpy as np
 
 from gpipe import backend as backends
-from gpipe import generators
+from gpipe import bench_clusters, bench_memory, generators
+from gpipe import graph as graphs
 from gpipe.graph import Graph
 
 REPEAT = 3  # timed runs of each query after a first one (compilation, first-touch memory); median
@@ -68,16 +69,14 @@ def run(*, scale, each, targets=0, algo="bfs", backend="auto", workers=0, seed=0
     dict
         ``graph``, ``rows`` (one per timed query) and the settings.
     """
-    from gpipe.bench import _cluster, _visible_gpus
-
     backend_name = backends.resolve(backend)
     # dask-cuda cannot put two workers on one GPU: with one visible, plain workers share it.
-    shared_gpu = backend_name == backends.GPU and workers >= 2 and _visible_gpus() == 1
+    shared_gpu = backend_name == backends.GPU and workers >= 2 and bench_clusters.visible_gpus() == 1
     algos = ["bfs", "sssp"] if algo == "both" else [algo]
     weighted = "sssp" in algos
     report = {"scale": scale, "each": each, "targets": targets, "backend": backend_name,
               "workers": workers, "shared_gpu": shared_gpu, "rows": []}
-    with _cluster(backend_name, workers, shared_gpu) as client:
+    with bench_clusters.cluster(backend_name, workers, shared_gpu) as client:
         xp = "cupy" if backend_name == backends.GPU else "numpy"
         edges = generators.kronecker_edges(scale, seed=seed, weights=weighted, xp=xp)
         started = time.perf_counter()
@@ -161,17 +160,15 @@ def _time_parquet(graph, sources, client, tmpdir) -> dict:
     """``bfs_each(depth_limit=2).to_parquet``: rows per second and peak memory."""
     import dask.dataframe as dd
 
-    from gpipe.bench import _pool_mark_all, _pool_peak_all
-
     with tempfile.TemporaryDirectory(dir=tmpdir) as directory:
         path = os.path.join(directory, "each")
-        mark = _pool_mark_all(graph.backend, client)
+        mark = bench_memory.pool_mark_all(graph.backend, client)
         with _rss_peak(client) as peak:
             started = time.perf_counter()
             graph.bfs_each(sources, depth_limit=2).to_parquet(path)
             seconds = time.perf_counter() - started
         rows = len(dd.read_parquet(path))
-        device_peak = _pool_peak_all(graph, mark)
+        device_peak = bench_memory.pool_peak_all(graph, mark)
     return {"query": "bfs_each depth_limit=2 to_parquet", "sources": len(sources), "rows": rows,
             "total_s": seconds, "rows_per_s": rows / seconds, "per_source_ms": 1e3 * seconds / len(sources),
             "peak_bytes": device_peak if device_peak is not None else peak["bytes"],
@@ -245,8 +242,8 @@ def _host_csr(graph):
     """The one-owner graph's CSR as a SciPy matrix on the host (weights, or ones)."""
     import scipy.sparse as sp
 
-    ex = graph._executor
-    indptr, indices, weights = ex.gather([ex.submit(_csr_arrays, graph._built.parts[0], owner=0)])[0]
+    ex = graphs.executor_of(graph)
+    indptr, indices, weights = ex.gather([ex.submit(_csr_arrays, graphs.built_of(graph).parts[0], owner=0)])[0]
     n = len(indptr) - 1
     data = weights if weights is not None else np.ones(len(indices), dtype=np.float32)
     return sp.csr_matrix((data, indices, indptr), shape=(n, n))

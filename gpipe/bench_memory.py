@@ -1,4 +1,5 @@
-"""``gpipe bench``: the device memory a step peaks at, per worker, whatever allocates it.
+"""``gpipe bench``: the device memory a step peaks at, per worker: sampled whatever allocates
+it, and CuPy's memory pool (the bench's only GPU-specific code beside its kernels' calls).
 
 CuPy's pool shows only what CuPy allocates; on a dask-cuda worker cuDF allocates through RMM
 and the pool may be RMM's too. So each worker (or this process, without a cluster) samples the
@@ -10,6 +11,9 @@ memory in use when sampling began. A spike shorter than the sampling period can 
 from __future__ import annotations
 
 import threading
+
+from gpipe import backend as backends
+from gpipe.graph import executor_of
 
 SAMPLE_S = 0.005
 
@@ -71,3 +75,81 @@ class Peaks:
         if self.client is None:
             return {None: stop()}
         return self.client.run(stop)
+
+
+def sync(backend_name):
+    """Wait for the device's queued work: kernels run asynchronously to the clock."""
+    if backend_name == backends.GPU:
+        import cupy
+
+        cupy.cuda.get_current_stream().synchronize()
+
+
+def use_pool():
+    """Allocate CuPy arrays from CuPy's default pool in this process, so its high-water marks
+    are the peak memory figures (cuDF's own allocations go through RMM and are not counted)."""
+    import cupy
+
+    cupy.cuda.set_allocator(cupy.get_default_memory_pool().malloc)
+
+
+def pool():
+    """CuPy's default memory pool, or None when CuPy allocates through something else (RMM)."""
+    import cupy
+
+    pool = cupy.get_default_memory_pool()
+    return pool if getattr(cupy.cuda.get_allocator(), "__self__", None) is pool else None
+
+
+def pool_mark(backend_name):
+    """Free the pool's cached blocks; return the bytes still live (None on CPU)."""
+    if backend_name != backends.GPU or pool() is None:
+        return None
+    sync(backend_name)
+    pool = pool()
+    pool.free_all_blocks()
+    return pool.used_bytes()
+
+
+def pool_peak(backend_name, mark):
+    """Pool bytes allocated since :func:`pool_mark`: the step's high-water mark, approximately."""
+    if mark is None:
+        return None
+    return int(pool().total_bytes() - mark)
+
+
+def free_pools(backend_name, client):
+    if backend_name == backends.GPU:
+        pool_mark(backend_name)
+        if client is not None:
+            client.run(pool_mark, backend_name)
+
+
+
+
+def pool_mark_all(backend_name, client):
+    """Per worker (or for this process): the bytes live after freeing the cached blocks."""
+    if backend_name != backends.GPU:
+        return None
+    if client is None:
+        return {None: pool_mark(backend_name)}
+    return client.run(pool_mark, backend_name)
+
+
+def pool_peak_all(graph, mark):
+    """Sum over devices of the pool's growth since ``mark`` (None on CPU or without CuPy's pool)."""
+    if mark is None:
+        return None
+    backend_name = graph.backend
+    if list(mark) == [None]:
+        return pool_peak(backend_name, mark[None])
+    client = executor_of(graph).client
+    peaks = client.run(pool_total)
+    if any(m is None for m in mark.values()):
+        return None
+    return int(sum(peaks[w] - mark[w] for w in mark))
+
+
+def pool_total():
+    pool = pool()
+    return pool.total_bytes() if pool is not None else 0

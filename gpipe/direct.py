@@ -74,7 +74,7 @@ def _run_on_worker(worker, fn, values, query=None):
     from gpipe import progress
 
     _worker_cvar.set(worker)  # this thread's own copy of the context
-    progress._query.set(query)
+    progress.set_query(query)
     return run_task(fn, *values)
 
 

@@ -126,9 +126,9 @@ def _raise_on_repeat(values) -> None:
         raise InputError(f"source vertex {plain(value)!r} is given more than once")
 
 
-def global_sources(graph, values) -> np.ndarray:
-    """Global ids of the sources ``values``; InputError naming the first one not in the graph."""
-    built, executor = graph._built, graph._executor
+def global_sources(built, executor, values) -> np.ndarray:
+    """Global ids of the sources ``values`` of the graph ``built`` (run by ``executor``);
+    InputError naming the first one not in the graph."""
     if built.ids is None:
         return source_ids.checked(values, source_ids.present(built.layout, built.present_bits, list(values)))
     located = executor.submit(source_ids.global_ids, built.backend, built.ids,
@@ -136,9 +136,8 @@ def global_sources(graph, values) -> np.ndarray:
     return np.asarray(executor.gather([located])[0], dtype=np.int64)
 
 
-def global_targets(graph, values) -> np.ndarray:
-    """Global ids of the targets ``values``, -1 for those not in the graph."""
-    built, executor = graph._built, graph._executor
+def global_targets(built, executor, values) -> np.ndarray:
+    """Global ids of the targets ``values`` of the graph ``built``, -1 for those not in it."""
     if values.size == 0:
         return np.empty(0, dtype=np.int64)
     if built.ids is None:
@@ -177,26 +176,26 @@ def target_column(backend_name, values, vertex_dtype):
 # ---------------------------------------------------------------------------------------------
 
 
-def frame(graph, kind: str, sources, *, limit, targets, parents: bool):
-    """The lazy Dask DataFrame of a per-source query (see :meth:`gpipe.Graph.bfs_each`)."""
+def frame(built, executor, kind: str, sources, *, directed: bool, limit, targets, parents: bool):
+    """The lazy Dask DataFrame of a per-source query of the graph ``built`` (run by
+    ``executor``; see :meth:`gpipe.Graph.bfs_each`)."""
     import dask
     import dask.dataframe as dd
 
-    built = graph._built
     values = source_values(sources, strings=built.string_ids)
     target_values = None
     if targets is not None:
         target_values = source_values(targets, strings=built.string_ids, what="target")
     query = Query(kind, built.backend, built.vertex_dtype, limit, parents, built.negative_weights,
-                  None, None, undirected=not graph.directed)
+                  None, None, undirected=not directed)
     if target_values is not None:
-        query = replace(query, targets=global_targets(graph, target_values),
+        query = replace(query, targets=global_targets(built, executor, target_values),
                         target_column=target_column(built.backend, target_values, built.vertex_dtype))
     empty = meta(query)
     if values.size == 0:
         return dd.from_pandas(empty, npartitions=1) if built.backend == backends.CPU else \
             dd.from_pandas(empty.to_pandas(), npartitions=1).to_backend("cudf")
-    found = global_sources(graph, values)
+    found = global_sources(built, executor, values)
     kernels = backends.get(built.backend).kernels
     width = kernels.BFS_BATCH_WIDTH if kind == BFS else getattr(kernels, "SSSP_BATCH_WIDTH",
                                                                  kernels.BFS_BATCH_WIDTH)
@@ -219,7 +218,7 @@ def frame(graph, kind: str, sources, *, limit, targets, parents: bool):
                  for i, (batch, key) in enumerate(zip(batches, keys))]
     else:
         stub = replace(built, ids=None, executor=None, present_bits=None, parts=None, replicas=None)
-        batch_fn = MultiOwnerBatch(stub, built.parts, built.ids, list(graph._executor.workers))
+        batch_fn = MultiOwnerBatch(stub, built.parts, built.ids, list(executor.workers))
         tasks = [dask.delayed(batch_fn, pure=False)(batch, values[i * width:(i + 1) * width], query,
                                                     dask_key_name=key)
                  for i, (batch, key) in enumerate(zip(batches, keys))]

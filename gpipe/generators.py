@@ -159,7 +159,7 @@ def kronecker_share(scale, share, shares, edge_factor=16, *, a=0.57, b=0.19, c=0
     relabel = _Random(xp, seed).permutation(n).astype(id_dtype)
     columns = {"src": relabel[columns["src"]], "dst": relabel[columns["dst"]]}
     if weights:
-        columns["weight"] = _Random(xp, own + 1).integers(WEIGHT_LOW, WEIGHT_HIGH + 1, rows).astype(xp.float64)
+        columns["weight"] = integer_weights(rows, own + 1, xp)
     return _frame(xp, columns) if frame else columns
 
 
@@ -183,6 +183,12 @@ def _rmat_columns(xp, rng, scale, m, a, b, c):
         src += src_bit * bit
         dst += dst_bit * bit
     return {"src": src, "dst": dst}
+
+
+def integer_weights(count, seed, xp):
+    """``count`` weights drawn uniformly from the integers WEIGHT_LOW..WEIGHT_HIGH, as float64,
+    from ``seed``, on the array module ``xp`` (the generators' own draw)."""
+    return _Random(xp, seed).integers(WEIGHT_LOW, WEIGHT_HIGH + 1, count).astype(xp.float64)
 
 
 def grid_edges(side, *, weights=False, seed=0, xp=None, frame=True):

@@ -400,7 +400,8 @@ class Graph:
         depth_limit = validate.depth_limit(depth_limit)
         parents = validate.flag(parents, "parents")
         self._ready()
-        return self._recorded(each.frame(self, result.BFS, sources,
+        return self._recorded(each.frame(self._built, self._executor, result.BFS, sources,
+                                         directed=self.directed,
                                          limit=-1 if depth_limit is None else depth_limit,
                                          targets=targets, parents=parents))
 
@@ -456,7 +457,8 @@ class Graph:
         max_distance = validate.max_distance(max_distance)
         parents = validate.flag(parents, "parents")
         self._ready()
-        return self._recorded(each.frame(self, result.SSSP, sources, limit=max_distance,
+        return self._recorded(each.frame(self._built, self._executor, result.SSSP, sources,
+                                         directed=self.directed, limit=max_distance,
                                          targets=targets, parents=parents))
 
     def _ready(self) -> None:
@@ -586,3 +588,28 @@ class Graph:
             f"Graph({count}={built.layout.n}, edges={built.n_edges_input}, partitions={self.num_partitions}, "
             f"backend={self.backend!r}, weighted={self.weight is not None}, directed={self.directed})"
         )
+
+
+# --- what gpipe's own layers take from a Graph (gpipe.each, the bench); not public API -------
+
+
+def built_of(graph: Graph):
+    """What ``graph`` was built into (:class:`gpipe.build.Built`: partitions, layout, ids)."""
+    return graph._built
+
+
+def executor_of(graph: Graph):
+    """The :class:`gpipe.execution.Executor` that runs ``graph``'s work on its owners."""
+    return graph._executor
+
+
+def result_frame(graph: Graph, frames: list, kind: str, parents: bool = True):
+    """The Dask DataFrame of the per-owner result ``frames`` of a ``kind`` traversal of
+    ``graph``, as its queries return it."""
+    return graph._frame(frames, kind, parents)
+
+
+def global_sources(graph: Graph, source) -> np.ndarray:
+    """Global ids of the input ids in ``source``; InputError naming the first one not in the
+    graph."""
+    return graph._global_sources(source)

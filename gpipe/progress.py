@@ -57,6 +57,12 @@ def query(info: dict | None):
         _query.reset(token)
 
 
+def set_query(info: dict | None) -> None:
+    """Make ``info`` the :func:`current_query` of this context from now on (a thread that runs
+    a query another process started: its context is its own copy)."""
+    _query.set(info)
+
+
 def current_query() -> dict | None:
     """The ``info`` of the innermost :func:`query` context, else None."""
     return _query.get()

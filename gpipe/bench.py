@@ -20,7 +20,7 @@ What is timed (all clocks are ``time.perf_counter`` in the process that runs the
   cluster each query starts ``CLIENT_BATCH_S`` after the last (Dask's client batches its
   messages to the scheduler 10 ms apart), and ``len()`` is also timed back to back.
 * **Ids** (``ids``): a generated graph's ids are ``dense`` (``0..n-1``, kept as they are),
-  ``sparse`` (``id * SPARSE_STRIDE + SPARSE_BASE``: renumbered through the sorted distinct ids)
+  ``sparse`` (``id * bench_graphs.SPARSE_STRIDE + bench_graphs.SPARSE_BASE``: renumbered through the sorted distinct ids)
   or ``string`` (each id's decimal text: renumbered the same way, with string lookups), so the
   cost of renumbering, and of strings, is reported beside the same graph's integer ids. The ids
   are changed before the build's clock starts.
@@ -45,24 +45,19 @@ own CSR bytes to it. On CPU the figure is the CSR's bytes plus the result arrays
 Validation: every traversal's arrays are checked where they live by
 :func:`gpipe.verify.check_traversal_arrays` (vectorized, chunked over the edges, no host copy
 of the graph); with several owners each owner checks its own rows against the computed
-result. Where the graph has at most ``SCIPY_CHECK_MAX_VERTICES`` vertices, the first source's
+result. Where the graph has at most ``bench_checks.SCIPY_CHECK_MAX_VERTICES`` vertices, the first source's
 distances are also compared with SciPy's (on the CPU, from a host copy of the CSR).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import functools
 import json
 import logging
 import operator
 import os
-import platform
-import shlex
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -71,38 +66,24 @@ import uuid
 import numpy as np
 
 from gpipe import backend as backends
-from gpipe import bench_clusters, bench_memory
+from gpipe import bench_checks, bench_clusters, bench_graphs, bench_memory, bench_report
 from gpipe import execution, generators, traverse, verify
 from gpipe.errors import InputError
 from gpipe import graph as graphs
 from gpipe.graph import Graph
+from gpipe.bench_report import TARGETS, format_table  # noqa: F401 (the bench's own API)
 from gpipe.result import BFS, SSSP
 
 __all__ = ["run", "main", "format_table", "TARGETS"]
 
 log = logging.getLogger("gpipe.bench")
 
-SCIPY_CHECK_MAX_VERTICES = 2**22
 
-# The targets the benchmark is used to check: (graph, algorithm, backend) -> (figure, bound).
-# "median_ms" must be at most the bound, "scipy_ratio" at least.
-TARGETS = {
-    ("kron25", "bfs", "gpu"): ("median_ms", 10.0),
-    ("kron27", "bfs", "gpu"): ("median_ms", 50.0),
-    ("grid215", "bfs", "gpu"): ("median_ms", 10.0),
-    ("kron22", "sssp", "gpu"): ("median_ms", 20.0),
-    ("kron25", "sssp", "gpu"): ("median_ms", 150.0),
-    ("kron20", "bfs", "cpu"): ("scipy_ratio", 7.0),
-    ("kron20", "sssp", "cpu"): ("scipy_ratio", 3.0),
-}
 # Dask's client sends to the scheduler at most once per 10 ms (its BatchedSend): a query made
 # within that window after the previous one's messages waits for it. Queries on a cluster are
 # timed this long after the previous one ended, as queries typed or scheduled one at a time
 # are; the JSON also has them back to back.
 CLIENT_BATCH_S = 0.015
-# End to end, warm, total seconds; and the build alone: seconds and peak / input bytes.
-E2E_TARGETS = {("kron24", "gpu"): 1.0}
-BUILD_TARGETS = {("kron23", "gpu"): (0.4, 2.5)}
 
 
 def _kernels_only(function):
@@ -222,8 +203,8 @@ def run(*, scale=None, grid=None, edges=None, src="src", dst="dst", weight=None,
     """
     if sum(x is not None for x in (scale, grid, edges)) != 1:
         raise InputError("give exactly one graph: --scale S, --grid SIDE or --edges PATH")
-    if ids not in ID_KINDS:
-        raise InputError(f"ids must be one of {', '.join(ID_KINDS)}, not {ids!r}")
+    if ids not in bench_graphs.ID_KINDS:
+        raise InputError(f"ids must be one of {', '.join(bench_graphs.ID_KINDS)}, not {ids!r}")
     if edges is not None and ids != "dense":
         raise InputError("--ids is for generated graphs (--scale, --grid): Parquet edges keep their own ids")
     algos = {"bfs": [BFS], "sssp": [SSSP], "both": [BFS, SSSP]}.get(algo)
@@ -260,15 +241,15 @@ def run(*, scale=None, grid=None, edges=None, src="src", dst="dst", weight=None,
                    compare_scipy=compare_scipy, end_to_end=end_to_end,
                    build_repeat=build_repeat, scipy_check=scipy_check, paths=paths)
     report = {
-        "machine": _machine(backend_name),
-        "command": command if command is not None else _command_line(options),
+        "machine": bench_report.machine(backend_name),
+        "command": command if command is not None else bench_report.command_line(options),
         "argv": sys.argv,
         "options": options,
     }
     with bench_clusters.cluster(backend_name, workers, shared_gpu, protocol) as client:
         _Bench(spec, algos, backend_name, client, sources, repeat, seed, compare_scipy, end_to_end,
                build_repeat, scipy_check, tmpdir, report).run()
-    report["machine"]["load_average_at_end"] = _load_average()
+    report["machine"]["load_average_at_end"] = bench_report.load_average()
     return report
 
 
@@ -294,26 +275,15 @@ def main(args) -> int:
             paths=args.paths,
         )
         reports.append(report)
-        print(format_table(report), flush=True)
+        print(bench_report.format_table(report), flush=True)
     if len(reports) > 1:
-        print("\n" + format_protocols(reports))
+        print("\n" + bench_report.format_protocols(reports))
     if args.json:
         directory = os.path.dirname(os.path.abspath(args.json))
         os.makedirs(directory, exist_ok=True)
         with open(args.json, "w") as f:
             json.dump(reports[0] if len(reports) == 1 else reports, f, indent=1)
     return 0
-
-
-def format_protocols(reports) -> str:
-    """One line per algorithm setting the runs' medians side by side, one run per transport."""
-    lines = []
-    for results in zip(*(r["results"] for r in reports)):
-        lines.append(f"{results[0]['algo']} by transport: " + ", ".join(
-            f"{r['options']['protocol']} {x['median_ms']:.2f} ms (len() "
-            f"{x.get('public_len_median_ms', float('nan')):.2f} ms)"
-            for r, x in zip(reports, results)))
-    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -344,7 +314,7 @@ class _GraphSpec:
         if self.grid is None:
             return None
         centre = generators.grid_centre(self.grid)
-        ids = {"dense": centre, "sparse": centre * SPARSE_STRIDE + SPARSE_BASE, "string": str(centre)}
+        ids = {"dense": centre, "sparse": centre * bench_graphs.SPARSE_STRIDE + bench_graphs.SPARSE_BASE, "string": str(centre)}
         return ids[self.ids]
 
 
@@ -415,10 +385,10 @@ class _Bench:
         }
 
         chosen = _pick_sources(graph, self.n_sources, self.seed, spec.first_source)
-        input_ids = _input_ids(graph, chosen)
+        input_ids = bench_checks.input_ids(graph, chosen)
         host_csr = None
-        if self.compare_scipy or (self.scipy_check and info["n"] <= SCIPY_CHECK_MAX_VERTICES):
-            host_csr = _host_csr(graph)
+        if self.compare_scipy or (self.scipy_check and info["n"] <= bench_checks.SCIPY_CHECK_MAX_VERTICES):
+            host_csr = bench_checks.host_csr(graph)
         report["results"] = []
         for kind in self.algos:
             log.info("bench: %s from %d source(s)", kind, len(chosen))
@@ -433,7 +403,7 @@ class _Bench:
             for row, input_id in zip(result["sources"], input_ids):
                 row["source"] = _input_id(input_id)
                 row["source_global"] = int(row.pop("global"))
-            _summarize(result, info["bytes"])
+            bench_report.summarize(result, info["bytes"])
             on_cluster = self.client is not None
             public = _time_public(graph, kind, input_ids, self.repeat, pause=on_cluster)
             lengths = _time_public(graph, kind, input_ids, self.repeat, len, pause=on_cluster)
@@ -449,9 +419,9 @@ class _Bench:
                 result["public_len_back_to_back_median_ms"] = statistics.median(packed) * 1e3
             result.update(algo=kind, backend=self.backend, workers=self.report["options"]["workers"],
                           owners=graph.num_partitions, validated=True)
-            if (host_csr is not None and self.scipy_check and info["n"] <= SCIPY_CHECK_MAX_VERTICES
+            if (host_csr is not None and self.scipy_check and info["n"] <= bench_checks.SCIPY_CHECK_MAX_VERTICES
                     and not graphs.built_of(graph).negative_weights):
-                _check_with_scipy(host_csr, kind, int(chosen[0]), first_dist)
+                bench_checks.check_with_scipy(host_csr, kind, int(chosen[0]), first_dist)
                 result["scipy_checked"] = True
             if self.report["options"].get("paths"):
                 result["path"] = _time_paths(graph, kind, input_ids, self.repeat, result["public_len_median_ms"])
@@ -461,13 +431,13 @@ class _Bench:
                         _parents_memory, built.parts[0], kind, int(chosen[0]), built.negative_weights,
                         owner=0)])[0]
             if self.compare_scipy:
-                result["scipy"] = _time_scipy(host_csr, kind, chosen, result.pop("scipy_times", None))
+                result["scipy"] = bench_checks.time_scipy(host_csr, kind, chosen, result.pop("scipy_times", None))
                 result["scipy"]["ratio"] = result["scipy"]["median_s"] / result["median_s"]
                 result["scipy"]["public_ratio"] = result["scipy"]["median_s"] * 1e3 / result["public_median_ms"]
             report["results"].append(result)
 
         for kind, frame in e2e_frames:  # the end-to-end results, checked against this graph
-            _check_frame(graph, kind, frame, _global_ids(graph, [self.report["end_to_end"]["source"]]))
+            bench_checks.check_frame(graph, kind, frame, _global_ids(graph, [self.report["end_to_end"]["source"]]))
         if e2e_frames:
             report["end_to_end"]["validated"] = True
 
@@ -488,24 +458,24 @@ class _Bench:
                 frame = frame[[spec.src, spec.dst]]
             if spec.weighted and spec.input_weight is None:
                 meta = frame._meta.assign(weight=np.empty(0, dtype=np.float64))
-                frame = frame.map_partitions(_add_weights, spec.seed, meta=meta)
+                frame = frame.map_partitions(bench_graphs.add_weights, spec.seed, meta=meta)
             return execution.current(self.client).persist(frame)
         xp = "cupy" if gpu else "numpy"
         args = ("kron" if spec.scale is not None else "grid", spec.scale if spec.scale is not None else spec.grid,
                 spec.weighted, spec.seed, xp)
-        lean = spec.scale is not None and spec.scale >= LEAN_SCALE
-        meta = _with_ids(_empty_edges(self.backend, spec.weighted, "int32" if lean else "int64"), spec.ids)
-        n_parts = -(-_generated_rows(*args[:2]) // PART_ROWS)
+        lean = spec.scale is not None and spec.scale >= bench_graphs.LEAN_SCALE
+        meta = bench_graphs.with_ids(bench_graphs.empty_edges(self.backend, spec.weighted, "int32" if lean else "int64"), spec.ids)
+        n_parts = -(-bench_graphs.generated_rows(*args[:2]) // bench_graphs.PART_ROWS)
         shares = self.report["options"]["partitions"] or 1
         if self.client is not None and args[0] == "kron" and shares > 1:
             return self._generated_on_every_owner(args, shares, meta)
         if self.client is not None:  # generated on a worker: the edges never pass through here
-            whole = dask.delayed(_generate_parts, pure=False)(*args)
-            parts = [dask.delayed(_with_ids)(dask.delayed(operator.getitem)(whole, i), spec.ids)
+            whole = dask.delayed(bench_graphs.generate_parts, pure=False)(*args)
+            parts = [dask.delayed(bench_graphs.with_ids)(dask.delayed(operator.getitem)(whole, i), spec.ids)
                      for i in range(n_parts)]
             return execution.current(self.client).persist(
                 dd.from_delayed(parts, meta=meta, verify_meta=False))
-        frames = [_with_ids(f, spec.ids) for f in _generate_parts(*args)]
+        frames = [bench_graphs.with_ids(f, spec.ids) for f in bench_graphs.generate_parts(*args)]
         # Named delayeds: Dask does not hash the (large) frames to name them.
         parts = [dask.delayed(f, name=f"gpipe-bench-edges-{uuid.uuid4().hex}") for f in frames]
         return dd.from_delayed(parts, meta=frames[0].iloc[:0], verify_meta=False)
@@ -514,7 +484,7 @@ class _Bench:
         """A Kronecker graph generated in ``shares`` shares, each on a worker of its own
         (:func:`gpipe.generators.kronecker_share`: the same scale, distribution and seed, not
         the single-stream edge list), so that no worker ever holds the whole edge list; held
-        where they were made, in frames of at most PART_ROWS rows."""
+        where they were made, in frames of at most bench_graphs.PART_ROWS rows."""
         import dask.dataframe as dd
 
         workers = sorted(self.client.scheduler_info(n_workers=-1)["workers"])
@@ -522,11 +492,11 @@ class _Bench:
         futures = []
         for share in range(shares):
             where = [workers[share % len(workers)]]
-            parts = self.client.submit(_generate_share_parts, scale, share, shares, weighted, seed, xp,
+            parts = self.client.submit(bench_graphs.generate_share_parts, scale, share, shares, weighted, seed, xp,
                                        workers=where, pure=False)
-            for i in range(_share_part_count(scale, shares)):
+            for i in range(bench_graphs.share_part_count(scale, shares)):
                 part = self.client.submit(operator.getitem, parts, i, workers=where)
-                futures.append(self.client.submit(_with_ids, part, self.spec.ids, workers=where))
+                futures.append(self.client.submit(bench_graphs.with_ids, part, self.spec.ids, workers=where))
         self.generated_shares = shares
         return dd.from_delayed(futures, meta=meta, verify_meta=False)
 
@@ -552,7 +522,7 @@ class _Bench:
                 times.append(time.perf_counter() - t0)
                 peaks.append(bench_memory.pool_peak_all(graph, mark))
             frame = graphs.result_frame(graph, frames, kind).compute()
-            stats, dist = _check_frame(graph, kind, frame, chosen[i:i + 1])
+            stats, dist = bench_checks.check_frame(graph, kind, frame, chosen[i:i + 1])
             if i == 0 and keep_first:
                 result["first_dist"] = dist
             row = _source_row(source, times, stats, peaks[-1], None)
@@ -592,7 +562,7 @@ class _Bench:
                     phases["build_s"] = _lap(t0)
                     if out["source"] is None:  # not timed: the first source of the main run
                         first = _pick_sources(graph, 1, self.seed, spec.first_source)
-                        out["source"] = _input_id(_input_ids(graph, first)[0])
+                        out["source"] = _input_id(bench_checks.input_ids(graph, first)[0])
                     t0 = time.perf_counter()
                     handles = _frame_handles(graph, kind, out["source"])
                     phases["traverse_s"] = _lap(t0)
@@ -604,7 +574,7 @@ class _Bench:
                     out["runs"].setdefault(kind, {})[label] = phases
                     log.info("bench: end to end %s %s: %.3f s", kind, label, phases["total_s"])
                     if label == "warm":
-                        frames.append((kind, _to_pandas(result)))
+                        frames.append((kind, bench_checks.to_pandas(result)))
                     del result, handles, graph, frame
                     bench_memory.free_pools(self.backend, self.client)
         return out, frames
@@ -623,78 +593,6 @@ def _lap(t0):
 
 # ---------------------------------------------------------------------------------------------
 # Work on an owner's worker (or in this process): module-level so that Dask can ship it.
-
-
-# From this scale on, Kronecker graphs are generated with int32 ids and without the edge
-# shuffle: the shuffle's sort needs several times the edge list, which kron27 cannot spare
-# on an 80 GB GPU. Ids stay randomly relabelled, so traversals see the same graph.
-LEAN_SCALE = 26
-
-
-# cuDF columns hold fewer than 2**31 rows: larger edge lists become several partitions.
-PART_ROWS = 2**30
-
-ID_KINDS = ("dense", "sparse", "string")
-# Sparse ids: far apart and far from 0, so that the build renumbers them (build.IDENTITY_SLACK).
-SPARSE_STRIDE = 1_000_003
-SPARSE_BASE = 10**12
-
-
-def _with_ids(frame, ids):
-    """The generated ``frame`` with its ids as ``ids`` says (:data:`ID_KINDS`); the same graph."""
-    if ids == "dense":
-        return frame
-    columns = {}
-    for name in ("src", "dst"):
-        values = frame[name].astype("int64")
-        columns[name] = values * SPARSE_STRIDE + SPARSE_BASE if ids == "sparse" else values.astype(str)
-    return frame.assign(**columns)
-
-
-def _generated_rows(kind, size) -> int:
-    return 16 * 2**size if kind == "kron" else 3 * size**2 * (size - 1)
-
-
-def _generate_parts(kind, size, weighted, seed, xp):
-    """The generated edges as frames of at most PART_ROWS rows each."""
-    columns = _generate(kind, size, weighted, seed, xp, frame=False)
-    return _frames(columns, xp, -(-max(len(columns["src"]), 1) // PART_ROWS))
-
-
-def _share_part_count(scale, shares) -> int:
-    """Frames of at most PART_ROWS rows that the largest share of a Kronecker graph fills."""
-    return max(1, -(-(_generated_rows("kron", scale) // shares + 1) // PART_ROWS))
-
-
-def _generate_share_parts(scale, share, shares, weighted, seed, xp):
-    """Share ``share`` of a generated Kronecker graph as :func:`_share_part_count` frames of at
-    most PART_ROWS rows (the last ones possibly empty)."""
-    lean = scale >= LEAN_SCALE
-    columns = generators.kronecker_share(scale, share, shares, seed=seed, weights=weighted, xp=xp,
-                                         frame=False, id_dtype="int32" if lean else "int64")
-    return _frames(columns, xp, _share_part_count(scale, shares))
-
-
-def _frames(columns, xp, count) -> list:
-    """``count`` frames of the backend of ``xp``, of PART_ROWS consecutive rows of ``columns`` each."""
-    frames = backends.get(backends.GPU if xp == "cupy" else backends.CPU).frames
-    return [frames.DataFrame({k: v[i * PART_ROWS:(i + 1) * PART_ROWS] for k, v in columns.items()})
-            for i in range(count)]
-
-
-def _generate(kind, size, weighted, seed, xp, frame=True):
-    if kind == "kron":
-        lean = size >= LEAN_SCALE
-        return generators.kronecker_edges(size, seed=seed, weights=weighted, xp=xp, frame=frame,
-                                          id_dtype="int32" if lean else "int64", shuffle=not lean)
-    return generators.grid_edges(size, seed=seed, weights=weighted, xp=xp, frame=frame)
-
-
-def _add_weights(frame, seed, partition_info=None):
-    """``frame`` with a ``weight`` column of integers 1..255 (float64), drawn on its device."""
-    number = partition_info["number"] if partition_info else 0
-    be = backends.get(backends.name_of_frame(frame))
-    return frame.assign(weight=generators.integer_weights(len(frame), seed + 1 + number, be.xp))
 
 
 def _time_one_owner(part, kind, chosen, repeat, negative_weights, keep_first, scipy_csr=None):
@@ -729,7 +627,7 @@ def _time_one_owner(part, kind, chosen, repeat, negative_weights, keep_first, sc
             result["first_dist"] = backends.get(part.backend).to_host(dist)
         result["sources"].append(_source_row(source, times, stats, peak, int(dist.nbytes + parent.nbytes)))
         if scipy_csr is not None:
-            result.setdefault("scipy_times", []).append(_time_scipy_source(scipy_csr, kind, source))
+            result.setdefault("scipy_times", []).append(bench_checks.time_scipy_source(scipy_csr, kind, source))
     return result
 
 
@@ -748,14 +646,6 @@ def _source_row(source, times, stats, peak, array_bytes):
     }
 
 
-def _check_owner(part, kind, dist, parent, global_sources):
-    """Validate one owner's rows against the whole result, given as host arrays."""
-    xp = part.xp
-    return verify.check_traversal_arrays(
-        xp, part.indptr, part.indices, part.weights if kind == SSSP else None,
-        xp.asarray(dist), xp.asarray(parent), global_sources, offset=part.offset, symmetric=True)
-
-
 def _part_info(part):
     arrays = (part.indptr, part.indices, part.weights, part.present)
     return {"n_local": part.n_local, "n": part.n, "directed_edges": part.n_edges,
@@ -771,18 +661,6 @@ def _nonisolated_at(part, ranks):
     xp = part.xp
     ids = xp.flatnonzero(part.indptr[1:] > part.indptr[:-1])[xp.asarray(ranks)] + part.offset
     return backends.get(part.backend).to_host(ids).astype(np.int64)
-
-
-def _host_part(part):
-    be = backends.get(part.backend)
-    weights = be.to_host(part.weights) if part.weights is not None else None
-    return part.offset, be.to_host(part.indptr), be.to_host(part.indices), weights
-
-
-def _host_ids(backend_name, ids):
-    """The sorted ids on the host: integers, or Python strings in an object array."""
-    be = backends.get(backend_name)
-    return be.strings.to_host(ids) if be.strings.holds(ids) else be.to_host(ids)
 
 
 def _input_id(value):
@@ -852,14 +730,6 @@ def _pick_sources(graph, count, seed, first_input_id=None) -> np.ndarray:
 
 def _global_ids(graph, input_ids) -> np.ndarray:
     return graphs.global_sources(graph, list(input_ids))
-
-
-def _input_ids(graph, global_ids) -> np.ndarray:
-    built = graphs.built_of(graph)
-    if built.ids is None:
-        return np.asarray(global_ids, dtype=np.int64)
-    ex = graphs.executor_of(graph)
-    return ex.gather([ex.submit(_host_ids, built.backend, built.ids)])[0][np.asarray(global_ids)]
 
 
 def _traverse_frames(graph, kind, global_sources):
@@ -955,336 +825,16 @@ def _owner_steps(graph, kind, global_sources):
              "kernel_s": sum(s["kernel_s"]), "wait_s": sum(s["wait_s"])} for s in ex.gather(handles)]
 
 
-def _owner_summary(rows) -> str:
-    """One line per source of the owners' steps: exchanges, buckets, rounds, bytes, seconds."""
-    parts = []
-    for r in rows:
-        owners = r.get("owners")
-        if not owners:
-            continue
-        steps = owners[0]["steps"]
-        buckets = len(set(owners[0]["labels"]))
-        rounds = "/".join(str(sum(o["rounds"])) for o in owners)
-        sent = sum(sum(o["bytes_sent"]) for o in owners)
-        work = "/".join(f"{o['kernel_s'] * 1e3:.1f}" for o in owners)
-        wait = "/".join(f"{o['wait_s'] * 1e3:.1f}" for o in owners)
-        parts.append(f"{steps} steps, {buckets} buckets, local rounds {rounds}, sent {_bytes(sent)}, "
-                     f"kernel ms {work}, wait ms {wait}")
-    return "; ".join(parts)
-
-
 def _frame_handles(graph, kind, input_id):
     """The public query's work, through the same driver: source lookup, traversal, wait."""
     return _traverse_frames(graph, kind, graphs.global_sources(graph, input_id))
-
-
-def _check_frame(graph, kind, frame, global_sources):
-    """Validate a computed result frame: to dense global arrays, then each owner checks its rows.
-
-    Returns the summed statistics and the distances (host, dense, global ids).
-    """
-    frame = _to_pandas(frame)
-    built = graphs.built_of(graph)
-    n = built.layout.n
-    parent_ids = frame["parent"]
-    has_parent = parent_ids.notna().to_numpy()
-    if built.string_ids:
-        import pandas as pd
-
-        ids = pd.Index(_input_ids(graph, np.arange(n)))
-        position = ids.get_indexer(frame["vertex"].astype(object))
-        parent_global = ids.get_indexer(parent_ids.astype(object).where(has_parent, ids[0]))
-    elif built.ids is None:
-        vertex = frame["vertex"].to_numpy(dtype=np.int64)
-        parent_input = parent_ids.to_numpy(dtype=np.int64, na_value=-1)
-        position, parent_global = vertex, parent_input
-    else:
-        vertex = frame["vertex"].to_numpy(dtype=np.int64)
-        parent_input = parent_ids.to_numpy(dtype=np.int64, na_value=-1)
-        ids = _input_ids(graph, np.arange(n))
-        position = np.searchsorted(ids, vertex)
-        parent_global = np.searchsorted(ids, parent_input)
-    distance = frame["distance"]
-    if kind == BFS:
-        dist = np.full(n, -1, dtype=np.int32)
-        dist[position] = distance.to_numpy(dtype=np.int64, na_value=-1)
-    else:
-        dist = np.full(n, np.inf)
-        dist[position] = distance.to_numpy(dtype=np.float64, na_value=np.inf)
-    parent = np.full(n, -1, dtype=np.int64)
-    parent[position] = np.where(has_parent, parent_global, -1)
-    ex = graphs.executor_of(graph)
-    checks = ex.gather([
-        ex.submit(_check_owner, part, kind, dist, parent, np.asarray(global_sources), owner=p)
-        for p, part in enumerate(built.parts)
-    ])
-    stats = {"reached": sum(c["reached"] for c in checks),
-             "reached_edges": sum(c["reached_edges"] for c in checks),
-             "max_distance": max(c["max_distance"] for c in checks)}
-    return stats, dist
-
-
-def _to_pandas(frame):
-    """pandas from pandas or cuDF (nullable dtypes, so integer ids with nulls stay exact)."""
-    return frame.to_pandas(nullable=True) if hasattr(frame, "to_pandas") else frame
-
-
-def _empty_edges(backend_name, weighted, id_dtype="int64"):
-    """The zero-row edge frame with the generators' columns and dtypes (Dask's ``meta``)."""
-    columns = {"src": np.empty(0, id_dtype), "dst": np.empty(0, id_dtype)}
-    if weighted:
-        columns["weight"] = np.empty(0, np.float64)
-    return backends.get(backend_name).frames.DataFrame(columns)
 
 
 # ---------------------------------------------------------------------------------------------
 # SciPy: the reference times and the distance check of the first source.
 
 
-def _host_csr(graph):
-    """The whole graph as one SciPy CSR matrix on the host (int32 indices where they fit)."""
-    import scipy.sparse as sp
-
-    ex, parts = graphs.executor_of(graph), graphs.built_of(graph).parts
-    pieces = ex.gather([ex.submit(_host_part, part, owner=p) for p, part in enumerate(parts)])
-    pieces.sort(key=lambda piece: piece[0])
-    n = graphs.built_of(graph).layout.n
-    nnz = sum(len(piece[2]) for piece in pieces)
-    index = np.int32 if max(n, nnz) < 2**31 else np.int64
-    starts = np.cumsum([0] + [len(piece[2]) for piece in pieces])
-    indptr = np.concatenate([piece[1][:-1] + start for piece, start in zip(pieces, starts)] + [[nnz]]).astype(index)
-    indices = np.concatenate([piece[2] for piece in pieces]).astype(index, copy=False)
-    if all(piece[3] is not None for piece in pieces):
-        data = np.concatenate([piece[3] for piece in pieces])
-    else:
-        data = np.ones(nnz)
-    return sp.csr_matrix((data, indices, indptr), shape=(n, n))
-
-
-def _time_scipy(csr, kind, chosen, times=None) -> dict:
-    """SciPy's times from each of ``chosen`` (taken now unless ``times`` were taken already)."""
-    paired = times is not None
-    if not paired:
-        times = [_time_scipy_source(csr, kind, source) for source in chosen]
-    function = "breadth_first_order" if kind == BFS else "dijkstra"
-    return {"function": f"scipy.sparse.csgraph.{function}", "times_s": times,
-            "median_s": statistics.median(times), "paired": paired}
-
-
-def _time_scipy_source(csr, kind, source) -> float:
-    """Seconds of SciPy's BFS or Dijkstra, with predecessors, from ``source`` (a global id)."""
-    from scipy.sparse.csgraph import breadth_first_order, dijkstra
-
-    t0 = time.perf_counter()
-    if kind == BFS:
-        breadth_first_order(csr, int(source), directed=True, return_predecessors=True)
-    else:
-        dijkstra(csr, directed=True, indices=int(source), return_predecessors=True)
-    return time.perf_counter() - t0
-
-
-def _check_with_scipy(csr, kind, source, dist):
-    """The first source's distances must equal SciPy's (BFS: hop counts; unreached: inf)."""
-    from scipy.sparse.csgraph import dijkstra
-
-    expected = dijkstra(csr, directed=True, indices=source, unweighted=kind == BFS)
-    ours = dist.astype(np.float64)
-    if kind == BFS:
-        ours[dist < 0] = np.inf
-    same = np.isclose(ours, expected, rtol=1e-9, atol=0)
-    if not same.all():
-        v = int(np.argmin(same))
-        raise AssertionError(f"vertex {v}: distance {ours[v]} from {source}, SciPy says {expected[v]}")
-
-
 # ---------------------------------------------------------------------------------------------
 # Summaries, the machine, the table.
 
 
-def _summarize(result, graph_bytes):
-    rows = result["sources"]
-    result["median_s"] = statistics.median(r["time_s"] for r in rows)
-    result["median_ms"] = result["median_s"] * 1e3
-    rates = [r["gteps"] for r in rows]
-    result["gteps_hmean"] = statistics.harmonic_mean(rates) if all(rates) else 0.0
-    result["gteps_median"] = statistics.median(rates)
-    device = [r["traversal_device_bytes"] for r in rows]
-    if all(d is not None for d in device):
-        result["peak_memory_bytes"] = graph_bytes + max(device)
-        result["memory_note"] = "graph CSR bytes + CuPy pool high-water of the traversal"
-    else:
-        arrays = [r["result_array_bytes"] for r in rows if r["result_array_bytes"] is not None]
-        result["peak_memory_bytes"] = graph_bytes + max(arrays) if arrays else None
-        result["memory_note"] = "graph CSR bytes + result arrays (host)" if arrays else None
-
-
-def _machine(backend_name) -> dict:
-    import dask
-
-    machine = {
-        "hostname": socket.gethostname(),
-        "cpu_count": os.cpu_count(),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "dask": dask.__version__,
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "gpu": None,
-        "git_commit": _git_commit(),
-        "load_average_at_start": _load_average(),
-    }
-    if backend_name == backends.GPU:
-        import cupy
-
-        props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
-        name = props["name"]
-        machine["gpu"] = name.decode() if isinstance(name, bytes) else name
-        machine["gpu_count"] = cupy.cuda.runtime.getDeviceCount()
-        machine["cupy"] = cupy.__version__
-    return machine
-
-
-def _load_average():
-    """The 1-, 5- and 15-minute load averages: other work on the machine skews the figures."""
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        return None
-
-
-def _command_line(options) -> str:
-    """The ``gpipe bench`` command that runs with ``options`` (defaults left out)."""
-    flags = {"scale": "--scale", "grid": "--grid", "edges": "--edges", "src": "--src", "dst": "--dst",
-             "weight": "--weight", "ids": "--ids", "seed": "--seed", "algo": "--algo", "sources": "--sources",
-             "repeat": "--repeat", "backend": "--backend", "workers": "--workers",
-             "partitions": "--partitions", "protocol": "--protocol", "build_repeat": "--build-repeat"}
-    defaults = {"src": "src", "dst": "dst", "weight": None, "ids": "dense", "seed": 0, "repeat": 1, "workers": 0,
-                "protocol": "auto", "build_repeat": 1}
-    words = ["gpipe", "bench"]
-    for key, flag in flags.items():
-        value = options[key]
-        if key == "protocol" and not options["workers"]:
-            continue  # no workers, no transport
-        if value is not None and defaults.get(key, object()) != value:
-            words += [flag, str(value)]
-    switches = {"weights": "--weights", "shared_gpu": "--shared-gpu", "compare_scipy": "--compare-scipy",
-                "end_to_end": "--end-to-end", "paths": "--paths"}
-    words += [flag for key, flag in switches.items() if options[key]]
-    if not options["scipy_check"]:
-        words.append("--no-scipy-check")
-    return " ".join(shlex.quote(w) for w in words)
-
-
-def _git_commit():
-    try:
-        here = os.path.dirname(os.path.abspath(__file__))
-        head = subprocess.run(["git", "-C", here, "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, timeout=5).stdout.strip()
-        changes = subprocess.run(["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
-                                 capture_output=True, text=True, timeout=5).stdout.strip()
-        return (head + ("-dirty" if changes else "")) or None
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
-def _target(report, result):
-    """``(text, met)`` for the target of this row, or ``("", None)`` when it has none."""
-    key = (report["graph"]["name"], result["algo"], result["backend"])
-    if key not in TARGETS:
-        return "", None
-    figure, bound = TARGETS[key]
-    if figure == "median_ms":
-        return f"<= {bound:g} ms", result["median_ms"] <= bound
-    ratio = result.get("scipy", {}).get("ratio")
-    return f">= {bound:g}x scipy", (ratio >= bound if ratio is not None else None)
-
-
-def _bytes(value):
-    if value is None:
-        return "-"
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.2f} {unit}"
-        value /= 1024
-
-
-def format_table(report) -> str:
-    """The report as a plain-text table: one row per algorithm, then build and end-to-end lines."""
-    g = report["graph"]
-    header = ["graph", "vertices", "directed edges", "algo", "backend", "workers", "owners", "median ms",
-              "public ms", "len() ms", "GTEPS", "peak memory", "scipy ms", "ratio", "target", "met?"]
-    rows = []
-    for r in report["results"]:
-        scipy_result = r.get("scipy")
-        text, met = _target(report, r)
-        rows.append([
-            g["name"], f"{g['vertices']:,}", f"{g['directed_edges']:,}", r["algo"], r["backend"],
-            str(r["workers"]),
-            " ".join(str(x) for x in (r.get("owners", "-"), g.get("transport")) if x is not None),
-            f"{r['median_ms']:.2f}",
-            f"{r['public_median_ms']:.2f}" if "public_median_ms" in r else "-",
-            f"{r['public_len_median_ms']:.2f}" if "public_len_median_ms" in r else "-",
-            f"{r['gteps_hmean']:.4g}", _bytes(r["peak_memory_bytes"]),
-            f"{scipy_result['median_s'] * 1e3:.2f}" if scipy_result else "-",
-            f"{scipy_result['ratio']:.2f}x" if scipy_result else "-",
-            text or "-", {True: "yes", False: "NO", None: "-"}[met],
-        ])
-    widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(header)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths)),
-             "  ".join("-" * w for w in widths)]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows]
-
-    b = report["build"]
-    build = (f"build ({'first in process' if b['runs'][-1]['first_in_process'] else 'warm'}): "
-             f"{b['time_s']:.3f} s, input {_bytes(b['input_bytes'])}")
-    if b["peak_device_bytes"] is not None:
-        build += f", peak device {_bytes(b['peak_device_bytes'])} ({b['peak_over_input']:.2f}x input)"
-    if b.get("owner_peaks_sampled"):
-        build += ("; per owner, sampled device peak "
-                  + " / ".join(_bytes(p) if p is not None else "-" for p in b["owner_peaks_sampled"])
-                  + f" above the {_bytes(b['owner_input_bytes'])} of input each held"
-                  + f", against the sizing's {_bytes(b['owner_estimate_bytes'])}")
-    key = (g["name"], report["options"]["backend"])
-    if key in BUILD_TARGETS:
-        seconds, ratio = BUILD_TARGETS[key]
-        met = b["time_s"] <= seconds and (b["peak_over_input"] or np.inf) <= ratio
-        build += f"; target <= {seconds:g} s and <= {ratio:g}x input: {'yes' if met else 'NO'}"
-    lines += ["", build]
-    for r in report["results"]:
-        lines.append(f"{r['algo']}: warm-up {r['warmup_s'] * 1e3:.1f} ms; per source ms: "
-                     + ", ".join(f"{s['time_s'] * 1e3:.2f}" for s in r["sources"]))
-        if "path" in r:
-            p = r["path"]
-            lines.append(f"{r['algo']}: path(s, t) median {p['median_ms']:.2f} ms over {len(p['pairs'])} "
-                         f"pair(s) (hops {p['hops']}), len() {p['len_median_ms']:.2f} ms: "
-                         f"ratio {p['ratio']:.2f} (target <= 1)")
-        if "parents_memory" in r:
-            m = r["parents_memory"]
-            lines.append(f"{r['algo']}: memory with parents: peak {_bytes(m['parents']['peak_device_bytes'])}, "
-                         f"arrays {_bytes(m['parents']['array_bytes'])}; parents=False: peak "
-                         f"{_bytes(m['no_parents']['peak_device_bytes'])}, arrays "
-                         f"{_bytes(m['no_parents']['array_bytes'])}")
-        if "public_len_back_to_back_median_ms" in r:
-            lines.append(f"{r['algo']}: len() back to back (each query within Dask's client batching "
-                         f"window of the last): {r['public_len_back_to_back_median_ms']:.2f} ms")
-        owners = _owner_summary(r["sources"])
-        if owners:
-            lines.append(f"{r['algo']} owners per source (an extra untimed run; per owner a/b): {owners}")
-    if "end_to_end" in report:
-        e2e = report["end_to_end"]
-        for kind, runs in e2e["runs"].items():
-            for label, p in runs.items():
-                line = (f"end to end {kind} {label}: read+persist {p['read_persist_s']:.3f} s, build "
-                        f"{p['build_s']:.3f} s, traverse {p['traverse_s']:.3f} s, result {p['result_s']:.3f} s, "
-                        f"total {p['total_s']:.3f} s")
-                bound = E2E_TARGETS.get(key)
-                if label == "warm" and bound is not None:
-                    line += f"; target <= {bound:g} s: {'yes' if p['total_s'] <= bound else 'NO'}"
-                lines.append(line)
-    m = report["machine"]
-    load = m.get("load_average_at_end")
-    options = report.get("options", {})
-    lines.append(f"machine: {m['hostname']}, {m['cpu_count']} CPUs, GPU {m['gpu'] or 'none'}, {m['date']}"
-                 + (f", load average {load[0]:.2f} at the end" if load else "")
-                 + (f"; workers over {options['protocol']}" if options.get("workers") else ""))
-    return "\n".join(lines)

@@ -93,29 +93,29 @@ def use_pool():
     cupy.cuda.set_allocator(cupy.get_default_memory_pool().malloc)
 
 
-def pool():
+def cupy_pool():
     """CuPy's default memory pool, or None when CuPy allocates through something else (RMM)."""
     import cupy
 
-    pool = cupy.get_default_memory_pool()
-    return pool if getattr(cupy.cuda.get_allocator(), "__self__", None) is pool else None
+    default = cupy.get_default_memory_pool()
+    return default if getattr(cupy.cuda.get_allocator(), "__self__", None) is default else None
 
 
 def pool_mark(backend_name):
     """Free the pool's cached blocks; return the bytes still live (None on CPU)."""
-    if backend_name != backends.GPU or pool() is None:
+    if backend_name != backends.GPU or cupy_pool() is None:
         return None
     sync(backend_name)
-    pool = pool()
-    pool.free_all_blocks()
-    return pool.used_bytes()
+    default = cupy_pool()
+    default.free_all_blocks()
+    return default.used_bytes()
 
 
 def pool_peak(backend_name, mark):
     """Pool bytes allocated since :func:`pool_mark`: the step's high-water mark, approximately."""
     if mark is None:
         return None
-    return int(pool().total_bytes() - mark)
+    return int(cupy_pool().total_bytes() - mark)
 
 
 def free_pools(backend_name, client):
@@ -151,5 +151,5 @@ def pool_peak_all(graph, mark):
 
 
 def pool_total():
-    pool = pool()
-    return pool.total_bytes() if pool is not None else 0
+    default = cupy_pool()
+    return default.total_bytes() if default is not None else 0

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 import gpipe
-from gpipe import bench, cli, generators, traverse
+from gpipe import bench, bench_checks, bench_graphs, cli, generators, traverse
 from gpipe.verify import check_traversal_arrays
 
 REPORT_KEYS = {"machine", "command", "options", "graph", "build", "results"}
@@ -132,7 +132,7 @@ def test_bench_generated_ids_sparse_or_strings(ids):
     for result in report["results"]:
         assert result["validated"]
         first = result["sources"][0]
-        sparse = centre * bench.SPARSE_STRIDE + bench.SPARSE_BASE
+        sparse = centre * bench_graphs.SPARSE_STRIDE + bench_graphs.SPARSE_BASE
         assert first["source"] == (str(centre) if ids == "string" else sparse)
         assert first["reached"] == 5**3
         if result["algo"] == "bfs":
@@ -324,10 +324,10 @@ def test_frame_check_matches_array_check(kron_part):
     graph = gpipe.Graph.from_edges(frame, directed=False)
     result = graph.bfs(int(edges.src.iloc[0])).compute()
     sources = graph._global_sources(int(edges.src.iloc[0]))
-    stats, _ = bench._check_frame(graph, "bfs", result, sources)
+    stats, _ = bench_checks.check_frame(graph, "bfs", result, sources)
     assert stats["reached"] == int(result.distance.notna().sum())
     wrong = result.copy()
     wrong["distance"] = wrong["distance"].where(wrong["distance"] != 2, 3)
     with pytest.raises(AssertionError, match="vertex"):
-        bench._check_frame(graph, "bfs", wrong, sources)
+        bench_checks.check_frame(graph, "bfs", wrong, sources)
     assert isinstance(result, pd.DataFrame)

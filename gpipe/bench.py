@@ -17,7 +17,7 @@ What is timed (all clocks are ``time.perf_counter`` in the process that runs the
   the input id, what a user waits for (source lookup, traversal, result frame, Dask; the
   traversal's tasks end with a device synchronization on GPU); the median of ``repeat`` runs
   after one warm-up query. Also ``len(graph.bfs(s))``, the query without moving its rows. On a
-  cluster each query starts ``CLIENT_BATCH_S`` after the last (Dask's client batches its
+  cluster each query starts ``bench_timing.CLIENT_BATCH_S`` after the last (Dask's client batches its
   messages to the scheduler 10 ms apart), and ``len()`` is also timed back to back.
 * **Ids** (``ids``): a generated graph's ids are ``dense`` (``0..n-1``, kept as they are),
   ``sparse`` (``id * bench_graphs.SPARSE_STRIDE + bench_graphs.SPARSE_BASE``: renumbered through the sorted distinct ids)
@@ -51,7 +51,6 @@ distances are also compared with SciPy's (on the CPU, from a host copy of the CS
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import logging
@@ -66,8 +65,8 @@ import uuid
 import numpy as np
 
 from gpipe import backend as backends
-from gpipe import bench_checks, bench_clusters, bench_graphs, bench_memory, bench_report
-from gpipe import execution, generators, traverse, verify
+from gpipe import bench_checks, bench_clusters, bench_graphs, bench_memory, bench_report, bench_timing
+from gpipe import execution, generators
 from gpipe.errors import InputError
 from gpipe import graph as graphs
 from gpipe.graph import Graph
@@ -77,13 +76,6 @@ from gpipe.result import BFS, SSSP
 __all__ = ["run", "main", "format_table", "TARGETS"]
 
 log = logging.getLogger("gpipe.bench")
-
-
-# Dask's client sends to the scheduler at most once per 10 ms (its BatchedSend): a query made
-# within that window after the previous one's messages waits for it. Queries on a cluster are
-# timed this long after the previous one ended, as queries typed or scheduled one at a time
-# are; the JSON also has them back to back.
-CLIENT_BATCH_S = 0.015
 
 
 def _kernels_only(function):
@@ -401,19 +393,19 @@ class _Bench:
                 result = self._owners(graph, kind, chosen, host_csr is not None)
             first_dist = result.pop("first_dist")
             for row, input_id in zip(result["sources"], input_ids):
-                row["source"] = _input_id(input_id)
+                row["source"] = bench_timing.input_id(input_id)
                 row["source_global"] = int(row.pop("global"))
             bench_report.summarize(result, info["bytes"])
             on_cluster = self.client is not None
-            public = _time_public(graph, kind, input_ids, self.repeat, pause=on_cluster)
-            lengths = _time_public(graph, kind, input_ids, self.repeat, len, pause=on_cluster)
+            public = bench_timing.time_public(graph, kind, input_ids, self.repeat, pause=on_cluster)
+            lengths = bench_timing.time_public(graph, kind, input_ids, self.repeat, len, pause=on_cluster)
             for row, seconds, len_seconds in zip(result["sources"], public, lengths):
                 row["public_s"] = seconds
                 row["public_len_s"] = len_seconds
             result["public_median_ms"] = statistics.median(public) * 1e3
             result["public_len_median_ms"] = statistics.median(lengths) * 1e3
             if on_cluster:
-                packed = _time_public(graph, kind, input_ids, self.repeat, len)
+                packed = bench_timing.time_public(graph, kind, input_ids, self.repeat, len)
                 for row, seconds in zip(result["sources"], packed):
                     row["public_len_back_to_back_s"] = seconds
                 result["public_len_back_to_back_median_ms"] = statistics.median(packed) * 1e3
@@ -424,11 +416,11 @@ class _Bench:
                 bench_checks.check_with_scipy(host_csr, kind, int(chosen[0]), first_dist)
                 result["scipy_checked"] = True
             if self.report["options"].get("paths"):
-                result["path"] = _time_paths(graph, kind, input_ids, self.repeat, result["public_len_median_ms"])
+                result["path"] = bench_timing.time_paths(graph, kind, input_ids, self.repeat, result["public_len_median_ms"])
                 if graph.num_partitions == 1:
                     built = graphs.built_of(graph)
                     result["parents_memory"] = graphs.executor_of(graph).gather([graphs.executor_of(graph).submit(
-                        _parents_memory, built.parts[0], kind, int(chosen[0]), built.negative_weights,
+                        bench_timing.parents_memory, built.parts[0], kind, int(chosen[0]), built.negative_weights,
                         owner=0)])[0]
             if self.compare_scipy:
                 result["scipy"] = bench_checks.time_scipy(host_csr, kind, chosen, result.pop("scipy_times", None))
@@ -504,13 +496,13 @@ class _Bench:
 
     def _one_owner(self, graph, kind, chosen, keep_first, scipy_csr=None):
         ex, built = graphs.executor_of(graph), graphs.built_of(graph)
-        handle = ex.submit(_time_one_owner, built.parts[0], kind, chosen, self.repeat,
+        handle = ex.submit(bench_timing.time_one_owner, built.parts[0], kind, chosen, self.repeat,
                            built.negative_weights, keep_first, scipy_csr, owner=0)
         return ex.gather([handle])[0]
 
     def _owners(self, graph, kind, chosen, keep_first):
         warm = time.perf_counter()
-        _traverse_frames(graph, kind, chosen[:1])
+        bench_timing.traverse_frames(graph, kind, chosen[:1])
         result = {"warmup_s": time.perf_counter() - warm, "sources": [], "first_dist": None}
         for i, source in enumerate(chosen):
             times, peaks = [], []
@@ -518,15 +510,15 @@ class _Bench:
                 frames = None
                 mark = bench_memory.pool_mark_all(self.backend, self.client)
                 t0 = time.perf_counter()
-                frames = _traverse_frames(graph, kind, chosen[i:i + 1])
+                frames = bench_timing.traverse_frames(graph, kind, chosen[i:i + 1])
                 times.append(time.perf_counter() - t0)
                 peaks.append(bench_memory.pool_peak_all(graph, mark))
             frame = graphs.result_frame(graph, frames, kind).compute()
             stats, dist = bench_checks.check_frame(graph, kind, frame, chosen[i:i + 1])
             if i == 0 and keep_first:
                 result["first_dist"] = dist
-            row = _source_row(source, times, stats, peaks[-1], None)
-            row["owners"] = _owner_steps(graph, kind, chosen[i:i + 1])
+            row = bench_timing.source_row(source, times, stats, peaks[-1], None)
+            row["owners"] = bench_timing.owner_steps(graph, kind, chosen[i:i + 1])
             result["sources"].append(row)
         return result
 
@@ -554,21 +546,21 @@ class _Bench:
                         frame = frame[[spec.src, spec.dst]]
                     frame = execution.current(self.client).persist(frame)
                     bench_memory.sync(self.backend)
-                    phases["read_persist_s"] = _lap(t0)
+                    phases["read_persist_s"] = bench_timing.lap(t0)
                     t0 = time.perf_counter()
                     graph = Graph.from_edges(frame, directed=False, src=spec.src, dst=spec.dst, weight=weight,
                                              partitions=self.report["options"]["partitions"])
                     _sync_all(graph)
-                    phases["build_s"] = _lap(t0)
+                    phases["build_s"] = bench_timing.lap(t0)
                     if out["source"] is None:  # not timed: the first source of the main run
                         first = _pick_sources(graph, 1, self.seed, spec.first_source)
-                        out["source"] = _input_id(bench_checks.input_ids(graph, first)[0])
+                        out["source"] = bench_timing.input_id(bench_checks.input_ids(graph, first)[0])
                     t0 = time.perf_counter()
-                    handles = _frame_handles(graph, kind, out["source"])
-                    phases["traverse_s"] = _lap(t0)
+                    handles = bench_timing.frame_handles(graph, kind, out["source"])
+                    phases["traverse_s"] = bench_timing.lap(t0)
                     t0 = time.perf_counter()
                     result = graphs.result_frame(graph, handles, kind).compute()
-                    phases["result_s"] = _lap(t0)
+                    phases["result_s"] = bench_timing.lap(t0)
                     phases["total_s"] = sum(phases.values())
                     phases["result_rows"] = len(result)
                     out["runs"].setdefault(kind, {})[label] = phases
@@ -587,63 +579,8 @@ def _itemsize(dtype):
         return np.dtype(getattr(dtype, "numpy_dtype", "int64")).itemsize
 
 
-def _lap(t0):
-    return time.perf_counter() - t0
-
-
 # ---------------------------------------------------------------------------------------------
 # Work on an owner's worker (or in this process): module-level so that Dask can ship it.
-
-
-def _time_one_owner(part, kind, chosen, repeat, negative_weights, keep_first, scipy_csr=None):
-    """Time and validate a traversal from each of ``chosen`` (global ids) on a one-owner graph;
-    with ``scipy_csr``, also time SciPy on it right after each source (``scipy_times``)."""
-    xp = part.xp
-
-    def traversal(source):
-        if kind == BFS:
-            return traverse.bfs_arrays(part, [source])
-        return traverse.sssp_arrays(part, [source], negative_weights)
-
-    t0 = time.perf_counter()
-    dist, parent = traversal(int(chosen[0]))
-    bench_memory.sync(part.backend)
-    result = {"warmup_s": time.perf_counter() - t0, "sources": [], "first_dist": None}
-    for i, source in enumerate(chosen):
-        source = int(source)
-        times = []
-        dist = parent = None  # the previous arrays are not live while the next run is measured
-        mark = bench_memory.pool_mark(part.backend)
-        for _ in range(repeat):
-            dist = parent = None
-            t0 = time.perf_counter()
-            dist, parent = traversal(source)
-            bench_memory.sync(part.backend)
-            times.append(time.perf_counter() - t0)
-        peak = bench_memory.pool_peak(part.backend, mark)
-        stats = verify.check_traversal_arrays(xp, part.indptr, part.indices, part.weights if kind == SSSP else None,
-                                              dist, parent, [source])
-        if i == 0 and keep_first:
-            result["first_dist"] = backends.get(part.backend).to_host(dist)
-        result["sources"].append(_source_row(source, times, stats, peak, int(dist.nbytes + parent.nbytes)))
-        if scipy_csr is not None:
-            result.setdefault("scipy_times", []).append(bench_checks.time_scipy_source(scipy_csr, kind, source))
-    return result
-
-
-def _source_row(source, times, stats, peak, array_bytes):
-    seconds = statistics.median(times)
-    return {
-        "global": int(source),
-        "times_s": times,
-        "time_s": seconds,
-        "reached": stats["reached"],
-        "reached_edges": stats["reached_edges"],
-        "max_distance": stats["max_distance"],
-        "gteps": stats["reached_edges"] / 2 / seconds / 1e9,
-        "traversal_device_bytes": peak,
-        "result_array_bytes": array_bytes,
-    }
 
 
 def _part_info(part):
@@ -661,11 +598,6 @@ def _nonisolated_at(part, ranks):
     xp = part.xp
     ids = xp.flatnonzero(part.indptr[1:] > part.indptr[:-1])[xp.asarray(ranks)] + part.offset
     return backends.get(part.backend).to_host(ids).astype(np.int64)
-
-
-def _input_id(value):
-    """One input id as a plain Python int or str (what a user passes as a source)."""
-    return value if isinstance(value, str) else int(value)
 
 
 def _owner_peaks(graph, peaks: dict) -> list:
@@ -730,111 +662,3 @@ def _pick_sources(graph, count, seed, first_input_id=None) -> np.ndarray:
 
 def _global_ids(graph, input_ids) -> np.ndarray:
     return graphs.global_sources(graph, list(input_ids))
-
-
-def _traverse_frames(graph, kind, global_sources):
-    """What ``graph.bfs``/``graph.sssp`` runs, up to the per-owner result partitions, waited for."""
-    ex, built = graphs.executor_of(graph), graphs.built_of(graph)
-    if kind == BFS:
-        frames = traverse.bfs(ex, built, np.asarray(global_sources, dtype=np.int64), None)
-    else:
-        frames = traverse.sssp(ex, built, np.asarray(global_sources, dtype=np.int64))
-    ex.wait(frames)
-    return frames
-
-
-def _time_public(graph, kind, input_ids, repeat, finish=None, pause=False) -> list:
-    """Per source, the median seconds of the public call: ``graph.bfs(s).compute()`` (``sssp``),
-    or ``finish(graph.bfs(s))`` (``len``: on a cluster, what a query costs without bringing
-    its rows to this process). With ``pause``, each query starts :data:`CLIENT_BATCH_S` after
-    the previous one ended (not timed), as a query a user types does; without, back to back."""
-    query = graph.bfs if kind == BFS else graph.sssp
-    finish = finish or (lambda frame: frame.compute())
-    finish(query(_input_id(input_ids[0])))  # warm-up: the first query keeps each owner's result rows
-    medians = []
-    for source in input_ids:
-        times = []
-        for _ in range(repeat):
-            if pause:
-                time.sleep(CLIENT_BATCH_S)
-            t0 = time.perf_counter()
-            finish(query(_input_id(source)))
-            times.append(time.perf_counter() - t0)
-        medians.append(statistics.median(times))
-    return medians
-
-
-def _time_paths(graph, kind, input_ids, repeat, len_median_ms) -> dict:
-    """Per source, the median seconds of ``graph.path(s, t)`` to a random vertex ``t`` that
-    ``s`` reaches (searched as ``kind``: ``unweighted`` for BFS), and the path's hops; with
-    the median over sources next to ``len()``'s of the same sources (``ratio`` = path / len)."""
-    rng = np.random.default_rng(len(input_ids))
-    query = graph.bfs if kind == BFS else graph.sssp
-    unweighted = kind == BFS
-    pairs, medians, hops = [], [], []
-    for source in input_ids:
-        source = _input_id(source)
-        found = query(source, parents=False)
-        reached = found[found["distance"] > 0]["vertex"].compute()  # null distances compare False
-        reached = (reached.to_pandas() if hasattr(reached, "to_pandas") else reached).to_numpy()
-        target = _input_id(reached[rng.integers(reached.size)])
-        graph.path(source, target, unweighted=unweighted)  # untimed: the same work warmed
-        times = []
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            path = graph.path(source, target, unweighted=unweighted)
-            times.append(time.perf_counter() - t0)
-        pairs.append([source, target])
-        hops.append(len(path) - 1)
-        medians.append(statistics.median(times))
-    median_ms = statistics.median(medians) * 1e3
-    return {"pairs": pairs, "hops": hops, "times_s": medians, "median_ms": median_ms,
-            "len_median_ms": len_median_ms, "ratio": median_ms / len_median_ms}
-
-
-def _parents_memory(part, kind, source, negative_weights) -> dict:
-    """One traversal from ``source`` with parents and one without, on the owner: per run the
-    pool's high-water (GPU, None on CPU) and the result arrays' bytes."""
-    out = {}
-    for label, parents in (("parents", True), ("no_parents", False)):
-        mark = bench_memory.pool_mark(part.backend)
-        if kind == BFS:
-            dist, parent = traverse.bfs_arrays(part, [source], parents=parents)
-        else:
-            dist, parent = traverse.sssp_arrays(part, [source], negative_weights, parents=parents)
-        bench_memory.sync(part.backend)
-        out[label] = {"peak_device_bytes": bench_memory.pool_peak(part.backend, mark),
-                      "array_bytes": int(dist.nbytes + (parent.nbytes if parent is not None else 0))}
-        dist = parent = None
-    return out
-
-
-def _owner_steps(graph, kind, global_sources):
-    """Per owner, what one more (untimed) traversal did step by step, as a dict with ``steps``,
-    ``rounds``, ``bytes_sent``, ``labels``, ``kernel_s`` and ``wait_s`` (BFS: one step a level,
-    labelled with its direction)."""
-    ex, built = graphs.executor_of(graph), graphs.built_of(graph)
-    handles = []
-    sources = np.asarray(global_sources, dtype=np.int64)
-    if kind == SSSP:
-        ex.wait(traverse.sssp(ex, built, sources, stats=handles))
-        return [dataclasses.asdict(s) for s in ex.gather(handles)]
-    ex.wait(traverse.bfs(ex, built, sources, None, stats=handles))
-    return [{"owner": s["owner"], "steps": sum(s["messages"]), "rounds": [1] * s["levels"],
-             "bytes_sent": s["bytes_sent"], "labels": s["direction"],
-             "kernel_s": sum(s["kernel_s"]), "wait_s": sum(s["wait_s"])} for s in ex.gather(handles)]
-
-
-def _frame_handles(graph, kind, input_id):
-    """The public query's work, through the same driver: source lookup, traversal, wait."""
-    return _traverse_frames(graph, kind, graphs.global_sources(graph, input_id))
-
-
-# ---------------------------------------------------------------------------------------------
-# SciPy: the reference times and the distance check of the first source.
-
-
-# ---------------------------------------------------------------------------------------------
-# Summaries, the machine, the table.
-
-

@@ -1,7 +1,7 @@
 """Ctrl-C (SIGINT) in gpipe's commands: cleanup that runs whole, and the phases a test interrupts.
 
 A command ends on Ctrl-C with the one line ``gpipe: interrupted`` and exit status 130, whatever
-it was doing (:mod:`gpipe.cli`). ``KeyboardInterrupt`` unwinds it, and the ``finally`` blocks on
+it was doing (:mod:`gpipe.tools.cli`). ``KeyboardInterrupt`` unwinds it, and the ``finally`` blocks on
 its way remove the output's temporary directory and close the cluster; within
 :func:`deferred_interrupt`, a Ctrl-C waits for such a cleanup to end rather than cut it short.
 

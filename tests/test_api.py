@@ -3,7 +3,7 @@
 Each test takes the ``engine`` fixture (tests/conftest.py), so it runs with no Dask client,
 on a 2-worker LocalCluster, and (marked ``gpu``) on cuDF partitions. Every result is checked
 four ways: the frame's columns, dtypes and partition type; the distances against
-``scipy.sparse.csgraph`` (tests/reference.py); the parent tree with ``gpipe.verify``; and the
+``scipy.sparse.csgraph`` (tests/reference.py); the parent tree with ``gpipe.tools.verify``; and the
 row set (one row per vertex of the edge list).
 """
 
@@ -21,7 +21,7 @@ import pytest
 import gpipe
 import reference
 from gpipe import validate
-from gpipe.verify import check_bfs_tree, check_sssp_tree
+from gpipe.tools.verify import check_bfs_tree, check_sssp_tree
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -16,8 +16,9 @@ import pandas as pd
 import pytest
 
 import gpipe
-from gpipe import bench, bench_checks, bench_graphs, cli, generators, traverse
-from gpipe.verify import check_traversal_arrays
+from gpipe import generators, traverse
+from gpipe.tools import bench, bench_checks, bench_graphs, cli
+from gpipe.tools.verify import check_traversal_arrays
 
 REPORT_KEYS = {"machine", "command", "options", "graph", "build", "results"}
 RESULT_KEYS = {"algo", "backend", "workers", "owners", "warmup_s", "sources", "median_s", "median_ms",
@@ -154,7 +155,7 @@ def test_bench_string_ids_on_two_workers(backend):
 def test_sampled_peak_sees_what_any_allocator_takes():
     import cupy
 
-    from gpipe import bench_memory
+    from gpipe.tools import bench_memory
 
     peaks = bench_memory.Peaks(None)
     block = cupy.cuda.runtime.malloc(256 * 2**20)  # past CuPy's pool, as RMM would

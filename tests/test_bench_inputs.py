@@ -1,6 +1,6 @@
-"""gpipe.bench_inputs: every form of a small graph builds, and builds the same BFS."""
+"""gpipe.tools.bench_inputs: every form of a small graph builds, and builds the same BFS."""
 
-from gpipe import bench_inputs
+from gpipe.tools import bench_inputs
 
 
 def test_every_form_builds_the_same_graph(capsys):

@@ -1,7 +1,7 @@
 """The ``gpipe`` command: bfs, sssp, run and demo, called in-process through ``main([...])``.
 
 bfs and sssp run without a Dask cluster here (no ``--cluster``: in-process); their answers are
-compared with SciPy (tests/reference.py) and their trees checked by gpipe.verify. One test
+compared with SciPy (tests/reference.py) and their trees checked by gpipe.tools.verify. One test
 runs ``python -m gpipe run`` in a subprocess on a one-worker cluster, the way a scheduler
 would, and the demo test starts a small local cluster.
 """
@@ -22,8 +22,8 @@ import pytest
 import yaml
 
 import gpipe
-from gpipe.cli import main
-from gpipe.verify import check_bfs_tree, check_sssp_tree
+from gpipe.tools.cli import main
+from gpipe.tools.verify import check_bfs_tree, check_sssp_tree
 from reference import expected_bfs, expected_sssp, random_edges, result_distances
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -366,7 +366,7 @@ def test_run_rejects_bad_configs_naming_the_key(graph, tmp_path, capsys, changes
 
 
 def test_shipped_pipeline_configs_are_valid_and_follow_the_demo():
-    from gpipe.demo import _hub
+    from gpipe.tools.demo import _hub
     from gpipe.generators import kronecker_edges
     from pipelines.traverse_parquet import _validate, load_config
 
@@ -476,7 +476,7 @@ def test_demo_runs_on_a_cpu_cluster(tmp_path, capsys):
 def test_demo_prints_the_dashboard_first_and_can_wait_for_enter(tmp_path, monkeypatch):
     import io
 
-    from gpipe.demo import run_demo
+    from gpipe.tools.demo import run_demo
 
     out = io.StringIO()
     pressed = []

@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 import gpipe
-from gpipe import bench, cluster
+from gpipe import cluster
+from gpipe.tools import bench
 from gpipe.owners import peers
 
 

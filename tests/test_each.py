@@ -452,7 +452,7 @@ def test_gpu_sssp_batch_negative_weights_and_cycle(index_dtype):
 def test_bench_each_reports_every_row_and_agrees_with_scipy(tmp_path, capsys):
     import json
 
-    from gpipe import cli
+    from gpipe.tools import cli
 
     path = tmp_path / "each.json"
     status = cli.main(["-q", "bench", "--scale", "8", "--each", "70", "--algo", "both",

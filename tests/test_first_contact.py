@@ -1,8 +1,8 @@
-"""gpipe.first_contact: one scenario's figures for each input form, in this process."""
+"""gpipe.tools.first_contact: one scenario's figures for each input form, in this process."""
 
 import pytest
 
-from gpipe import first_contact
+from gpipe.tools import first_contact
 
 
 @pytest.mark.parametrize("form", first_contact.INPUTS)

@@ -65,7 +65,7 @@ def parquet(pdf, backend, tmp_path):
 
 def assert_same(got, expected):
     """Same vertices and distances, and parents that form a valid BFS / SSSP tree."""
-    from gpipe.verify import check_bfs_tree, check_sssp_tree
+    from gpipe.tools.verify import check_bfs_tree, check_sssp_tree
 
     pdf = edges()
     source = int(reference.widest_source(pdf, directed=False))

@@ -103,7 +103,7 @@ def test_two_owners_report_the_deepest_level_and_sssp_steps(dask_client2):
 
 
 def test_the_command_line_logs_progress_lines(tmp_path, capsys):
-    from gpipe.cli import main
+    from gpipe.tools.cli import main
 
     edges = reference.random_edges(n=100, m=300, seed=44)
     edges.to_parquet(tmp_path / "edges.parquet")

@@ -138,7 +138,7 @@ def synopsis() -> dict:
 
 
 def parser_options() -> dict:
-    from gpipe.cli import _parser
+    from gpipe.tools.cli import _parser
 
     parser = _parser()
     found = {"": {o for a in parser._actions for o in a.option_strings if o.startswith("-")}}

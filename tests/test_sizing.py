@@ -107,7 +107,7 @@ def test_the_size_guard_raises_before_anything_is_built(dask_client2, monkeypatc
 
 
 def test_the_cli_refuses_partitions_without_a_cluster(tmp_path):
-    from gpipe.cli import main
+    from gpipe.tools.cli import main
 
     edges = reference.random_edges(n=30, m=60, seed=4)
     edges.to_parquet(tmp_path / "edges.parquet")

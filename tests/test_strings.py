@@ -2,7 +2,7 @@
 
 A graph with string ids is the integer graph of tests/reference.py with each id turned into a
 string; its answers are the integer twin's from SciPy once the result's strings are mapped
-back, and its parent tree is checked by gpipe.verify on the integer twin. Every test runs on
+back, and its parent tree is checked by gpipe.tools.verify on the integer twin. Every test runs on
 each path of the ``engine`` fixture (no client, a 2-worker LocalCluster with the graph split
 over both, and cuDF partitions, marked ``gpu``).
 """
@@ -18,7 +18,7 @@ import pytest
 import gpipe
 import reference
 from gpipe import backend as backends
-from gpipe.verify import check_bfs_tree, check_sssp_tree
+from gpipe.tools.verify import check_bfs_tree, check_sssp_tree
 
 pytestmark = pytest.mark.timeout(180)
 

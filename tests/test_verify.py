@@ -1,4 +1,4 @@
-"""gpipe.verify: accepts correct trees, rejects planted errors and names the bad vertex.
+"""gpipe.tools.verify: accepts correct trees, rejects planted errors and names the bad vertex.
 
 The hand-made graph (directed unless a test says otherwise)::
 
@@ -22,7 +22,7 @@ import pytest
 from scipy.sparse import csgraph
 
 import reference
-from gpipe.verify import check_bfs_tree, check_sssp_tree
+from gpipe.tools.verify import check_bfs_tree, check_sssp_tree
 
 pytestmark = pytest.mark.timeout(60)
 

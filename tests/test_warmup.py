@@ -1,4 +1,4 @@
-"""``gpipe warmup`` (gpipe/warmup.py): after it, a new process's queries compile nothing.
+"""``gpipe warmup`` (gpipe/tools/warmup.py): after it, a new process's queries compile nothing.
 
 One test, in subprocesses with their own empty ``NUMBA_CACHE_DIR``: ``gpipe warmup`` fills
 the cache, then a fresh process builds small graphs and runs the queries a user runs (BFS

@@ -13,7 +13,8 @@ import time
 import numpy as np
 
 from gpipe import backend as backends
-from gpipe import bench_checks, bench_memory, traverse, verify
+from gpipe import traverse
+from gpipe.tools import bench_checks, bench_memory, verify
 from gpipe import graph as graphs
 from gpipe.result import BFS, SSSP
 

@@ -2,7 +2,7 @@
 
 ::
 
-    python -m gpipe.first_contact [--scale 16] [--backend cpu|gpu] [--input FORM] [--json PATH]
+    python -m gpipe.tools.first_contact [--scale 16] [--backend cpu|gpu] [--input FORM] [--json PATH]
 
 Each scenario runs in a fresh Python process (so nothing compiled in this one helps) with
 ``NUMBA_CACHE_DIR`` pointing at a temporary directory, and, in-process (no Dask client),
@@ -229,7 +229,7 @@ def _nvrtc_log():
 
 def _run_child(cache_dir: str, scale: int, order: list, backend: str = "cpu", form: str = "from_pandas") -> dict:
     env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir, CUPY_CACHE_DIR=cache_dir)
-    code = (f"import json, gpipe.first_contact as f; "
+    code = (f"import json, gpipe.tools.first_contact as f; "
             f"print(json.dumps(f._child({scale}, {order!r}, {backend!r}, {form!r})))")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     if out.returncode:
@@ -297,7 +297,7 @@ def table(report: dict) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gpipe.first_contact", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m gpipe.tools.first_contact", description=__doc__.split("\n")[0])
     parser.add_argument("--scale", type=int, default=16, help="Kronecker scale (default: 16)")
     parser.add_argument("--backend", default="cpu", choices=("cpu", "gpu"), help="default: cpu")
     parser.add_argument("--input", default="from_pandas", choices=INPUTS,

@@ -10,7 +10,7 @@ import numpy as np
 
 from gpipe import backend as backends
 from gpipe import graph as graphs
-from gpipe import verify
+from gpipe.tools import verify
 from gpipe.result import BFS, SSSP
 
 

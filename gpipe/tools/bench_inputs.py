@@ -1,6 +1,6 @@
 """Time ``Graph.from_edges`` of one edge list handed over in each form gpipe takes.
 
-``python -m gpipe.bench_inputs --scale 20 [--backend cpu|gpu] [--repeat 5] [--forms ...]``
+``python -m gpipe.tools.bench_inputs --scale 20 [--backend cpu|gpu] [--repeat 5] [--forms ...]``
 generates a Graph500 Kronecker graph (``gpipe.generators``, undirected, as ``gpipe bench``
 builds it) and times its build from each *form* of input, in turns (one build of each form
 per round, so that a machine whose load drifts slows every form alike), then prints the
@@ -82,7 +82,7 @@ def time_builds(frame, forms=FORMS, repeat=5, npartitions=4, source=None) -> dic
 
 def same_bfs(frame, reference, result, source) -> bool:
     """Whether ``result`` has ``reference``'s distances and a valid BFS tree of ``frame``."""
-    from gpipe.verify import check_bfs_tree
+    from gpipe.tools.verify import check_bfs_tree
 
     if not result["vertex"].equals(reference["vertex"]) or not result["distance"].equals(reference["distance"]):
         return False
@@ -104,7 +104,7 @@ def _pandas(result):
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gpipe.bench_inputs", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m gpipe.tools.bench_inputs", description=__doc__.split("\n")[0])
     parser.add_argument("--scale", type=int, default=20, help="Kronecker scale (default: 20)")
     parser.add_argument("--backend", default="cpu", choices=("cpu", "gpu"), help="default: cpu")
     parser.add_argument("--repeat", type=int, default=5, help="builds of each form (default: 5)")

@@ -43,7 +43,7 @@ the pool, such as cuDF's through RMM, is not seen). A traversal's figure adds th
 own CSR bytes to it. On CPU the figure is the CSR's bytes plus the result arrays' bytes.
 
 Validation: every traversal's arrays are checked where they live by
-:func:`gpipe.verify.check_traversal_arrays` (vectorized, chunked over the edges, no host copy
+:func:`gpipe.tools.verify.check_traversal_arrays` (vectorized, chunked over the edges, no host copy
 of the graph); with several owners each owner checks its own rows against the computed
 result. Where the graph has at most ``bench_checks.SCIPY_CHECK_MAX_VERTICES`` vertices, the first source's
 distances are also compared with SciPy's (on the CPU, from a host copy of the CSR).
@@ -65,17 +65,17 @@ import uuid
 import numpy as np
 
 from gpipe import backend as backends
-from gpipe import bench_checks, bench_clusters, bench_graphs, bench_memory, bench_report, bench_timing
+from gpipe.tools import bench_checks, bench_clusters, bench_graphs, bench_memory, bench_report, bench_timing
 from gpipe import execution, generators
 from gpipe.errors import InputError
 from gpipe import graph as graphs
 from gpipe.graph import Graph
-from gpipe.bench_report import TARGETS, format_table  # noqa: F401 (the bench's own API)
+from gpipe.tools.bench_report import TARGETS, format_table  # noqa: F401 (the bench's own API)
 from gpipe.result import BFS, SSSP
 
 __all__ = ["run", "main", "format_table", "TARGETS"]
 
-log = logging.getLogger("gpipe.bench")
+log = logging.getLogger("gpipe.tools.bench")
 
 
 def _kernels_only(function):
@@ -373,7 +373,7 @@ class _Bench:
             "owner_input_bytes": input_bytes // graph.num_partitions,
             "input_bytes": input_bytes,
             "peak_over_input": peak / input_bytes if peak is not None else None,
-            "memory_note": "CuPy pool high-water of the build (see gpipe.bench)" if peak is not None else None,
+            "memory_note": "CuPy pool high-water of the build (see gpipe.tools.bench)" if peak is not None else None,
         }
 
         chosen = _pick_sources(graph, self.n_sources, self.seed, spec.first_source)
@@ -601,7 +601,7 @@ def _nonisolated_at(part, ranks):
 
 
 def _owner_peaks(graph, peaks: dict) -> list:
-    """The sampled build peaks (:mod:`gpipe.bench_memory`) of the graph's owners, in owner order."""
+    """The sampled build peaks (:mod:`gpipe.tools.bench_memory`) of the graph's owners, in owner order."""
     if list(peaks) == [None]:
         return [peaks[None]]
     return [peaks.get(address) for address in graphs.executor_of(graph).workers[:graph.num_partitions]]

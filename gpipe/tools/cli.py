@@ -17,7 +17,7 @@
 
 ``warmup`` compiles every kernel into Numba's on-disk cache (and warms the GPU kernels where a
 GPU is usable), so that the first query of a later process compiles nothing; see
-:mod:`gpipe.warmup`.
+:mod:`gpipe.tools.warmup`.
 
 ``bfs`` and ``sssp`` are the pipeline of ``pipelines/traverse_parquet.py`` with its settings
 taken from the options: read the edges, traverse, write the result atomically. Without
@@ -144,7 +144,7 @@ def _run(args, pipeline):
 
 
 def _demo(args, pipeline):
-    from gpipe.demo import run_demo
+    from gpipe.tools.demo import run_demo
 
     keep_open = not args.no_wait and sys.stdin.isatty() and sys.stdout.isatty()
     run_demo(args.scale, args.out, cpu=args.cpu, n_workers=args.workers, keep_open=keep_open)
@@ -152,7 +152,7 @@ def _demo(args, pipeline):
 
 
 def _warmup(args, pipeline):
-    from gpipe.warmup import warmup
+    from gpipe.tools.warmup import warmup
 
     def report(name, signature, seconds):
         if not args.quiet:
@@ -177,10 +177,10 @@ def _argument_types(signature) -> str:
 
 def _bench(args, pipeline):
     if args.each:
-        from gpipe import bench_each
+        from gpipe.tools import bench_each
 
         return bench_each.main(args)
-    from gpipe import bench  # imports nothing of the GPU's until a GPU run asks for it
+    from gpipe.tools import bench  # imports nothing of the GPU's until a GPU run asks for it
 
     return bench.main(args)
 
@@ -320,7 +320,7 @@ def _add_bench_parser(commands):
     bench.add_argument("--no-scipy-check", action="store_true",
                        help="skip comparing the first source's distances with SciPy (done up to 2**22 vertices)")
     bench.add_argument("--each", type=int, metavar="N",
-                       help="time bfs_each/sssp_each from N random sources instead (gpipe/bench_each.py)")
+                       help="time bfs_each/sssp_each from N random sources instead (gpipe/tools/bench_each.py)")
     bench.add_argument("--targets", type=int, metavar="M",
                        help="--each: a distance table to M random vertices")
     bench.add_argument("--each-parquet", action="store_true",

@@ -12,7 +12,7 @@ What is timed (``time.perf_counter`` here, in the client's process):
   and the ratio SciPy / gpipe. The first source's row is compared with gpipe's distances.
 * **Streamed** (``--each-parquet``): ``bfs_each(sources, depth_limit=2).to_parquet(dir)``;
   rows per second and the peak memory while it ran: the growth of CuPy's memory pool on GPU
-  (as in gpipe/bench.py), the growth of the resident set on CPU (sampled every 10 ms; on a
+  (as in gpipe/tools/bench.py), the growth of the resident set on CPU (sampled every 10 ms; on a
   cluster, of every worker, summed).
 * **Replicas** (``--workers K`` with K >= 2): the total with the graph copied to every worker
   that has room against the same graph built with ``replicas=1``, the throughput ratio, and
@@ -31,7 +31,8 @@ import time
 import numpy as np
 
 from gpipe import backend as backends
-from gpipe import bench_clusters, bench_memory, generators
+from gpipe import generators
+from gpipe.tools import bench_clusters, bench_memory
 from gpipe import graph as graphs
 from gpipe.graph import Graph
 

@@ -16,7 +16,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import gpipe
 
 # -std=c++17 for every source; the JIT fallback and the ahead-of-time build pass the same.
 COMPILE_OPTIONS = ("-std=c++17",)
@@ -126,7 +125,7 @@ def source_dir(source: str = "bfs.cu") -> Path:
     FileNotFoundError
         Neither folder holds the source: the installation is incomplete.
     """
-    package = Path(gpipe.__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]  # the gpipe package folder (gpipe/kernels/..)
     candidates = (package / "_cuda", package.parent / "kernels")
     for folder in candidates:
         if (folder / source).is_file():

@@ -19,6 +19,7 @@ import gpipe
 from gpipe import generators, traverse
 from gpipe.tools import bench, bench_checks, bench_graphs, cli
 from gpipe.tools.verify import check_traversal_arrays
+from gpipe import graph as graphs
 
 REPORT_KEYS = {"machine", "command", "options", "graph", "build", "results"}
 RESULT_KEYS = {"algo", "backend", "workers", "owners", "warmup_s", "sources", "median_s", "median_ms",
@@ -43,7 +44,7 @@ def kron_part():
     edges = generators.kronecker_edges(8, weights=True, seed=3)
     frame = dd.from_delayed([dask.delayed(edges, name="test-bench-kron8")], meta=edges.iloc[:0])
     graph = gpipe.Graph.from_edges(frame, directed=False, weight="weight")
-    part = graph._built.parts[0]
+    part = graphs.built_of(graph).parts[0]
     source = int(np.argmax(np.diff(part.indptr)))  # the highest-degree vertex: a big component
     return part, source
 
@@ -324,7 +325,7 @@ def test_frame_check_matches_array_check(kron_part):
     frame = dd.from_pandas(edges, npartitions=2)
     graph = gpipe.Graph.from_edges(frame, directed=False)
     result = graph.bfs(int(edges.src.iloc[0])).compute()
-    sources = graph._global_sources(int(edges.src.iloc[0]))
+    sources = graphs.global_sources(graph, int(edges.src.iloc[0]))
     stats, _ = bench_checks.check_frame(graph, "bfs", result, sources)
     assert stats["reached"] == int(result.distance.notna().sum())
     wrong = result.copy()

@@ -25,6 +25,7 @@ import gpipe.kernels.cpu
 import kernel_graphs
 import reference
 from gpipe.errors import InputError, NegativeCycleError
+from gpipe import graph as graphs
 
 
 # ---------------------------------------------------------------------------------------------
@@ -396,7 +397,7 @@ def test_a_worker_killed_during_a_batch_is_recomputed_from_lineage(tmp_path):
         graph = gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=2), weight="weight")
         assert graph.replicas == 2
         result = graph.sssp_each(sources, parents=True)
-        copy = graph._built.replicas[1]  # the owner keeps the original, whose loss loses the graph
+        copy = graphs.built_of(graph).replicas[1]  # the owner keeps the original, whose loss loses the graph
         (copy_worker,) = client.who_has([copy])[copy.key]
         client.run(_dying_batch, str(tmp_path / "killed"), workers=[copy_worker])
         got = result.compute()

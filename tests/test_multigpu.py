@@ -16,6 +16,7 @@ import reference
 from conftest import multigpu_devices
 from gpipe import traverse
 from gpipe.owners import bfs as owners_bfs
+from gpipe import graph as graphs
 from test_api import BFS_CASES, SSSP_CASES, check_frame, run_bfs, run_sssp, sorted_frame
 from test_peers import MIXED, check_directions, check_tree
 
@@ -105,14 +106,14 @@ def test_bfs_in_every_direction_with_stats(multigpu_engine, directed, direction)
     with dask.config.set({owners_bfs.DIRECTION_KEY: direction}):
         for query, depth_limit in ((sources[:1], None), (sources, None), (sources, 3)):
             stats = []
-            frames = traverse.bfs(graph._executor, graph._built, graph._global_sources(query),
+            frames = traverse.bfs(graphs.executor_of(graph), graphs.built_of(graph), graphs.global_sources(graph, query),
                                   depth_limit, stats=stats)
-            got = multigpu_engine.pandas(graph._frame(frames, "bfs").compute())
+            got = multigpu_engine.pandas(graphs.result_frame(graph, frames, "bfs").compute())
             reference.assert_distances(got, reference.expected_bfs(edges, query, directed=directed,
                                                                    depth_limit=depth_limit))
             check_tree(got, edges, directed)
             if depth_limit is None:
-                check_directions(graph._executor.gather(stats), direction, directed)
+                check_directions(graphs.executor_of(graph).gather(stats), direction, directed)
 
 
 def test_sssp_owners_report_their_steps(multigpu_engine):

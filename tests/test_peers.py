@@ -16,6 +16,7 @@ from conftest import Engine
 from gpipe import execution, traverse
 from gpipe.owners import bfs as owners_bfs
 from gpipe.owners import peers
+from gpipe import graph as graphs
 from test_api import SSSP_CASES, run_sssp
 
 
@@ -100,9 +101,9 @@ def test_each_owner_holds_its_own_copy_of_renumbered_ids(cluster, dask_client2):
     a key of its own, so that no query fetches them from a peer that is already traversing."""
     edges = reference.random_edges(300, 900, seed=5, ids="sparse")
     graph = gpipe.Graph.from_edges(Engine("pandas").frame(edges, 2), directed=False)
-    copies = graph._built.owner_ids
+    copies = graphs.built_of(graph).owner_ids
     held = dask_client2.who_has(copies)
-    assert [held[c.key] for c in copies] == [(w,) for w in graph._executor.workers]
+    assert [held[c.key] for c in copies] == [(w,) for w in graphs.executor_of(graph).workers]
     source = reference.pick_sources(edges, 1, seed=5)
     out = graph.bfs(source).compute()
     reference.assert_distances(out, reference.expected_bfs(edges, source, directed=False))
@@ -221,10 +222,10 @@ MIXED = {"alpha": 1e9, "beta": 1e-9, "gamma": 1e9}  # change direction at every 
 def bfs_with_stats(graph, sources, depth_limit=None):
     """``graph.bfs`` computed, and the owners' level statistics (traverse.bfs(stats=...))."""
     stats = []
-    frames = traverse.bfs(graph._executor, graph._built, graph._global_sources(sources), depth_limit,
+    frames = traverse.bfs(graphs.executor_of(graph), graphs.built_of(graph), graphs.global_sources(graph, sources), depth_limit,
                           stats=stats)
     assert len(stats) == graph.num_partitions
-    return graph._frame(frames, "bfs").compute(), graph._executor.gather(stats)
+    return graphs.result_frame(graph, frames, "bfs").compute(), graphs.executor_of(graph).gather(stats)
 
 
 def check_directions(stats, direction, directed):
@@ -279,7 +280,7 @@ def test_bfs_stats_are_asked_for_only(cluster):
     edges = reference.random_edges(n=400, m=1600, seed=5)
     graph = gpipe.Graph.from_edges(dask.dataframe.from_pandas(edges, npartitions=2), directed=False)
     source = int(edges["src"].iloc[0])
-    frames = traverse.bfs(graph._executor, graph._built, graph._global_sources(source), None)
+    frames = traverse.bfs(graphs.executor_of(graph), graphs.built_of(graph), graphs.global_sources(graph, source), None)
     assert all(f.key.startswith("gpipe-bfs-") for f in frames)
     _, stats = bfs_with_stats(graph, source)
     for s in stats:
@@ -375,9 +376,9 @@ def _sssp_with_stats(graph, source):
     from gpipe import traverse
 
     stats = []
-    executor = graph._executor
-    frames = traverse.sssp(executor, graph._built, graph._global_sources(source), stats=stats)
-    return graph._frame(frames, "sssp").compute(), executor.gather(stats)
+    executor = graphs.executor_of(graph)
+    frames = traverse.sssp(executor, graphs.built_of(graph), graphs.global_sources(graph, source), stats=stats)
+    return graphs.result_frame(graph, frames, "sssp").compute(), executor.gather(stats)
 
 
 def check_sssp_owner_steps(engine):

@@ -9,6 +9,7 @@ import gpipe
 import reference
 from gpipe import sizing
 from gpipe.sizing import GraphSize, WorkerMemory
+from gpipe import graph as graphs
 
 GIB = 2**30
 
@@ -174,7 +175,7 @@ def test_a_one_owner_graph_of_parquet_is_read_on_its_owner(dask_client2, tmp_pat
         with get_task_stream(dask_client2) as stream:
             graph = gpipe.Graph.from_edges(frame, directed=False)
         assert graph.num_partitions == 1
-        owner = graph._executor.workers[0]
+        owner = graphs.executor_of(graph).workers[0]
         reads = [t["worker"] for t in stream.data if t["key"][0].startswith(READ_LABEL)]
         assert len(reads) == 4 and set(reads) == {owner}
         source = int(edges["src"].iloc[0])

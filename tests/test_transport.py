@@ -16,6 +16,7 @@ from gpipe.owners.dask_comms import DaskTransport
 from gpipe.owners.connect import open_transport
 from gpipe.owners.transport import TransportLost
 from gpipe.partition import Layout
+from gpipe import graph as graphs
 from test_traverse import ThreadChannel
 
 
@@ -132,11 +133,11 @@ def test_a_cpu_graph_keeps_dask_comms(dask_client2):
     with dask_client2.as_current():
         graph = gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=2), directed=True,
                                        partitions=2)
-        assert graph.num_partitions == 2 and graph._built.transport is None
+        assert graph.num_partitions == 2 and graphs.built_of(graph).transport is None
         with dask.config.set({nccl.CONFIG_KEY: "auto"}):
             graph = gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=2), directed=True,
                                            partitions=2)
-            assert graph._built.transport is None  # pandas partitions: NCCL cannot serve
+            assert graphs.built_of(graph).transport is None  # pandas partitions: NCCL cannot serve
         with dask.config.set({nccl.CONFIG_KEY: "nccl"}), pytest.raises(gpipe.InputError,
                                                                       match="nccl needs GPU"):
             gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=2), directed=True,

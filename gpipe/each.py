@@ -217,11 +217,18 @@ def frame(built, executor, kind: str, sources, *, directed: bool, limit, targets
                                                     query, dask_key_name=key)
                  for i, (batch, key) in enumerate(zip(batches, keys))]
     else:
-        stub = replace(built, ids=None, executor=None, present_bits=None, parts=None, replicas=None)
-        batch_fn = MultiOwnerBatch(stub, built.parts, built.ids, list(executor.workers))
-        tasks = [dask.delayed(batch_fn, pure=False)(batch, values[i * width:(i + 1) * width], query,
-                                                    dask_key_name=key)
-                 for i, (batch, key) in enumerate(zip(batches, keys))]
+        stub = replace(built, ids=None, executor=None, present_bits=None, parts=None, replicas=None,
+                       owner_ids=None)
+        batch_fn = MultiOwnerBatch(stub, built.parts, built.ids, list(executor.workers),
+                                   owner_ids=built.owner_ids)
+        tasks, after = [], None
+        for i, (batch, key) in enumerate(zip(batches, keys)):
+            tasks.append(dask.delayed(batch_fn, pure=False)(batch, values[i * width:(i + 1) * width],
+                                                            query, after, dask_key_name=key))
+            if built.transport is not None:
+                # Over NCCL the batches take turns: two traversals at once over one communicator
+                # would interleave their collectives (a batch's own lock is its worker's only).
+                after = dask.delayed(_ended, pure=False)(tasks[-1], dask_key_name=f"{name}-ended-{i}")
     return dd.from_delayed(tasks, meta=empty, verify_meta=False)
 
 
@@ -425,19 +432,24 @@ class MultiOwnerBatch:
     batch's worker.
     """
 
-    def __init__(self, stub, parts, ids, workers, keys=None):
+    def __init__(self, stub, parts, ids, workers, keys=None, owner_ids=None):
         self.stub = stub
         self.parts = parts  # the futures (None once unpickled on a worker)
         self.part_keys = keys[0] if keys else [p.key for p in parts]
         self.ids_key = keys[1] if keys else (None if ids is None else ids.key)
+        self.owner_ids_keys = keys[2] if keys else (None if owner_ids is None else [c.key for c in owner_ids])
         self.ids = ids
+        self.owner_ids = owner_ids
         self.workers = workers
         self.__name__ = "multi_owner_batch"
 
     def __reduce__(self):
-        return MultiOwnerBatch, (self.stub, None, None, self.workers, (self.part_keys, self.ids_key))
+        return MultiOwnerBatch, (self.stub, None, None, self.workers,
+                                 (self.part_keys, self.ids_key, self.owner_ids_keys))
 
-    def __call__(self, sources, values, query: Query):
+    def __call__(self, sources, values, query: Query, after=None):
+        """The batch's rows; ``after``, the end of the batch before it where batches take
+        turns, only orders them."""
         from distributed import Future, worker_client
 
         from gpipe import traverse
@@ -449,7 +461,9 @@ class MultiOwnerBatch:
             executor = OnCluster(client, self.workers)
             parts = [Future(key, client) for key in self.part_keys]
             ids = None if self.ids_key is None else Future(self.ids_key, client)
-            built = replace(stub, parts=parts, ids=ids, executor=executor)
+            owner_ids = (None if self.owner_ids_keys is None
+                         else [Future(key, client) for key in self.owner_ids_keys])
+            built = replace(stub, parts=parts, ids=ids, executor=executor, owner_ids=owner_ids)
             for s, value in zip(np.asarray(sources, dtype=np.int64), values):
                 one = np.array([s], dtype=np.int64)
                 try:
@@ -463,6 +477,12 @@ class MultiOwnerBatch:
                 pieces.append(_long_rows(frames, plain(value), query, stub))
         be = backends.get(stub.backend)
         return be.frames.concat(pieces, ignore_index=True) if pieces else meta(query)
+
+
+def _ended(_rows) -> None:
+    """Nothing: a task that ends when a batch does, so that the next batch can wait for it
+    without its rows coming along."""
+    return None
 
 
 def _long_rows(frames, source_value, query: Query, stub):

@@ -89,7 +89,6 @@ def sssp(executor, built, sources: np.ndarray, stats: list | None = None, *,
     return handles if not with_stats else _split_stats(executor, handles, stats)
 
 
-
 def _split_stats(executor, handles, stats: list) -> list:
     """The frame handles of owner tasks that returned ``(frame, stats)``; the stats handles go
     to ``stats``. Waits for the frames."""
@@ -145,8 +144,6 @@ def _sssp_one_owner(part: Partition, sources, negative_weights, vertex_dtype, pa
     return owner_frame(part, part.ids, dist, parent, SSSP, vertex_dtype)
 
 
-
-
 def _start_one_owner(kind, sources) -> progress.Reporter:
     """The reporter of a one-owner traversal, its start reported (one event, no device sync)."""
     reporter = progress.Reporter(uuid.uuid4().hex, kind)
@@ -158,7 +155,6 @@ def _report_one_owner(reporter: progress.Reporter, part: Partition, dist) -> Non
     """The end of a one-owner traversal as a progress event, if anyone looks (:func:`_report_end`;
     an SSSP's steps are not counted by its one-kernel search)."""
     report_end(reporter, reporter.algorithm, part.backend, dist)
-
 
 
 def bfs_arrays(part: Partition, sources, depth_limit=None, *, target=-1, parents=True,

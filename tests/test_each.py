@@ -468,3 +468,30 @@ def test_bench_each_reports_every_row_and_agrees_with_scipy(tmp_path, capsys):
     streamed = report["rows"][2]
     assert streamed["rows"] > 70 and streamed["rows_per_s"] > 0 and streamed["peak_bytes"] >= 0
     assert "bfs_each" in capsys.readouterr().out
+
+
+def test_batches_over_an_nccl_communicator_take_turns(dask_client2):
+    """Two batches at once over one communicator would interleave their collectives: each
+    batch of a graph whose owners talk NCCL waits for the one before it to end (its rows do
+    not come along). Over Dask's comms the batches run side by side."""
+    edges = reference.random_edges(400, 1600, seed=71)
+    sources = reference.pick_sources(edges, 130, seed=71)  # three batches of 64
+    with dask_client2.as_current():
+        graph = gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=2), directed=False,
+                                       partitions=2)
+        built = graphs.built_of(graph)
+
+        def waits_on(frame):
+            from dask.core import get_dependencies
+
+            tasks = dict(frame.__dask_graph__())
+            batches = sorted((k for k in tasks if isinstance(k, tuple) and "gpipe-bfs-each" in k[0]),
+                             key=lambda k: int(k[0].rsplit("-", 1)[1]))
+            return [any("ended" in str(d) for d in get_dependencies(tasks, b)) for b in batches]
+
+        assert waits_on(graph.bfs_each(sources)) == [False, False, False]
+        built.transport = "an NCCL communicator"  # only the graph's plan is read below
+        try:
+            assert waits_on(graph.bfs_each(sources)) == [False, True, True]
+        finally:
+            built.transport = None

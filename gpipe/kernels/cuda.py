@@ -101,6 +101,5 @@ def grid(n_items_bound: int) -> tuple[int]:
     return (max(1, min(blocks, _max_blocks(cupy.cuda.runtime.getDevice()))),)
 
 
-
 def empty(dtype=cupy.int64) -> cupy.ndarray:
     return cupy.empty(0, dtype=dtype)

@@ -79,8 +79,6 @@ def bfs_expand(indptr, indices, offset, frontier, dist, parent, level, remote):
     return next_frontier[:n_next], remote_targets[:n_remote], remote_parents[:n_remote]
 
 
-
-
 def _or_null(array):
     """``array``, or a null pointer (8 bytes by value) for None or an empty array."""
     return cupy.uint64(0) if array is None or array.size == 0 else array

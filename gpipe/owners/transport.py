@@ -5,11 +5,13 @@ only through a :class:`Transport`, in *steps*: every owner calls the same method
 tag at the same point of its loop. Two implementations sit side by side:
 
 - :class:`gpipe.owners.dask_comms.DaskTransport`: one message per peer and step over Dask's
-  worker-to-worker comms (:mod:`gpipe.owners.peers`). CPU owners, and GPU owners unless Dask
-  config ``gpipe.transport`` asks for NCCL and NCCL can serve (one owner per device).
+  worker-to-worker comms (:mod:`gpipe.owners.peers`). CPU owners, GPU owners that share a
+  device, and GPU owners where Dask config ``gpipe.transport`` is ``dask``.
 - :class:`gpipe.owners.nccl.NcclTransport`: NCCL collectives and grouped send/recv on the
-  kernels' stream, over a communicator made when the graph was built
-  (:mod:`gpipe.owners.nccl`). GPU owners, one per device.
+  owners' own stream, over a communicator made when the graph was built
+  (:mod:`gpipe.owners.nccl`). GPU owners, one per device (the default, ``auto``).
+
+:func:`gpipe.owners.connect.open_transport` picks one for a traversal.
 
 Counts travel as one float64 vector per owner (integers below 2**53 are exact): every owner
 gets every owner's vector, in owner order, and reduces them the same way, so all owners take
@@ -89,7 +91,6 @@ class Transport(abc.ABC):
         bucket: the same arrays where the transport sends them before :meth:`exchange`
         returns, copies where the send may still be under way."""
         return arrays
-
 
 
 def stack_counts(rows) -> np.ndarray:

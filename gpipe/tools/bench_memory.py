@@ -125,8 +125,6 @@ def free_pools(backend_name, client):
             client.run(pool_mark, backend_name)
 
 
-
-
 def pool_mark_all(backend_name, client):
     """Per worker (or for this process): the bytes live after freeing the cached blocks."""
     if backend_name != backends.GPU:

@@ -51,8 +51,8 @@ def bfs(executor, built, sources: np.ndarray, depth_limit: int | None,
 
     With several owners the level loop takes its direction thresholds from the Dask config
     ``gpipe.bfs-direction`` (:func:`bfs_thresholds`), read here on the client. When ``stats``
-    is a list, it receives one handle per owner to that owner's level statistics (the dict
-    described in :func:`gpipe.owners.bfs.bfs_owner_arrays`); with one owner it is left empty. Asking for them
+    is a list, it receives one handle per owner to that owner's level statistics
+    (:class:`gpipe.owners.messages.OwnerSteps`); with one owner it is left empty. Asking for them
     costs one small task per owner (the owner task returns ``(frame, stats)``, split where it
     ran).
     """
@@ -77,8 +77,8 @@ def sssp(executor, built, sources: np.ndarray, stats: list | None = None, *,
     vertex's parent is reached, and the search stops early); with negative weights a negative
     cycle is raised only when this bounded search reaches it.
 
-    With several owners and a ``stats`` list, one handle per owner to its :class:`gpipe.owners.sssp.OwnerStats`
-    is appended to it (for benchmarks; each costs a small task on the owner's worker). One
+    With several owners and a ``stats`` list, one handle per owner to its
+    :class:`gpipe.owners.messages.OwnerSteps` is appended to it (for benchmarks; each costs a small task on the owner's worker). One
     owner appends nothing.
     """
     if built.layout.n_owners == 1:

@@ -112,9 +112,9 @@ def check_owner_bfs(src, dst, n, n_owners, directed, sources, depth_limit=None, 
     np.testing.assert_array_equal(dist, want)
     kernel_graphs.assert_tree(src, dst, unit, dist, parent, sources, dist >= 0)
     for s in stats:  # every owner took the same directions and saw the same frontiers
-        assert s["direction"] == stats[0]["direction"] and s["frontier"] == stats[0]["frontier"]
-        assert s["levels"] == len(s["direction"]) == len(s["bytes_sent"]) == len(s["wait_s"])
-    levels = [d for d, f in zip(stats[0]["direction"], stats[0]["frontier"]) if f > 0]
+        assert s.labels == stats[0].labels and s.frontier == stats[0].frontier
+        assert s.steps == len(s.labels) == len(s.bytes_sent) == len(s.wait_s)
+    levels = [d for d, f in zip(stats[0].labels, stats[0].frontier) if f > 0]
     return stats[0], levels
 
 
@@ -147,7 +147,7 @@ def check_owner_bfs_case(seed, directed, n_owners, direction, backend, monkeypat
             changes = [(a, b) for a, b in zip(levels, levels[1:]) if a != b]
             assert (owners_bfs.TOP_DOWN, owners_bfs.BOTTOM_UP) in changes
             assert (owners_bfs.BOTTOM_UP, owners_bfs.TOP_DOWN) in changes
-        assert all(m in (1, 2) for m in stats["messages"])
+        assert all(m in (1, 2) for m in stats.messages)
 
 
 @pytest.mark.parametrize("seed,directed,n_owners,direction", owner_bfs_cases("cpu"))
@@ -163,7 +163,7 @@ def test_owner_bfs_depth_limit(depth_limit, direction):
     rule = MIXED if direction == "mixed" else direction
     for sources in (np.array([0]), np.array([0, 42, 399])):
         stats, _ = check_owner_bfs(src, dst, n, 3, False, sources, depth_limit, rule)
-        assert stats["levels"] <= depth_limit
+        assert stats.steps <= depth_limit
 
 
 @pytest.mark.parametrize("direction", DIRECTION_CASES)
@@ -179,7 +179,7 @@ def test_owner_bfs_grid_and_empty_owners(direction):
     src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
     assert Layout(n=side**3, n_owners=5).size(4) == 0
     stats, _ = check_owner_bfs(src, dst, side**3, 5, False, np.array([0]), direction=rule)
-    assert stats["levels"] >= 3 * (side - 1)
+    assert stats.steps >= 3 * (side - 1)
 
 
 def test_owner_bfs_sources_without_edges_and_a_lone_vertex():
@@ -197,11 +197,11 @@ def test_owner_bfs_stats_count_the_bytes_sent():
     _, _, stats = owner_bfs(src, dst, n, 2, False, np.array([7]), direction="bottom-up")
     layout = Layout(n=n, n_owners=2)  # owners of 192 and 108 ids: bitmap slices of 3 and 2 words
     for s in stats:
-        slice_bytes = 8 * -(-layout.size(s["owner"]) // 64)
-        levels = list(zip(s["direction"], s["bytes_sent"], s["messages"]))
+        slice_bytes = 8 * -(-layout.size(s.owner) // 64)
+        levels = list(zip(s.labels, s.bytes_sent, s.messages))
         assert levels[0][0] == owners_bfs.TOP_DOWN and levels[0][1] % 8 == 0  # int32 (target, parent)
         assert levels[1:] and all(level == (owners_bfs.BOTTOM_UP, slice_bytes, 1) for level in levels[1:])
-        assert all(t >= 0 for t in s["kernel_s"] + s["wait_s"])
+        assert all(t >= 0 for t in s.kernel_s + s.wait_s)
 
 
 def test_bfs_thresholds_from_dask_config():
@@ -256,4 +256,4 @@ def test_owner_bfs_larger_graph(backend, direction, request):
         # the exact counts of the bottom-up message turned the search back top-down.
         shape = "".join(d[0] for d in levels)
         assert shape.strip("t") and set(shape.strip("t")) == {"b"} and shape[0] == shape[-1] == "t"
-        assert stats["messages"].count(2) == 1
+        assert stats.messages.count(2) == 1

@@ -132,16 +132,10 @@ def bfs_owner_arrays(transport, part: Partition, layout: Layout, local_sources, 
         Hops from the nearest source, -1 unreached.
     parent : int64[n_local]
         Global id of a BFS-tree parent, -1 for sources and unreached vertices.
-    stats : dict
-        ``owner``; ``levels`` (the number of levels below, the last of which may have found the
-        frontier empty everywhere); and one entry per level, in lists:
-        ``direction`` (``"top-down"`` or ``"bottom-up"``), ``frontier`` (its vertices, summed
-        over all owners), ``messages`` (this owner's message rounds: 1, or 2 at a level whose
-        bottom-up message turned it top-down), ``bytes_sent`` (array bytes this owner sent to
-        all peers), ``kernel_s`` (seconds of this owner's own work: kernels, host reads,
-        copies) and ``wait_s`` (seconds in the transport's steps: reading the step's counts,
-        sending, and waiting for the peers; a top-down level's expansion, queued just before
-        its step, ends inside it).
+    stats : gpipe.owners.messages.OwnerSteps
+        One step a level (the last may have found the frontier empty everywhere), labelled with
+        its direction; a top-down level's expansion, queued just before its step, ends inside
+        the step (``wait_s``).
 
     Notes
     -----
@@ -387,8 +381,7 @@ class _LevelStats:
     def __init__(self, transport, owner: int):
         self.transport = transport
         self.progress = progress.Reporter(transport.key, "bfs", owner, transport.n_owners)
-        self.data = {"owner": owner, "levels": 0, "direction": [], "frontier": [], "messages": [],
-                     "bytes_sent": [], "kernel_s": [], "wait_s": []}
+        self.data = messages.OwnerSteps(owner)
         self._start = self._wait = 0.0
         self._messages = self._bytes = 0
 
@@ -423,12 +416,6 @@ class _LevelStats:
         return answer
 
     def end(self, direction, frontier):
-        data = self.data
-        data["levels"] += 1
-        data["direction"].append(direction)
-        data["frontier"].append(int(frontier))
-        data["messages"].append(self._messages)
-        data["bytes_sent"].append(self._bytes)
-        data["wait_s"].append(self._wait)
-        data["kernel_s"].append(time.perf_counter() - self._start - self._wait)
-        self.progress.level(data["levels"] - 1, frontier)  # the level expanded: its frontier's distance
+        kernel_s = time.perf_counter() - self._start - self._wait
+        self.data.add(direction, frontier, 1, self._messages, self._bytes, kernel_s, self._wait)
+        self.progress.level(self.data.steps - 1, frontier)  # the level expanded: its frontier's distance

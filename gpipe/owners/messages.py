@@ -8,6 +8,7 @@ both ends know from the step.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
@@ -71,3 +72,59 @@ def bfs_bucket(index_dtype) -> tuple:
 
 
 SSSP_BUCKET = (np.dtype(np.int64), np.dtype(np.float64), np.dtype(np.int64))  # targets, distances, parents
+
+
+@dataclass
+class OwnerSteps:
+    """What one owner of a multi-owner traversal did, step by step: one record for BFS and
+    SSSP. A step is a BFS level or an SSSP exchange; each list holds one entry per step, in
+    order, and every owner's lists have the same length.
+
+    Attributes
+    ----------
+    owner : int
+    labels : list of str
+        BFS: the level's direction (``"top-down"``, ``"bottom-up"``). SSSP: ``"bucket k"``
+        for the k-th threshold of delta-stepping (so the number of buckets is the number of
+        distinct labels), ``"bellman-ford"`` with negative weights.
+    frontier : list of int
+        Vertices the step worked on, all owners together: BFS, the frontier it expanded; SSSP,
+        the vertices still pending after it.
+    rounds : list of int
+        Kernel rounds this owner ran in the step: BFS 1; SSSP the relaxation rounds of its local
+        phase (on the CPU with non-negative weights, the local buckets it emptied; 0 when it had
+        nothing below the window's end).
+    messages : list of int
+        Exchanges of the transport in the step (BFS: 2 at a level whose bottom-up message
+        turned it top-down).
+    bytes_sent : list of int
+        Bytes of candidate arrays (or bitmap slices) this owner sent to all its peers.
+    kernel_s, wait_s : list of float
+        Seconds of this owner's own work (kernels, host reads, merging what arrived, packing
+        what leaves) and seconds in the transport's steps (reading the step's counts, sending,
+        and waiting for the peers, whose work shows up here).
+    """
+
+    owner: int
+    labels: list = field(default_factory=list)
+    frontier: list = field(default_factory=list)
+    rounds: list = field(default_factory=list)
+    messages: list = field(default_factory=list)
+    bytes_sent: list = field(default_factory=list)
+    kernel_s: list = field(default_factory=list)
+    wait_s: list = field(default_factory=list)
+
+    @property
+    def steps(self) -> int:
+        return len(self.labels)
+
+    def add(self, label: str, frontier, rounds, messages, bytes_sent, kernel_s, wait_s) -> None:
+        """One more step."""
+        self.labels.append(label)
+        self.frontier.append(int(frontier))
+        self.rounds.append(int(rounds))
+        self.messages.append(int(messages))
+        self.bytes_sent.append(int(bytes_sent))
+        self.kernel_s.append(float(kernel_s))
+        self.wait_s.append(float(wait_s))
+

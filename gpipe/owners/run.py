@@ -22,7 +22,7 @@ def bfs(executor, built, sources, depth_limit, thresholds, with_stats: bool, par
 
 
 def sssp(executor, built, sources, with_stats: bool, parents: bool, max_distance) -> list:
-    """One handle per owner to its SSSP result frame (``(frame, OwnerStats)`` with
+    """One handle per owner to its SSSP result frame (``(frame, OwnerSteps)`` with
     ``with_stats``)."""
     return _run(executor, built, sources, sssp_owner, built.negative_weights, with_stats, parents,
                 max_distance)

@@ -19,7 +19,6 @@ owner checks its own once the steps are over.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -54,57 +53,11 @@ WINDOW_RANGE = 64.0
 CROSSING_SHARE = 0.5
 
 
-@dataclass
-class OwnerStats:
-    """What one owner of a multi-owner traversal did, step by step.
-
-    A *step* is one exchange of the transport: every owner's counts and, per peer, its
-    candidates. The lists hold one entry per step, in order.
-
-    Attributes
-    ----------
-    owner : int
-        The owner's index.
-    steps : int
-        Message rounds (exchanges) of the traversal.
-    rounds : list of int
-        Kernel rounds this owner ran before each step (SSSP: relaxation rounds of the local
-        phase, or on the CPU with non-negative weights the local buckets it emptied; 0 when
-        it had nothing below the window's end. BFS: levels expanded).
-    bytes_sent : list of int
-        Bytes of candidate arrays this owner sent to all its peers in each step (counts and
-        other scalars left out).
-    labels : list of str
-        What each step was, free-form (SSSP: ``"bucket k"`` for the k-th threshold of
-        delta-stepping, so the number of buckets is the number of distinct labels;
-        ``"bellman-ford"`` with negative weights).
-    kernel_s : float
-        Seconds in the owner's own work: kernels, merging what arrived, packing what leaves
-        (on a GPU up to the read of each round's counters, which waits for the device).
-    wait_s : float
-        Seconds in the exchanges: starting the sends, then waiting until every peer's message
-        is in (the peers' work shows up here).
-    """
-
-    owner: int
-    steps: int = 0
-    rounds: list = field(default_factory=list)
-    bytes_sent: list = field(default_factory=list)
-    labels: list = field(default_factory=list)
-    kernel_s: float = 0.0
-    wait_s: float = 0.0
-
-    def record(self, rounds: int, bytes_sent: int, label: str) -> None:
-        self.steps += 1
-        self.rounds.append(int(rounds))
-        self.bytes_sent.append(int(bytes_sent))
-        self.labels.append(label)
-
-
 def sssp_owner(channel, part: Partition, ids, layout: Layout, local_sources, group,
                negative_weights, want_stats, parents, max_distance, vertex_dtype):
     """This owner's result frame of an SSSP, relaxed in step with its peers over the
-    transport of ``group`` (and its :class:`OwnerStats` when ``want_stats``).
+    transport of ``group`` (and its :class:`~gpipe.owners.messages.OwnerSteps` when
+    ``want_stats``).
 
     Raises NegativeCycleError (on every owner at the same step) when the parent graph gets a
     cycle, or when the steps outrun any negative-cycle-free graph; and, after the last step,
@@ -121,7 +74,7 @@ def sssp_owner(channel, part: Partition, ids, layout: Layout, local_sources, gro
 def sssp_owner_arrays(transport, part: Partition, layout: Layout, local_sources,
                       negative_weights: bool, ids=None, max_distance=None):
     """One owner's share of an SSSP over several owners: ``(dist float64[n_local], parent
-    int64[n_local] global ids, OwnerStats)``, +inf and -1 where unreached.
+    int64[n_local] global ids, OwnerSteps)``, +inf and -1 where unreached.
 
     Non-negative weights: delta-stepping; each step runs the local rounds below the threshold,
     then exchanges. Negative weights: Bellman-Ford, one round per step. ``max_distance`` is
@@ -131,7 +84,7 @@ def sssp_owner_arrays(transport, part: Partition, layout: Layout, local_sources,
     reported, so that whoever watches sees it fail.
     """
     kernels = backends.get(part.backend).kernels
-    stats = OwnerStats(transport.owner)
+    stats = messages.OwnerSteps(transport.owner)
     reporter = progress.Reporter(transport.key, "sssp", transport.owner, transport.n_owners)
     reporter.start(len(local_sources))
     clock = time.perf_counter()
@@ -149,27 +102,26 @@ def sssp_owner_arrays(transport, part: Partition, layout: Layout, local_sources,
         outgoing = kernels.sssp_owner_pack(state, counts.sent)
         mine = messages.SsspSummary(counts.pending, counts.sent_min, counts.far_min,
                                     counts.relaxed, counts.repeated, *sample)
-        stats.record(rounds, sum(a.nbytes for b in outgoing if b is not None for a in b),
-                     "bellman-ford" if negative_weights else f"bucket {bucket}")
         reporter.level(step, counts.pending)
-        stats.kernel_s += time.perf_counter() - clock
+        kernel_s = time.perf_counter() - clock
         clock = time.perf_counter()
         matrix, received = transport.exchange(step, messages.vector(mine), outgoing,
                                               messages.SSSP_BUCKET)
-        stats.wait_s += time.perf_counter() - clock
+        wait_s = time.perf_counter() - clock
         clock = time.perf_counter()
         kernels.sssp_owner_merge(state, [b for b in received if b is not None], threshold)
         summaries = messages.rows(messages.SsspSummary, matrix)  # owner order on every owner
-        if sum(s.pending for s in summaries) == 0:
+        pending = sum(s.pending for s in summaries)
+        stats.add("bellman-ford" if negative_weights else f"bucket {bucket}", pending, rounds, 1,
+                  sum(a.nbytes for b in outgoing if b is not None for a in b), kernel_s, wait_s)
+        if pending == 0:
             break
         step += 1
-        if negative_weights:
-            stats.kernel_s += time.perf_counter() - clock
+        if negative_weights:  # the check's time counts as the next step's own work
             if step > 2 * layout.n + 2 or (
                 cycle_check_due(step) and _parent_cycle_anywhere(transport, part, layout, state, step)
             ):
                 raise NegativeCycleError("a negative-weight cycle is reachable from the source")
-            clock = time.perf_counter()
             continue
         if step == 1:
             state.local_delta, state.window = _shared_delta(kernels, summaries, layout.n)
@@ -187,7 +139,7 @@ def sssp_owner_arrays(transport, part: Partition, layout: Layout, local_sources,
         raised = max(low + state.window, float(np.nextafter(low, np.inf)))
         kernels.sssp_owner_advance(state, threshold, raised)
         threshold, bucket = raised, bucket + 1
-    stats.kernel_s += time.perf_counter() - clock
+    stats.kernel_s[-1] += time.perf_counter() - clock  # merging the last step's arrivals
     raise_if_negative_loop_reached(part, ids, state.dist)
     report_end(reporter, SSSP, part.backend, state.dist, steps=step + 1)
     return state.dist, state.parent, stats

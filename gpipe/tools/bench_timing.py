@@ -159,19 +159,18 @@ def parents_memory(part, kind, source, negative_weights) -> dict:
 
 
 def owner_steps(graph, kind, global_sources):
-    """Per owner, what one more (untimed) traversal did step by step, as a dict with ``steps``,
-    ``rounds``, ``bytes_sent``, ``labels``, ``kernel_s`` and ``wait_s`` (BFS: one step a level,
-    labelled with its direction)."""
+    """Per owner, what one more (untimed) traversal did step by step: its
+    :class:`gpipe.owners.messages.OwnerSteps` as a dict, with ``steps`` (exchanges) and the
+    seconds summed (``kernel_s``, ``wait_s``)."""
     ex, built = graphs.executor_of(graph), graphs.built_of(graph)
     handles = []
     sources = np.asarray(global_sources, dtype=np.int64)
     if kind == SSSP:
         ex.wait(traverse.sssp(ex, built, sources, stats=handles))
-        return [dataclasses.asdict(s) for s in ex.gather(handles)]
-    ex.wait(traverse.bfs(ex, built, sources, None, stats=handles))
-    return [{"owner": s["owner"], "steps": sum(s["messages"]), "rounds": [1] * s["levels"],
-             "bytes_sent": s["bytes_sent"], "labels": s["direction"],
-             "kernel_s": sum(s["kernel_s"]), "wait_s": sum(s["wait_s"])} for s in ex.gather(handles)]
+    else:
+        ex.wait(traverse.bfs(ex, built, sources, None, stats=handles))
+    return [dict(dataclasses.asdict(s), steps=sum(s.messages), kernel_s=sum(s.kernel_s),
+                 wait_s=sum(s.wait_s)) for s in ex.gather(handles)]
 
 
 def frame_handles(graph, kind, input_id):

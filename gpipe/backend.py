@@ -164,13 +164,13 @@ def nullable_ids(values, missing):
 def _cudf_result(cp, vertex, distance, parent, parent_missing):
     """:meth:`Backend.result_frame` on GPU: each column wraps its CuPy array without a copy
     (pylibcudf), with a null mask made from a boolean array in one pass (``bools_to_mask``).
-    The boolean arrays come from kernels shipped compiled (:mod:`gpipe.kernels.gpu_arrays`),
+    The boolean arrays come from kernels shipped compiled (:mod:`gpipe.compute.gpu_arrays`),
     not CuPy's, which compile at their first use. Integer hops become float64 through
     libcudf's cast (compiled, and it keeps the nulls)."""
     import cudf
     import pylibcudf as plc
 
-    from gpipe.kernels import gpu_arrays
+    from gpipe.compute import gpu_arrays
 
     if vertex.size == 0:
         return gpu_backend().empty_result(vertex.dtype, parent is not None)
@@ -216,7 +216,7 @@ def is_string_dtype(dtype) -> bool:
     return pd.api.types.is_string_dtype(dtype)
 
 
-CPU_BACKEND = Backend(CPU, np, pd, "gpipe.kernels.cpu", "gpipe.strings_cpu")
+CPU_BACKEND = Backend(CPU, np, pd, "gpipe.compute.cpu", "gpipe.strings_cpu")
 
 
 @functools.lru_cache(maxsize=None)
@@ -224,7 +224,7 @@ def gpu_backend() -> Backend:
     import cudf
     import cupy
 
-    return Backend(GPU, cupy, cudf, "gpipe.kernels.gpu", "gpipe.strings_gpu")
+    return Backend(GPU, cupy, cudf, "gpipe.compute.gpu", "gpipe.strings_gpu")
 
 
 def get(name: str) -> Backend:

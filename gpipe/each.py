@@ -3,7 +3,7 @@
 The sources are cut into batches of the kernels' width (``BFS_BATCH_WIDTH``; SSSP:
 ``SSSP_BATCH_WIDTH`` where the backend has one). Each batch is one Dask task, named
 ``gpipe-bfs-each`` or ``gpipe-sssp-each`` (:func:`dask.utils.key_split`), that traverses from
-every source of the batch in one kernel call (gpipe/kernels/__init__.py has the contract) and
+every source of the batch in one kernel call (gpipe/compute/__init__.py has the contract) and
 returns the batch's rows in long form: ``source, vertex, distance[, parent]``. The result is a
 Dask DataFrame with one partition per batch, built lazily: nothing is traversed until a
 partition is computed, so ``to_parquet`` of many sources holds one batch per worker thread at a
@@ -353,7 +353,7 @@ def batch_rows(part, ids, sources, dist, parent, reached, query: Query):
     sources_dev = xp.asarray(sources)
     parents = None
     if query.targets is None and be.name == backends.CPU:
-        from gpipe.kernels.cpu_batch import reached_rows
+        from gpipe.compute.cpu_batch import reached_rows
 
         source, vertex, distance, parents = reached_rows(dist, sources, parent if query.parents else None)
         missing = None

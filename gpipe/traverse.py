@@ -26,7 +26,7 @@ from gpipe import backend as backends
 from gpipe import progress, validate
 from gpipe import sources as source_ids
 from gpipe.errors import NegativeCycleError
-from gpipe.kernels import cpu_scipy
+from gpipe.compute import cpu_scipy
 from gpipe.outcome import (cycle_check_due, has_parent_cycle, raise_if_negative_loop_reached,
                            report_end)
 from gpipe.owners import run as owners
@@ -230,7 +230,7 @@ def sssp_arrays(part: Partition, sources, negative_weights: bool, *, target=-1,
 
 
 def _scipy_answers(part: Partition, kind: str, stats) -> bool:
-    """Whether SciPy answers this one-owner CPU query (:mod:`gpipe.kernels.cpu_scipy`): its
+    """Whether SciPy answers this one-owner CPU query (:mod:`gpipe.compute.cpu_scipy`): its
     Numba kernels are neither loaded nor in Numba's cache (they are then compiled in the
     background), and no kernel statistics are asked for."""
     return (part.backend == "cpu" and stats is None and part.offset == 0 and part.n_local == part.n

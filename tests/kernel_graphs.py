@@ -224,7 +224,7 @@ def assert_build_csr_rows(build_csr, index_dtype, input_dtype, weighted, symmetr
 
 
 # ---------------------------------------------------------------------------------------------
-# The level steps of a BFS over several owners (gpipe/kernels/cpu_bfs_owners.py and its CUDA
+# The level steps of a BFS over several owners (gpipe/compute/cpu_bfs_owners.py and its CUDA
 # twin), checked against a plain NumPy reading of their contract. Each check takes the kernel
 # module and two converters, `device` (NumPy -> the backend's arrays) and `host` (back), so
 # that tests/test_kernels_cpu.py and tests/test_kernels_gpu.py run the same cases.
@@ -467,7 +467,7 @@ def drive_owner_sssp(kernels, xp, owners, n, sources, negative, widths=(1.0, 3.0
     Checks on the way what every step promises: what a peer gets has one row per target, only
     its own targets, parents of the sender, and no candidate that is not below what the same
     sender sent before for that target."""
-    from gpipe.kernels import owner_state
+    from gpipe.compute import owner_state
 
     parts = len(owners)
     chunk = -(-n // parts)
@@ -525,7 +525,7 @@ def _host(array):
 
 
 def _owner_state(xp, owner, n, parts, sources, threshold):
-    from gpipe.kernels import owner_state
+    from gpipe.compute import owner_state
 
     return owner_state.new_state(xp, n, owner.offset, owner.n_local, -(-n // parts), parts,
                                  np.asarray(sources, dtype=np.int64), threshold)
@@ -605,7 +605,7 @@ def check_owner_merge(kernels, xp, owner_class):
 
 
 def ring_vertices(ring):
-    """The vertex of every entry of a CPU bucket ring (gpipe/kernels/cpu_sssp_ring.py)."""
+    """The vertex of every entry of a CPU bucket ring (gpipe/compute/cpu_sssp_ring.py)."""
     found = []
     for e in ring.head.tolist():
         while e >= 0:
@@ -646,7 +646,7 @@ def check_owner_far_pile(kernels, xp, owner_class):
 
 # ---------------------------------------------------------------------------------------------
 # Batch kernels (bfs_batch, bfs_batch_parents, sssp_batch): one check per case, for either
-# backend. `kernels` is gpipe.kernels.cpu or .gpu; `device(a)` puts a host array where the
+# backend. `kernels` is gpipe.compute.cpu or .gpu; `device(a)` puts a host array where the
 # kernels want it and `host(a)` brings a result back.
 # ---------------------------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""Tests of gpipe.kernels.gpu (kernels/bfs.cu, kernels/sssp.cu) against scipy.sparse.csgraph.
+"""Tests of gpipe.compute.gpu (kernels/bfs.cu, kernels/sssp.cu) against scipy.sparse.csgraph.
 
 Every step of every traversal is also checked edge by edge against a plain NumPy reading of the
 kernel contract (ARCHITECTURE.md): which targets a BFS step claims, the exact minimum a
@@ -33,7 +33,7 @@ pytest.importorskip("scipy.sparse.csgraph")
 
 import gpipe  # noqa: E402
 import kernel_graphs  # noqa: E402
-from gpipe.kernels import gpu  # noqa: E402
+from gpipe.compute import gpu  # noqa: E402
 from kernel_graphs import (INDEX_DTYPES, OWNER_WIDTHS, assert_build_csr_rows, assert_owner_pieces,  # noqa: E402
                            assert_tree, assert_unique, build_csr_cases, check_owner_far_pile, in_pieces,
                            check_owner_merge, check_owner_pruning, csr_rows, drive_owner_sssp,
@@ -414,7 +414,7 @@ def test_source_dir_prefers_packaged_sources_then_checkout(tmp_path, monkeypatch
 
 
 def test_modules_load_once_per_device():
-    from gpipe.kernels import cuda
+    from gpipe.compute import cuda
 
     device = cupy.cuda.runtime.getDevice()
     first = cuda._module("bfs.cu", device)
@@ -424,7 +424,7 @@ def test_modules_load_once_per_device():
 def test_shipped_binaries_serve_this_device_and_match_the_jit(monkeypatch):
     """This device loads a shipped binary of every source, and a kernel loaded from it gives
     what the same source compiled at first use gives."""
-    from gpipe.kernels import cuda, cuda_sources
+    from gpipe.compute import cuda, cuda_sources
 
     major, minor = cuda._compute_capability(cupy.cuda.runtime.getDevice())
     for source in cuda_sources.MODULES:
@@ -477,7 +477,7 @@ def check_sssp(src, dst, w, n, sources, index_dtype, delta=None, exact=True, sym
 def record_parents(request, monkeypatch):
     """Parents recorded during the relaxation (then checked), or none recorded, so that every
     parent comes from the repair pass (row scan when symmetric, all-edges pass otherwise)."""
-    from gpipe.kernels import gpu_sssp
+    from gpipe.compute import gpu_sssp
 
     monkeypatch.setattr(gpu_sssp, "_RECORD_PARENTS", request.param)
     return request.param
@@ -498,7 +498,7 @@ def test_near_far_sssp_matches_scipy(seed, directed, index_dtype, delta, record_
 
 
 def test_near_far_sssp_repairs_are_counted(record_parents):
-    from gpipe.kernels import gpu_sssp
+    from gpipe.compute import gpu_sssp
 
     n = 300
     src, dst, w = random_edges(2, n=n, directed=False)
@@ -580,7 +580,7 @@ def gpu_backend_without_cudf(monkeypatch):
     from gpipe import backend as backends
 
     monkeypatch.setattr(backends, "gpu_backend",
-                        lambda: backends.Backend(backends.GPU, cupy, None, "gpipe.kernels.gpu", "gpipe.strings_gpu"))
+                        lambda: backends.Backend(backends.GPU, cupy, None, "gpipe.compute.gpu", "gpipe.strings_gpu"))
 
 
 def test_sssp_arrays_uses_near_far(monkeypatch):
@@ -831,7 +831,7 @@ def test_owner_steps_with_many_warps_and_long_rows(path):
     # against the NumPy twin (the CPU kernels) step by step. The top-down step's two paths:
     # the frontier's length read on the device (a bound the host knows), or on the host
     # (no bound, a buffer longer than one block scans: CuPy's scan).
-    from gpipe.kernels import cpu, gpu_bfs_owners
+    from gpipe.compute import cpu, gpu_bfs_owners
 
     n, chunk = 300_000, 100_032  # three owners; chunk a multiple of 64
     src, dst, _ = hub_edges(12, n, 1_500_000)
@@ -897,7 +897,7 @@ def test_owner_edge_end_scans_in_one_block(k):
     # bfs_owner_edge_end: the frontier's length read on the device (counters[NEXT]), recorded
     # with its out-degree sum, the other counters zeroed, and the inclusive prefix sum of the
     # degrees, tile by tile in one block (8192 slots a tile): what the top-down step starts from.
-    from gpipe.kernels import gpu_bfs_owners
+    from gpipe.compute import gpu_bfs_owners
 
     rng = np.random.default_rng(k)
     n_local = 70_000
@@ -993,7 +993,7 @@ def test_owner_far_pile_waits_for_its_window():
 def test_every_kernel_loads_for_both_index_types():
     """Every instantiation the table lists loads: both index types, or the module's own
     template arguments (kernels/util.cu)."""
-    from gpipe.kernels import cuda, cuda_sources
+    from gpipe.compute import cuda, cuda_sources
 
     for source, module in cuda_sources.MODULES.items():
         for name in module.entry_points:
@@ -1021,7 +1021,7 @@ def test_a_fresh_machine_compiles_none_of_our_kernels(tmp_path):
     import subprocess
     import sys
 
-    from gpipe.kernels import cuda_sources
+    from gpipe.compute import cuda_sources
 
     cache = tmp_path / "cupy-cache"
     env = {**os.environ, "CUPY_CACHE_DIR": str(cache), "CUPY_CACHE_SAVE_CUDA_SOURCE": "1"}
@@ -1038,7 +1038,7 @@ def test_a_fresh_machine_compiles_none_of_our_kernels(tmp_path):
 def test_a_fresh_machine_compiles_nothing_for_a_first_build_bfs_and_sssp(tmp_path):
     """A first build, undirected BFS and SSSP of a small weighted graph, with an empty CuPy
     cache, make CuPy compile nothing at all (issue 14): neither our kernels (shipped compiled)
-    nor any kernel CuPy generates (gpipe.kernels.gpu_arrays replaces every elementwise kernel,
+    nor any kernel CuPy generates (gpipe.compute.gpu_arrays replaces every elementwise kernel,
     index expression and boolean reduction on this path; min/max/sum/cumsum are CUB's and sort
     Thrust's, shipped compiled in CuPy; cuDF compiles nothing for what the path asks of it).
     The script collects its results with ``len`` only.
@@ -1106,7 +1106,7 @@ def _assert_same(ours, theirs):
 
 @pytest.fixture(scope="module")
 def arrays():
-    from gpipe.kernels import gpu_arrays
+    from gpipe.compute import gpu_arrays
 
     return gpu_arrays
 
@@ -1267,7 +1267,7 @@ def test_bfs_without_parents(symmetric):
 
 
 def test_bfs_level_loop_target_and_no_parents():
-    from gpipe.kernels.gpu_bfs import _bfs_level_loop
+    from gpipe.compute.gpu_bfs import _bfs_level_loop
 
     def bfs(indptr, indices, sources, depth_limit, symmetric, target=-1, parents=True, stats=None):
         return _bfs_level_loop(indptr, indices, sources, depth_limit, target, parents, stats)

@@ -228,7 +228,7 @@ def gpu_arrays(monkeypatch):
     from gpipe import backend as backends
 
     monkeypatch.setattr(backends, "gpu_backend",
-                        lambda: backends.Backend(backends.GPU, cupy, None, "gpipe.kernels.gpu", "gpipe.strings_gpu"))
+                        lambda: backends.Backend(backends.GPU, cupy, None, "gpipe.compute.gpu", "gpipe.strings_gpu"))
 
 
 @pytest.mark.parametrize("seed,directed,n_owners,direction", owner_bfs_cases("gpu"))

@@ -231,7 +231,7 @@ class _OwnerBfs:
     ``counters[NEXT]``/``[NEXT_EDGES]``; the host reads them only when it needs them (``size``
     and ``edges`` are None until then), and otherwise carries ``bound``, an upper bound of the
     length, so that the claims of one level and the expansion of the next need no host read in
-    between. See gpipe/kernels/cpu_bfs_owners.py for the kernels and their arrays.
+    between. See gpipe/compute/cpu_bfs_owners.py for the kernels and their arrays.
     """
 
     def __init__(self, part: Partition, layout: Layout, transport):

@@ -7,7 +7,7 @@ the candidates for each peer, pruned as they are found against the least distanc
 for each target (``sent_best``). While anyone sent a candidate below T the owners run another
 step at the same T; otherwise all raise it together. Negative weights: frontier Bellman-Ford,
 one local round per step, with the same pruning and merging kernels. The kernels keep every
-working array allocated once per traversal (:mod:`gpipe.kernels.owner_state`).
+working array allocated once per traversal (:mod:`gpipe.compute.owner_state`).
 
 A negative cycle reachable from a source shows as a cycle in the parent graph (parents change
 only on strict improvement), looked for at power-of-two steps over the parents all-gathered
@@ -25,7 +25,7 @@ import numpy as np
 from gpipe import backend as backends
 from gpipe import progress
 from gpipe.errors import NegativeCycleError
-from gpipe.kernels import owner_state
+from gpipe.compute import owner_state
 from gpipe.outcome import (cycle_check_due, has_parent_cycle, raise_if_negative_loop_reached,
                            report_end)
 from gpipe.owners import messages

@@ -81,7 +81,7 @@ log = logging.getLogger("gpipe.tools.bench")
 def _kernels_only(function):
     """``function`` run with ``GPIPE_FIRST_QUERIES=numba`` (unless set otherwise), restored after:
     a benchmark times gpipe's kernels, never SciPy's stand-ins for them while they compile
-    (gpipe/kernels/cpu_scipy.py); a cold cache's compiling is the warm-up's, as before, and
+    (gpipe/compute/cpu_scipy.py); a cold cache's compiling is the warm-up's, as before, and
     workers started meanwhile inherit the setting."""
 
     @functools.wraps(function)

@@ -1,7 +1,7 @@
 """``gpipe warmup``: compile every kernel ahead of time, so that no query of a later process does.
 
 The CPU kernels are Numba functions compiled on first call and cached on disk
-(:mod:`gpipe.kernels.cpu_jit`); :func:`warmup` compiles every signature gpipe calls them with
+(:mod:`gpipe.compute.cpu_jit`); :func:`warmup` compiles every signature gpipe calls them with
 into that cache, so that a container image can bake the cache in::
 
     RUN pip install gpipe && gpipe warmup
@@ -49,7 +49,7 @@ def warmup(report=None) -> Warmed:
     kernel modules (or Numba's user-wide cache where that folder is read-only); run warmup with
     the same setting, and as the same user, as the queries that should find it.
     """
-    from gpipe.kernels import cpu, cpu_jit  # noqa: F401 (cpu: declares every CPU kernel)
+    from gpipe.compute import cpu, cpu_jit  # noqa: F401 (cpu: declares every CPU kernel)
 
     started = time.perf_counter()
     warmed = Warmed(cpu=cpu_jit.compile_all(report), cache_dir=_cache_dir(cpu_jit))
@@ -69,11 +69,11 @@ def _warm_gpu() -> str:
 
     if not backend.gpu_available():
         return "skipped: no usable GPU"
-    from gpipe.kernels import gpu
+    from gpipe.compute import gpu
 
     gpu_warmup = getattr(gpu, "warmup", None)
     if gpu_warmup is None:
-        return "skipped: gpipe.kernels.gpu has no warmup()"
+        return "skipped: gpipe.compute.gpu has no warmup()"
     started = time.perf_counter()
     gpu_warmup()
     _warm_cupy_for_dask()

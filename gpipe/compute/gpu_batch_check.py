@@ -1,16 +1,16 @@
 """Device smoke check and timing of the batch kernels (issue 16) on a Kronecker graph.
 
-    python -m gpipe.kernels.gpu_batch_check                     # kron22, 1,024 BFS / 64 SSSP sources
-    python -m gpipe.kernels.gpu_batch_check --scale 16 --sources 128 --sssp-sources 64
-    python -m gpipe.kernels.gpu_batch_check --delta-factors 0.25,0.5,2,4   # SSSP delta sweep
-    python -m gpipe.kernels.gpu_batch_check --sort-queue --shared-scans    # SSSP variants
+    python -m gpipe.compute.gpu_batch_check                     # kron22, 1,024 BFS / 64 SSSP sources
+    python -m gpipe.compute.gpu_batch_check --scale 16 --sources 128 --sssp-sources 64
+    python -m gpipe.compute.gpu_batch_check --delta-factors 0.25,0.5,2,4   # SSSP delta sweep
+    python -m gpipe.compute.gpu_batch_check --sort-queue --shared-scans    # SSSP variants
 
 Builds a Graph500 Kronecker graph on the GPU (undirected, or ``--directed`` with its in-edges),
 then for random sources that have edges:
 
-* checks ``--check`` rows of :func:`~gpipe.kernels.gpu_batch.bfs_batch` and
-  :func:`~gpipe.kernels.gpu_batch.sssp_batch` against the single-source kernels
-  (:func:`gpipe.kernels.gpu.bfs`, :func:`gpipe.kernels.gpu.sssp`; integer weights, so the
+* checks ``--check`` rows of :func:`~gpipe.compute.gpu_batch.bfs_batch` and
+  :func:`~gpipe.compute.gpu_batch.sssp_batch` against the single-source kernels
+  (:func:`gpipe.compute.gpu.bfs`, :func:`gpipe.compute.gpu.sssp`; integer weights, so the
   sums are exact), and the parents of those rows (sampled vertices: the parent is a neighbour
   one hop or one weight nearer);
 * times (CUDA events, after one warm-up batch) ``bfs_batch`` over all ``--sources`` in batches
@@ -32,8 +32,8 @@ import numpy as np
 import cupy
 
 from gpipe import generators
-from gpipe.kernels import gpu
-from gpipe.kernels.gpu_csr import build_csr
+from gpipe.compute import gpu
+from gpipe.compute.gpu_csr import build_csr
 
 
 def _elapsed_ms(run):
@@ -81,7 +81,7 @@ def _parents_ok(indptr_h, indices_h, weights_h, dist_row, parent_row, source, rn
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gpipe.kernels.gpu_batch_check",
+    parser = argparse.ArgumentParser(prog="python -m gpipe.compute.gpu_batch_check",
                                      description=__doc__.split("\n")[0])
     parser.add_argument("--scale", type=int, default=22)
     parser.add_argument("--sources", type=int, default=1024, help="BFS sources (default 1024)")
@@ -181,7 +181,7 @@ def main(argv=None) -> int:
         if not same:
             failures.append(f"sssp_batch with {name} differs")
     if args.delta_factors:
-        from gpipe.kernels.gpu_sssp import default_delta
+        from gpipe.compute.gpu_sssp import default_delta
 
         base = default_delta(indptr, weights)
         for factor in (float(f) for f in args.delta_factors.split(",")):

@@ -1,4 +1,4 @@
-"""Delta-stepping SSSP for the CPU (Numba): the one-owner SSSP of ``gpipe.kernels.cpu``.
+"""Delta-stepping SSSP for the CPU (Numba): the one-owner SSSP of ``gpipe.compute.cpu``.
 
 Meyer and Sanders' delta-stepping [1] in the layout of GAPBS's ``sssp.cc`` [2]: vertices wait
 in buckets of width delta by tentative distance, and the lowest non-empty bucket is relaxed
@@ -34,8 +34,8 @@ import numba
 import numpy as np
 from numba import types
 
-from gpipe.kernels import atomics
-from gpipe.kernels.cpu_jit import (BOOLS, FLOAT64, FLOAT64S, INT64, INT64S, INT64S_2D, UINT8S, each_index,
+from gpipe.compute import atomics
+from gpipe.compute.cpu_jit import (BOOLS, FLOAT64, FLOAT64S, INT64, INT64S, INT64S_2D, UINT8S, each_index,
                                    kernel)
 
 _kernel = numba.njit(cache=True, nogil=True)

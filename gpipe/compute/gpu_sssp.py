@@ -8,7 +8,7 @@ import functools
 
 import cupy
 
-from gpipe.kernels import cuda, gpu_arrays
+from gpipe.compute import cuda, gpu_arrays
 
 _SOURCE = "sssp.cu"
 

@@ -1,6 +1,6 @@
 """Traversal kernels for the CPU, compiled with Numba; twins of the CUDA kernels in kernels/*.cu.
 
-The names, signatures and promises are the "Kernel contract" of ARCHITECTURE.md; gpipe/kernels/gpu.py
+The names, signatures and promises are the "Kernel contract" of ARCHITECTURE.md; gpipe/compute/gpu.py
 keeps the same ones, so the driver (gpipe/traverse.py) never asks which module it holds.
 
 What each kernel computes
@@ -22,31 +22,31 @@ What each kernel computes
                 the in-edges, top-down only. Steps with many edges run in parallel.
     delta_stepping  Delta-stepping [4] for non-negative weights: vertices wait in buckets of
                 width delta by tentative distance; the lowest bucket is relaxed until it stays
-                empty. The SSSP of one owner, in gpipe/kernels/cpu_delta.py (the one kernel
-                here with atomics, gpipe/kernels/atomics.py). dijkstra is its slow,
+                empty. The SSSP of one owner, in gpipe/compute/cpu_delta.py (the one kernel
+                here with atomics, gpipe/compute/atomics.py). dijkstra is its slow,
                 obviously-correct twin.
     sssp_owner_relax, sssp_owner_merge, sssp_owner_advance, sssp_owner_pack, sssp_owner_counts
                 One owner's share of an SSSP over several owners (gpipe/traverse.py): local
                 phases below the exchange window with remote candidates pruned against the
                 least distance ever sent for them, the merge of what arrives, the far pile, the
                 outbox. Non-negative weights: serial delta-stepping over a ring of buckets
-                (gpipe/kernels/cpu_sssp_ring.py); negative weights: the Numba twin of
-                kernels/sssp_owners.cu (gpipe/kernels/cpu_sssp_owners.py), one round per step.
+                (gpipe/compute/cpu_sssp_ring.py); negative weights: the Numba twin of
+                kernels/sssp_owners.cu (gpipe/compute/cpu_sssp_owners.py), one round per step.
     dijkstra    Dijkstra's algorithm [5] with a binary heap and lazy deletion [6]: instead of
                 decrease-key, a vertex is pushed again on each strict improvement, and a popped
                 entry whose key is above the vertex's current distance is stale and skipped.
     bfs_batch, bfs_batch_parents, sssp_batch
                 Per-source traversals of a batch of sources in one call (bit-parallel MS-BFS;
                 one Dijkstra or Bellman-Ford per source, several at once), in
-                gpipe/kernels/cpu_batch.py; the contract is in gpipe/kernels/__init__.py.
+                gpipe/compute/cpu_batch.py; the contract is in gpipe/compute/__init__.py.
     bfs_owner_* The level steps of a BFS over several owners (top-down with each remote
                 target sent once, the claim of what peers sent, bottom-up over the frontier
-                bitmap of all owners), in gpipe/kernels/cpu_bfs_owners.py.
+                bitmap of all owners), in gpipe/compute/cpu_bfs_owners.py.
 
 Parallel BFS steps
     - Bottom-up BFS: each thread owns whole 64-vertex words of the bitmaps, and writes only
       its own vertices' dist, parent and bits. Race-free by construction, no atomics.
-    - Top-down BFS: a vertex is claimed by compare-and-swap of its dist (gpipe/kernels/
+    - Top-down BFS: a vertex is claimed by compare-and-swap of its dist (gpipe/compute/
       atomics.py); the one winner writes its parent and its bit of the next frontier.
 
 Invariants of the arrays
@@ -81,21 +81,21 @@ References
 import numba
 import numpy as np
 
-from gpipe.kernels import atomics
-from gpipe.kernels.cpu_jit import BOOL, BOOLS, FLOAT64, FLOAT64S, INT32S, INT64, INT64S, each_index, kernel
-from gpipe.kernels.cpu_csr import build_csr, build_csr_pieces  # noqa: F401 (the contract)
-from gpipe.kernels.cpu_arrays import (  # noqa: F401 (the contract: array operations)
+from gpipe.compute import atomics
+from gpipe.compute.cpu_jit import BOOL, BOOLS, FLOAT64, FLOAT64S, INT32S, INT64, INT64S, each_index, kernel
+from gpipe.compute.cpu_csr import build_csr, build_csr_pieces  # noqa: F401 (the contract)
+from gpipe.compute.cpu_arrays import (  # noqa: F401 (the contract: array operations)
     arange, astype, copy, count_nonzero, cumsum_in_place, flatnonzero, full, isfinite, logical_not, negative, non_negative,
     packbits_little, scatter, take, unique)
-from gpipe.kernels.cpu_bfs_owners import (  # noqa: F401 (the contract: BFS over several owners)
+from gpipe.compute.cpu_bfs_owners import (  # noqa: F401 (the contract: BFS over several owners)
     BITMAP_BITS, BITMAP_DTYPE, FRONTIER, FRONTIER_EDGES, NEXT, NEXT_EDGES, QUEUES,
     bfs_owner_bottom_up, bfs_owner_claim, bfs_owner_top_down, bitmap_to_frontier,
     frontier_to_bitmap)
-from gpipe.kernels.cpu_batch import (  # noqa: F401 (the contract: per-source batches)
+from gpipe.compute.cpu_batch import (  # noqa: F401 (the contract: per-source batches)
     BFS_BATCH_WIDTH, SSSP_BATCH_WIDTH, bfs_batch, bfs_batch_parents, sssp_batch)
-from gpipe.kernels.cpu_delta import default_delta, delta_stepping  # noqa: F401
-from gpipe.kernels.cpu_sssp_owners import sssp_owner_counts, sssp_owner_pack, sssp_owners_delta  # noqa: F401
-from gpipe.kernels.cpu_sssp_ring import sssp_owner_advance, sssp_owner_merge, sssp_owner_relax  # noqa: F401
+from gpipe.compute.cpu_delta import default_delta, delta_stepping  # noqa: F401
+from gpipe.compute.cpu_sssp_owners import sssp_owner_counts, sssp_owner_pack, sssp_owners_delta  # noqa: F401
+from gpipe.compute.cpu_sssp_ring import sssp_owner_advance, sssp_owner_merge, sssp_owner_relax  # noqa: F401
 
 _kernel = numba.njit(cache=True, nogil=True)
 

@@ -2,7 +2,7 @@
 
 The owner loop in gpipe/traverse.py (``_bfs_owner``) calls them once per level; their names,
 signatures and promises are part of the "Kernel contract" of ARCHITECTURE.md, and
-gpipe/kernels/gpu_bfs_owners.py keeps the same ones.
+gpipe/compute/gpu_bfs_owners.py keeps the same ones.
 
 What each step computes
     bfs_owner_top_down  One top-down level [1, 2] of one owner, with nothing to sort afterwards.
@@ -69,7 +69,7 @@ References
 import numba
 import numpy as np
 
-from gpipe.kernels.cpu_jit import INT32S, INT64, INT64S, each_index, kernel, plain
+from gpipe.compute.cpu_jit import INT32S, INT64, INT64S, each_index, kernel, plain
 
 BITMAP_BITS = 64
 BITMAP_DTYPE = np.int64

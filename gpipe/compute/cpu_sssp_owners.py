@@ -1,11 +1,11 @@
 """SSSP over several owners on the CPU (Numba): one owner's relaxations, merge, splits and
-outbox; the line-by-line twin of ``kernels/sssp_owners.cu`` (gpipe/kernels/gpu_sssp_owners.py).
+outbox; the line-by-line twin of ``kernels/sssp_owners.cu`` (gpipe/compute/gpu_sssp_owners.py).
 
 What it computes
     One owner's share of a delta-stepping [1] (non-negative weights) or Bellman-Ford [2]
     (any weights) SSSP whose vertices are split among owners that exchange candidate
     distances (gpipe/traverse.py, ``_sssp_owner``). Everything works in place on a
-    :class:`gpipe.kernels.owner_state.SsspOwnerState`, whose docstring lists the arrays and
+    :class:`gpipe.compute.owner_state.SsspOwnerState`, whose docstring lists the arrays and
     the two thresholds: the exchange window T, shared by all owners, and the local bucket t.
 
     sssp_owner_relax   The local phase: relaxation rounds from the near queue until it is
@@ -58,11 +58,11 @@ References
 import numba
 import numpy as np
 
-from gpipe.kernels.cpu_delta import delta_for
-from gpipe.kernels.owner_state import (FAR, FAR_MIN, INF_BITS, MID, MID_MIN, NEAR, RELAXED, SENT,
+from gpipe.compute.cpu_delta import delta_for
+from gpipe.compute.owner_state import (FAR, FAR_MIN, INF_BITS, MID, MID_MIN, NEAR, RELAXED, SENT,
                                        SENT_MIN, Counts, SsspOwnerState, counts_from)
 
-from gpipe.kernels.cpu_jit import (FLOAT64, FLOAT64S, INT32S, INT64, INT64S, INT64S_2D, UINT8S,
+from gpipe.compute.cpu_jit import (FLOAT64, FLOAT64S, INT32S, INT64, INT64S, INT64S_2D, UINT8S,
                                    each_index, kernel, plain)
 
 _kernel = numba.njit(cache=True, nogil=True)
@@ -298,7 +298,7 @@ def _pack(offset, n_local, outbox, start, count, sent_best, send_parent, queued,
 
 
 # ---------------------------------------------------------------------------------------------
-# Contract: the functions the driver calls (the same in gpipe/kernels/gpu_sssp_owners.py)
+# Contract: the functions the driver calls (the same in gpipe/compute/gpu_sssp_owners.py)
 # ---------------------------------------------------------------------------------------------
 
 

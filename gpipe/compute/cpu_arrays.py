@@ -1,6 +1,6 @@
 """The array operations that shared code asks ``backend.kernels`` for: plain NumPy here.
 
-Twins of :mod:`gpipe.kernels.gpu_arrays`, which does each on the GPU with kernels shipped
+Twins of :mod:`gpipe.compute.gpu_arrays`, which does each on the GPU with kernels shipped
 compiled (CuPy would compile its own at their first use). Each is the NumPy call its docstring
 names, nothing more, so the CPU path costs what it cost before they existed.
 """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpipe.kernels.cpu_jit import (BOOL, FLOAT64S, FLOAT64S_RO, INT32S, INT32S_RO, INT64, INT64S, INT64S_RO,
+from gpipe.compute.cpu_jit import (BOOL, FLOAT64S, FLOAT64S_RO, INT32S, INT32S_RO, INT64, INT64S, INT64S_RO,
                                    kernel)
 
 # (src, dst) endpoint arrays as the build hands them over: both in the input's id width for a
@@ -54,7 +54,7 @@ def _scatter(src, dst, weights, weighted, symmetric, skip_loops, cursor, indices
 def build_csr(src_local, dst, weights, n_local, index_dtype, *, symmetric=False, skip_loops=False):
     """Compressed sparse rows of an edge list: count degrees, scan, scatter; ``O(m + n_local)``.
 
-    The CPU twin of ``gpipe.kernels.gpu_csr.build_csr``, with the same parameters and
+    The CPU twin of ``gpipe.compute.gpu_csr.build_csr``, with the same parameters and
     results (see there). Within a row, edges keep their input order (``symmetric``: each edge
     ``u - v`` lands in row ``u`` and in row ``v`` at its position in the input), which the GPU
     version does not promise.
@@ -70,7 +70,7 @@ def build_csr(src_local, dst, weights, n_local, index_dtype, *, symmetric=False,
 
 
 def build_csr_pieces(pieces, n_local, index_dtype, *, offset=0, symmetric=False, skip_loops=False):
-    """The CPU twin of ``gpipe.kernels.gpu_csr.build_csr_pieces``: the CSR of the edge list
+    """The CPU twin of ``gpipe.compute.gpu_csr.build_csr_pieces``: the CSR of the edge list
     that ``pieces`` (``(src, dst, weights)``, sources global: ``offset`` is subtracted here)
     make together, in their order, without joining them."""
     weighted = any(w is not None for _, _, w in pieces)

@@ -1,6 +1,6 @@
 """The level steps of a BFS over several owners, on the GPU (``kernels/bfs_owners.cu``).
 
-Same names, signatures and promises as :mod:`gpipe.kernels.cpu_bfs_owners` (its docstring
+Same names, signatures and promises as :mod:`gpipe.compute.cpu_bfs_owners` (its docstring
 describes the steps, the counters and the arrays); the arrays are CuPy arrays of the current
 device. Bitmaps are ``uint32`` words here (``BITMAP_BITS = 32``), ``int64`` on the CPU. No
 function here reads anything back to the host (but a top-down step over a frontier that may
@@ -20,7 +20,7 @@ import functools
 import cupy
 import numpy
 
-from gpipe.kernels import cuda, gpu_arrays
+from gpipe.compute import cuda, gpu_arrays
 
 _SOURCE = "bfs_owners.cu"
 _SCAN_BLOCK = 1024  # kScanBlock in bfs_owners.cu
@@ -52,7 +52,7 @@ def bfs_owner_top_down(indptr, indices, offset, frontier, dist, parent, level, c
                        next_frontier, queue_targets, queue_parents, counters, frontier_bound=None):
     """Expand one owner's frontier one level, top-down; claim owned targets, queue remote ones once.
 
-    See :func:`gpipe.kernels.cpu_bfs_owners.bfs_owner_top_down` for the parameters; here
+    See :func:`gpipe.compute.cpu_bfs_owners.bfs_owner_top_down` for the parameters; here
     ``sent`` is ``uint32[ceil(n / 32)]``, ``counters`` int64 (added to as uint64), and
     ``queue_targets``/``queue_parents`` must have the dtype of ``indices``. ``frontier`` is
     a contiguous int64 buffer whose first ``counters[NEXT]`` entries are the frontier.
@@ -62,7 +62,7 @@ def bfs_owner_top_down(indptr, indices, offset, frontier, dist, parent, level, c
     (``bfs_owner_edge_end`` reads the length on the device, records it, zeroes the counters
     and scans the degrees; the step's grid is the grid-stride cap); beyond, or when None, one
     read of the length, CuPy's scan, and a grid sized by the frontier's edges. Edge-parallel,
-    load-balanced by prefix sum + binary search as :func:`gpipe.kernels.gpu_bfs.bfs_expand`.
+    load-balanced by prefix sum + binary search as :func:`gpipe.compute.gpu_bfs.bfs_expand`.
     """
     frontier = cupy.ascontiguousarray(frontier)
     bound = int(frontier.size) if frontier_bound is None else min(int(frontier_bound), int(frontier.size))
@@ -96,7 +96,7 @@ def bfs_owner_top_down(indptr, indices, offset, frontier, dist, parent, level, c
 def bfs_owner_claim(indptr, offset, targets, parents, dist, parent, level, next_frontier, counters):
     """Claim the candidates ``(targets, parents)`` a peer sent, at distance ``level + 1``.
 
-    See :func:`gpipe.kernels.cpu_bfs_owners.bfs_owner_claim`. ``targets`` and ``parents`` share
+    See :func:`gpipe.compute.cpu_bfs_owners.bfs_owner_claim`. ``targets`` and ``parents`` share
     one dtype (int32 or int64). One thread per candidate, claimed by atomicCAS on ``dist``.
     """
     count = int(targets.size)
@@ -117,7 +117,7 @@ def bfs_owner_claim(indptr, offset, targets, parents, dist, parent, level, next_
 def bfs_owner_bottom_up(indptr, indices, dist, parent, level, front, next_front, counters):
     """One bottom-up level of one owner of an undirected graph.
 
-    See :func:`gpipe.kernels.cpu_bfs_owners.bfs_owner_bottom_up`; here ``front`` is
+    See :func:`gpipe.compute.cpu_bfs_owners.bfs_owner_bottom_up`; here ``front`` is
     ``uint32[ceil(n / 32)]`` and ``next_front`` ``uint32[ceil(n_local / 32)]``. One warp per
     32 owned vertices; long rows scanned by the whole warp.
     """

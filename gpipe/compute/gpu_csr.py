@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import cupy
 
-from gpipe.kernels import cuda, gpu_arrays
+from gpipe.compute import cuda, gpu_arrays
 
 _SOURCE = "csr.cu"
 _ID_DTYPES = (cupy.dtype(cupy.int32), cupy.dtype(cupy.int64))

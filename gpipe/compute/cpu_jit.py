@@ -71,7 +71,7 @@ def plain(array):
 
 def compile_all(report=None) -> list:
     """Compile (or load from the cache) every declared signature of every entry point declared
-    so far: import :mod:`gpipe.kernels.cpu` first (it imports every CPU kernel module).
+    so far: import :mod:`gpipe.compute.cpu` first (it imports every CPU kernel module).
 
     ``report(name, signature, seconds)``, when given, is called after each. Returns
     ``[(qualified name, signature, seconds)]``.

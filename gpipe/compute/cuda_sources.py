@@ -1,8 +1,8 @@
 """What gpipe's CUDA kernels are made of: the sources, their entry points, how they compile.
 
 One table (:data:`MODULES`) lists every ``kernels/*.cu`` file with the templated kernels it
-defines; the loader (:mod:`gpipe.kernels.cuda`) and the ahead-of-time build
-(:mod:`gpipe.kernels.cuda_build`) both read it, so a kernel added to a source and to this table
+defines; the loader (:mod:`gpipe.compute.cuda`) and the ahead-of-time build
+(:mod:`gpipe.compute.cuda_build`) both read it, so a kernel added to a source and to this table
 is compiled, shipped and loaded with no other change. This module imports neither CuPy nor
 NVRTC: it is read on machines without a GPU too (the build, and the CPU test that checks the
 shipped binaries against their sources).
@@ -125,7 +125,7 @@ def source_dir(source: str = "bfs.cu") -> Path:
     FileNotFoundError
         Neither folder holds the source: the installation is incomplete.
     """
-    package = Path(__file__).resolve().parents[1]  # the gpipe package folder (gpipe/kernels/..)
+    package = Path(__file__).resolve().parents[1]  # the gpipe package folder (gpipe/compute/..)
     candidates = (package / "_cuda", package.parent / "kernels")
     for folder in candidates:
         if (folder / source).is_file():

@@ -1,6 +1,6 @@
 """Loading and launching the CUDA C++ in ``kernels/*.cu`` (one small loader).
 
-Each source is compiled ahead of time (:mod:`gpipe.kernels.cuda_build`) for the architectures
+Each source is compiled ahead of time (:mod:`gpipe.compute.cuda_build`) for the architectures
 gpipe ships: a cubin per major architecture and one PTX, beside a manifest of the kernels'
 lowered names. :func:`function` loads the cubin built for this device's major architecture and
 the highest minor it runs (or the PTX, which the driver compiles once for a newer GPU), so a
@@ -19,8 +19,8 @@ import logging
 
 import cupy
 
-from gpipe.kernels import cuda_sources
-from gpipe.kernels.cuda_sources import COMPILE_OPTIONS, source_dir, source_text  # noqa: F401
+from gpipe.compute import cuda_sources
+from gpipe.compute.cuda_sources import COMPILE_OPTIONS, source_dir, source_text  # noqa: F401
 
 BLOCK = 256  # threads per block; a multiple of 32 (the kernels' warp-wide ballots need it)
 BLOCKS_PER_SM = 16  # grid-stride cap: a few waves of resident blocks, then each thread loops
@@ -28,14 +28,14 @@ BLOCKS_PER_SM = 16  # grid-stride cap: a few waves of resident blocks, then each
 # C++ index type of each dtype `indices` may have (ARCHITECTURE.md: int32, int64 if n >= 2**31).
 INDEX_TYPES = {cupy.dtype(name): ctype for name, ctype in cuda_sources.INDEX_TYPES.items()}
 
-logger = logging.getLogger("gpipe.kernels")
+logger = logging.getLogger("gpipe.compute")
 
 
 def function(source: str, name: str, indices: cupy.ndarray) -> cupy.cuda.function.Function:
     """The kernel ``name<index type of indices>`` of ``source``, loaded for the current device.
 
     Launch it as ``kernel(grid, block, args)``; a cooperative kernel of
-    :data:`gpipe.kernels.cuda_sources.MODULES` with ``enable_cooperative_groups=True``.
+    :data:`gpipe.compute.cuda_sources.MODULES` with ``enable_cooperative_groups=True``.
     """
     return typed_function(source, name, INDEX_TYPES[indices.dtype])
 
@@ -44,7 +44,7 @@ def typed_function(source: str, name: str, arguments: str) -> cupy.cuda.function
     """The kernel ``name<arguments>`` of ``source``, loaded for the current device.
 
     ``arguments`` is the text between the angle brackets, spelled as
-    :func:`gpipe.kernels.cuda_sources.instantiations` lists it (``"long long, int"``): the
+    :func:`gpipe.compute.cuda_sources.instantiations` lists it (``"long long, int"``): the
     instantiations of a module with its own template arguments (``kernels/util.cu``).
     """
     device_id = cupy.cuda.runtime.getDevice()

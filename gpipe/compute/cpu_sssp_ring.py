@@ -3,7 +3,7 @@ over a ring of buckets.
 
 What it computes
     The same as ``sssp_owner_relax`` / ``sssp_owner_merge`` / ``sssp_owner_advance`` of
-    :mod:`gpipe.kernels.cpu_sssp_owners` (the twin of the CUDA kernels) for non-negative
+    :mod:`gpipe.compute.cpu_sssp_owners` (the twin of the CUDA kernels) for non-negative
     weights: every local vertex below the exchange window's end T relaxed at its final
     distance given what has arrived, remote candidates pruned against ``sent_best`` and
     queued once per exchange, vertices at T or beyond left on the far pile. Pack, counters and
@@ -45,11 +45,11 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from gpipe.kernels import cpu_sssp_owners as twin
-from gpipe.kernels.owner_state import (FAR, FAR_MIN, INF_BITS, NEAR, RELAXED, REPEATED, SENT,
+from gpipe.compute import cpu_sssp_owners as twin
+from gpipe.compute.owner_state import (FAR, FAR_MIN, INF_BITS, NEAR, RELAXED, REPEATED, SENT,
                                        SENT_MIN, SsspOwnerState)
 
-from gpipe.kernels.cpu_jit import FLOAT64, FLOAT64S, INT32S, INT64, INT64S, UINT8S, each_index, kernel, plain
+from gpipe.compute.cpu_jit import FLOAT64, FLOAT64S, INT32S, INT64, INT64S, UINT8S, each_index, kernel, plain
 
 _inline = numba.njit(cache=True, nogil=True, inline="always")
 

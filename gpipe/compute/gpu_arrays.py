@@ -4,11 +4,11 @@ CuPy generates and compiles (NVRTC, about 0.1 s each, seconds for a boolean redu
 kernel for each elementwise operation, index expression and reduction it meets first; on a
 fresh machine a first build and query paid ~14 s for them (issue 14). Each function here does
 what the CuPy call named in its docstring does, on 1-D C-contiguous arrays, with the kernels
-of ``kernels/util.cu`` (loaded from the shipped binaries by :mod:`gpipe.kernels.cuda`), so it
+of ``kernels/util.cu`` (loaded from the shipped binaries by :mod:`gpipe.compute.cuda`), so it
 compiles nothing: same values, same dtype, and for an empty input no launch at all. Inputs
 outside what the kernels serve (a non-contiguous array, a float conversion) go to the CuPy
 call itself, which is correct and merely compiles. The CPU twins (plain NumPy) are in
-:mod:`gpipe.kernels.cpu_arrays`; shared code reaches either through ``backend.kernels``.
+:mod:`gpipe.compute.cpu_arrays`; shared code reaches either through ``backend.kernels``.
 
 What stays precompiled in CuPy and is used as it is: ``cupy.empty``, ``cupy.zeros``
 (memset), copies of contiguous arrays (memcpy), CUB's scan called in place
@@ -22,8 +22,8 @@ import numpy as np
 
 import cupy
 
-from gpipe.kernels import cuda
-from gpipe.kernels.cuda_sources import INTEGER_TYPES, WIDTH_TYPES
+from gpipe.compute import cuda
+from gpipe.compute.cuda_sources import INTEGER_TYPES, WIDTH_TYPES
 
 _SOURCE = "util.cu"
 BLOCK = 256  # kBlock in util.cu: threads of a nonzero_* block

@@ -1,7 +1,7 @@
 """Batch kernels for the CPU (Numba): one traversal per source of a batch, in one call.
 
-The contract (names, shapes, promises) is in gpipe/kernels/__init__.py; gpipe/kernels/gpu.py
-keeps the same names. Re-exported from gpipe/kernels/cpu.py.
+The contract (names, shapes, promises) is in gpipe/compute/__init__.py; gpipe/compute/gpu.py
+keeps the same names. Re-exported from gpipe/compute/cpu.py.
 
 What each kernel computes
     bfs_batch   Bit-parallel multi-source BFS (MS-BFS [1]): up to 64 BFS at once. Every vertex
@@ -22,7 +22,7 @@ What each kernel computes
                 two contiguous rows. Threads split the edges by source vertex u and may write
                 the same parent[v, i] with different valid u: any one of them is a right answer
                 (an aligned 8-byte store is atomic).
-    sssp_batch  Non-negative weights: the one-owner delta-stepping (gpipe/kernels/cpu_delta.py)
+    sssp_batch  Non-negative weights: the one-owner delta-stepping (gpipe/compute/cpu_delta.py)
                 once per source, every thread on each. Measured on kron20 with 2 threads, that
                 beat one serial Dijkstra per thread with several sources resident at once
                 (a binary heap with lazy deletion grows to the edges, and SciPy's Fibonacci
@@ -54,9 +54,9 @@ import numba
 import numpy as np
 
 from gpipe.errors import NegativeCycleError
-from gpipe.kernels import atomics
-from gpipe.kernels.cpu_delta import delta_stepping
-from gpipe.kernels.cpu_jit import BOOL, FLOAT64, INT64, INT64S, each_index, kernel
+from gpipe.compute import atomics
+from gpipe.compute.cpu_delta import delta_stepping
+from gpipe.compute.cpu_jit import BOOL, FLOAT64, INT64, INT64S, each_index, kernel
 from numba import types
 
 BFS_BATCH_WIDTH = 64  # bits of one int64 word per vertex

@@ -51,14 +51,14 @@ ENVIRONMENT = "GPIPE_FIRST_QUERIES"
 MAX_EDGES = 1 << 24
 NEGATIVE_CYCLE = "a negative-weight cycle is reachable from the source"
 
-# The entry points (gpipe.kernels.cpu_jit.kernel) each kind of one-owner query calls, by module
+# The entry points (gpipe.compute.cpu_jit.kernel) each kind of one-owner query calls, by module
 # and name; of each, the signature for the partition's index dtype.
 QUERY_KERNELS = {
-    "bfs": (("gpipe.kernels.cpu", ("_claim_sources", "_frontier_degree", "_top_down_serial",
+    "bfs": (("gpipe.compute.cpu", ("_claim_sources", "_frontier_degree", "_top_down_serial",
                                    "_top_down_parallel", "_bottom_up_step", "_queue_to_bitmap",
                                    "_bitmap_to_queue")),),
-    "sssp": (("gpipe.kernels.cpu_delta", ("_delta_stepping",)),),
-    "sssp-negative": (("gpipe.kernels.cpu", ("_frontier_degree", "_relax_step")),),
+    "sssp": (("gpipe.compute.cpu_delta", ("_delta_stepping",)),),
+    "sssp-negative": (("gpipe.compute.cpu", ("_frontier_degree", "_relax_step")),),
 }
 
 
@@ -114,7 +114,7 @@ def _signatures(kind, index_dtype):
         return _SIGNATURES[key]
     import importlib
 
-    from gpipe.kernels import cpu_jit
+    from gpipe.compute import cpu_jit
 
     index_type = {np.dtype(np.int32).str: cpu_jit.INT32S, np.dtype(np.int64).str: cpu_jit.INT64S}
     if index_dtype.str not in index_type:

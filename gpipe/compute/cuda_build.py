@@ -3,12 +3,12 @@
 Run it after changing a CUDA source (a CPU test fails while a shipped binary is stale)::
 
     pip install -e '.[kernels]'          # NVRTC 13.0 and its Python binding; no GPU needed
-    python -m gpipe.kernels.cuda_build   # writes kernels/bin/*.cubin, *.ptx and manifest.json
+    python -m gpipe.compute.cuda_build   # writes kernels/bin/*.cubin, *.ptx and manifest.json
 
-For each source of :data:`gpipe.kernels.cuda_sources.MODULES` it writes one cubin per real
+For each source of :data:`gpipe.compute.cuda_sources.MODULES` it writes one cubin per real
 architecture of :data:`CUBIN_ARCHS` and one PTX of :data:`PTX_ARCH` (the driver compiles that
 for GPUs newer than every cubin), and records in ``manifest.json`` each kernel's lowered
-(mangled) name and the source's fingerprint. The loader (:mod:`gpipe.kernels.cuda`) picks the
+(mangled) name and the source's fingerprint. The loader (:mod:`gpipe.compute.cuda`) picks the
 binary for the device; a device none of them serves falls back to compiling at first use.
 
 NVRTC 13.0 is the oldest of CUDA 13, so the binaries load on every CUDA 13 driver (580+):
@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from gpipe.kernels import cuda_sources
+from gpipe.compute import cuda_sources
 
 # A cubin runs on its own major architecture at the same or a higher minor (sm_80 on sm_86
 # and sm_89, sm_100 on sm_103, sm_120 on sm_121): one per major generation gpipe supports.
@@ -132,7 +132,7 @@ def build(folder: Path | None = None, archs=CUBIN_ARCHS, ptx_arch=PTX_ARCH, log=
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gpipe.kernels.cuda_build", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m gpipe.compute.cuda_build", description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, help="folder to write (default: the sources' bin/)")
     args = parser.parse_args(argv)
     try:

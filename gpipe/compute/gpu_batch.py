@@ -1,11 +1,11 @@
 """Per-source traversals of a batch of sources on the GPU (issue 16): ``kernels/bfs_batch.cu``
 (bit-parallel multi-source BFS) and ``kernels/sssp_batch.cu`` (near-far over source-vertex
-pairs), with the batch-kernel contract of :mod:`gpipe.kernels` (see its docstring).
+pairs), with the batch-kernel contract of :mod:`gpipe.compute` (see its docstring).
 
 Results are ``(k, n)`` tables, row ``i`` for ``sources[i]``, C order. Nothing here compiles at
-first use: the kernels ship compiled (:mod:`gpipe.kernels.cuda`), the array work is
+first use: the kernels ship compiled (:mod:`gpipe.compute.cuda`), the array work is
 ``cupy.empty``/``zeros`` (memset), host-to-device copies, CUB's scan in place (``gpu_arrays.cumsum_in_place``) and the
-kernels of :mod:`gpipe.kernels.gpu_arrays`.
+kernels of :mod:`gpipe.compute.gpu_arrays`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import numpy as np
 import cupy
 
 from gpipe.errors import NegativeCycleError
-from gpipe.kernels import cuda, gpu_arrays
+from gpipe.compute import cuda, gpu_arrays
 
 _BFS = "bfs_batch.cu"
 _SSSP = "sssp_batch.cu"
@@ -38,7 +38,7 @@ _INF_BITS = 0x7FF0000000000000
 # snapshot, source column, row end, degree and edge end (40); and the result (16).
 _SSSP_BYTES_PER_PAIR = 8 * 3 + 4 * 3 + 32 + 40 + 16
 # Multiple of gpu_sssp.default_delta that sssp_batch uses by default (tune with
-# ``python -m gpipe.kernels.gpu_batch_check --delta-factors ...``).
+# ``python -m gpipe.compute.gpu_batch_check --delta-factors ...``).
 SSSP_DELTA_FACTOR = 1.0
 
 
@@ -83,7 +83,7 @@ def bfs_batch(indptr, indices, sources, depth_limit=-1, *, symmetric, in_indptr=
         The in-edges of a directed graph (CSC as a CSR of the reverse graph), for bottom-up
         steps. Without them (and not ``symmetric``) every step is top-down.
     alpha, beta, gamma : float, optional
-        Direction switches, as :func:`gpipe.kernels.gpu.bfs`: top-down -> bottom-up when
+        Direction switches, as :func:`gpipe.compute.gpu.bfs`: top-down -> bottom-up when
         ``m_f * alpha > m_u`` and ``m_f * gamma > n``; back when the frontier shrank and
         ``n_f * beta <= n``. ``alpha=0``: top-down only; all ``inf``: bottom-up from level 1.
     trace : list, optional
@@ -286,17 +286,17 @@ def sssp_batch(indptr, indices, weights, sources, *, symmetric, negative_weights
         ``negative_weights`` only a negative cycle this bounded search reaches is raised (as
         the CPU kernels do).
     delta : float, optional
-        Width of the near band (default :func:`gpipe.kernels.gpu_sssp.default_delta` times
+        Width of the near band (default :func:`gpipe.compute.gpu_sssp.default_delta` times
         :data:`SSSP_DELTA_FACTOR`).
     sort_queue : bool, optional (default=False)
         Sort each relax pass's queue of pairs (``cupy.sort``), so that the pairs of one vertex
         (its sources) are adjacent and read its row back to back. An experiment: whether the
-        sort pays for itself is for ``gpipe.kernels.gpu_batch_check --sort-queue`` to show.
+        sort pays for itself is for ``gpipe.compute.gpu_batch_check --sort-queue`` to show.
     shared_scans : bool, optional (default=True)
         Queue vertices, each with a mask of its queued sources, instead of (source, vertex)
         pairs: one scan of a vertex's row relaxes it for all of them (shared edge scans). Same
         answers; on the H100, kron22, 64 sources, 7.1 ms a source against 17.8 ms with pairs
-        (``gpipe.kernels.gpu_batch_check --shared-scans``, BENCHMARKS.md).
+        (``gpipe.compute.gpu_batch_check --shared-scans``, BENCHMARKS.md).
     stats : dict, optional
         Diagnostics: receives ``passes``, ``relax_passes``, ``splits`` and ``repairs``.
 
@@ -347,7 +347,7 @@ def sssp_batch(indptr, indices, weights, sources, *, symmetric, negative_weights
     if k == 0 or n <= 0:
         return dist, parent
     if delta is None:
-        from gpipe.kernels.gpu_sssp import default_delta
+        from gpipe.compute.gpu_sssp import default_delta
 
         delta = np.inf if negative_weights else default_delta(indptr, weights) * SSSP_DELTA_FACTOR
     limit = np.inf if max_distance is None else float(max_distance)

@@ -1,8 +1,8 @@
 """One owner's working arrays for an SSSP over several owners, shared by the CPU and GPU kernels.
 
 A multi-owner SSSP (``gpipe.owners.sssp.sssp_owner_arrays``) keeps, per owner and per traversal, the
-arrays below; the kernels of :mod:`gpipe.kernels.cpu_sssp_owners` (Numba) and
-:mod:`gpipe.kernels.gpu_sssp_owners` (``kernels/sssp_owners.cu``) read and write them in place.
+arrays below; the kernels of :mod:`gpipe.compute.cpu_sssp_owners` (Numba) and
+:mod:`gpipe.compute.gpu_sssp_owners` (``kernels/sssp_owners.cu``) read and write them in place.
 Allocated once per traversal with the backend's array module, so that no round allocates,
 sorts or deduplicates.
 
@@ -55,7 +55,7 @@ by the driver once the first message has brought every owner's weight statistics
 before); ``bound``, the cutoff (``max_distance``, +inf: none): every relaxation drops a
 candidate above it, local or remote, so no distance above it is ever held or sent (Dijkstra's
 cutoff, with negative weights too: a reached vertex's parent is reached); and
-``ring``, the CPU's own local buckets for non-negative weights (gpipe/kernels/cpu_sssp_ring.py),
+``ring``, the CPU's own local buckets for non-negative weights (gpipe/compute/cpu_sssp_ring.py),
 which then stand in for the near queue and the mid pile (``counters[NEAR]`` counts its entries).
 """
 
@@ -132,7 +132,7 @@ class SsspOwnerState:
     local_delta: float = float("inf")
     window: float = float("inf")
     bound: float = float("inf")  # the cutoff (max_distance): candidates above it are dropped
-    ring: object = None  # the CPU's bucket ring (gpipe/kernels/cpu_sssp_ring.py), made on first use
+    ring: object = None  # the CPU's bucket ring (gpipe/compute/cpu_sssp_ring.py), made on first use
 
 
 def new_state(xp, n: int, offset: int, n_local: int, chunk: int, n_owners: int,

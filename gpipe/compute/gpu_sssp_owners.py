@@ -1,9 +1,9 @@
 """SSSP over several owners on the GPU: one owner's relaxations, merge, splits and outbox
 (``kernels/sssp_owners.cu``), driven from the host once per round.
 
-The contract is that of :mod:`gpipe.kernels.cpu_sssp_owners`, whose Numba functions are the
+The contract is that of :mod:`gpipe.compute.cpu_sssp_owners`, whose Numba functions are the
 line-by-line twins of these kernels (see its docstring for the technique); everything works in
-place on a :class:`gpipe.kernels.owner_state.SsspOwnerState` of CuPy arrays. The host reads
+place on a :class:`gpipe.compute.owner_state.SsspOwnerState` of CuPy arrays. The host reads
 the counters once per round (one synchronization) and after each split of the mid pile; no
 call sorts, deduplicates or compacts with CuPy's generic routines.
 """
@@ -15,8 +15,8 @@ import functools
 import cupy
 import numpy as np
 
-from gpipe.kernels import cuda, gpu_arrays
-from gpipe.kernels.owner_state import (FAR, FAR_MIN, INF_BITS, MID, MID_MIN, NEAR, RELAXED, SENT_MIN,
+from gpipe.compute import cuda, gpu_arrays
+from gpipe.compute.owner_state import (FAR, FAR_MIN, INF_BITS, MID, MID_MIN, NEAR, RELAXED, SENT_MIN,
                                        Counts, SsspOwnerState, counts_from)
 
 _SOURCE = "sssp_owners.cu"
@@ -44,7 +44,7 @@ def _host_counts(state: SsspOwnerState) -> np.ndarray:
 
 
 def sssp_owner_relax(indptr, indices, weights, state: SsspOwnerState, threshold, max_rounds):
-    """See :func:`gpipe.kernels.cpu_sssp_owners.sssp_owner_relax` (the twin of this host loop,
+    """See :func:`gpipe.compute.cpu_sssp_owners.sssp_owner_relax` (the twin of this host loop,
     ``_local_phase``)."""
     counters = state.counters
     counts, values = _host_counts(state)
@@ -122,7 +122,7 @@ def sssp_owner_counts(state: SsspOwnerState) -> Counts:
 
 
 def sssp_owner_pack(state: SsspOwnerState, sent: list) -> list:
-    """See :func:`gpipe.kernels.cpu_sssp_owners.sssp_owner_pack`: fresh device arrays per peer."""
+    """See :func:`gpipe.compute.cpu_sssp_owners.sssp_owner_pack`: fresh device arrays per peer."""
     buckets = []
     for q, count in enumerate(sent):
         if count == 0:
@@ -144,7 +144,7 @@ def sssp_owner_pack(state: SsspOwnerState, sent: list) -> list:
 
 
 def sssp_owner_merge(state: SsspOwnerState, buckets: list, threshold) -> None:
-    """See :func:`gpipe.kernels.cpu_sssp_owners.sssp_owner_merge`."""
+    """See :func:`gpipe.compute.cpu_sssp_owners.sssp_owner_merge`."""
     if not buckets:
         return
     targets, dists, parents = (
@@ -171,7 +171,7 @@ def sssp_owner_merge(state: SsspOwnerState, buckets: list, threshold) -> None:
 
 
 def sssp_owner_advance(state: SsspOwnerState, old_threshold, new_threshold) -> None:
-    """See :func:`gpipe.kernels.cpu_sssp_owners.sssp_owner_advance`."""
+    """See :func:`gpipe.compute.cpu_sssp_owners.sssp_owner_advance`."""
     fresh = 1 - state.far_fill
     state.counters[FAR + fresh] = 0
     state.counters[FAR_MIN] = INF_BITS

@@ -96,7 +96,7 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
     strings = backends.is_string_dtype(edges.dtypes[src])  # then dst's too (validate.edge_frame)
     columns = Columns(src, dst, weight, strings=strings)
     memory, inputs = None, None
-    early = _footer_size(from_footers, directed, weight is not None)
+    early = footer_size(from_footers, directed, weight is not None)
     if early is not None:  # GraphTooLarge before anything is read
         memory = executor.memory(backend_name)
         chosen = sizing.choose_owners(early, memory, requested)
@@ -115,7 +115,7 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
         identity, n_bound = _vertex_bound(rows)
     else:
         low, high = min(s.low for s in surveys), max(s.high for s in surveys)
-        vertex_dtype = _vertex_dtype(columns, edges.dtypes[src], edges.dtypes[dst], low, high)
+        vertex_dtype = result_id_dtype(columns, edges.dtypes[src], edges.dtypes[dst], low, high)
         columns = replace(columns, id_dtype=validate.numpy_dtype(vertex_dtype))
         identity, n_bound = _vertex_bound(rows, low, high)
     size = sizing.GraphSize(rows=rows, n=n_bound, directed=directed, weighted=weight is not None,
@@ -196,7 +196,7 @@ def _vertex_bound(rows: int, low: int | None = None, high: int | None = None) ->
     return identity, high + 1 if identity else min(2 * rows, high - low + 1)
 
 
-def _footer_size(survey, directed: bool, weighted: bool):
+def footer_size(survey, directed: bool, weighted: bool):
     """The :class:`sizing.GraphSize` that a read_edges frame's Parquet footers give
     (:mod:`gpipe.footers`), as the survey of its rows would; None where they cannot tell the
     vertex count (integer ids without statistics) or there are none."""
@@ -214,7 +214,7 @@ def _packed_presence(part):
     return be.to_host(be.kernels.packbits_little(part.present))
 
 
-def _vertex_dtype(columns: Columns, src_dtype, dst_dtype, low: int, high: int):
+def result_id_dtype(columns: Columns, src_dtype, dst_dtype, low: int, high: int):
     """The dtype of result ids, which holds every id exactly.
 
     The input's own when both columns share it (pandas extension dtypes such as ``Int64``

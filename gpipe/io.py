@@ -84,7 +84,7 @@ def read_edges(path, *, src="src", dst="dst", weight=None, backend="auto"):
     if "://" in path:
         frame = _read_url(path, src, dst, weight, backend)
     else:
-        files = _local_files(path)
+        files = local_files(path)
         footers = {file: _footer(file) for file in files}
         columns = _edge_columns(path, footers, src, dst, weight)
         if backend == backends.GPU:
@@ -116,7 +116,7 @@ def _read_url(path, src, dst, weight, backend):
     return frame[columns]
 
 
-def _local_files(path) -> list:
+def local_files(path) -> list:
     """The files of a local Parquet file, directory (``*.parquet``, recursively) or glob, sorted.
 
     Raises InputError when there are none.
@@ -128,7 +128,7 @@ def _local_files(path) -> list:
             raise InputError(f"no Parquet files (*.parquet) in directory {path!r}")
         return files
     if not glob.has_magic(path) and not os.path.lexists(path) and restore_interrupted(path):
-        return _local_files(path)  # an overwrite killed half-way had set it aside
+        return local_files(path)  # an overwrite killed half-way had set it aside
     files = sorted(p for p in glob.glob(path) if os.path.isfile(p))
     if not files:
         raise InputError(f"no Parquet files at {path!r}")
@@ -220,7 +220,7 @@ def _read_files_into_pandas(footers, columns):
     first = next(iter(footers.values()))
     meta = _to_pandas(first.schema.to_arrow_schema().empty_table().select(columns),
                       pyarrow_strings_enabled())
-    return _from_map(_read_pandas, pieces, columns=columns, meta=meta)
+    return _from_map(read_pandas_piece, pieces, columns=columns, meta=meta)
 
 
 def _pieces(file, footer, block: int) -> list:
@@ -240,7 +240,7 @@ def _pieces(file, footer, block: int) -> list:
     return pieces
 
 
-def _read_pandas(piece, columns=None, strings=False):
+def read_pandas_piece(piece, columns=None, strings=False):
     import pyarrow.parquet as pq
 
     file, row_groups = piece

@@ -242,7 +242,7 @@ def write_parquet(frame, path, *, overwrite=False):
         raise OutputExists(target)
     target.parent.mkdir(parents=True, exist_ok=True)
 
-    staging = _sibling(target, "tmp")
+    staging = sibling_path(target, "tmp")
     try:
         frame.to_parquet(staging, write_index=False)
         phase("write")
@@ -315,7 +315,7 @@ def _why_unwritable(target: Path) -> str | None:
                 else "a file, not a directory"
             return f"{folder} is {kind}"
         child, folder = folder, folder.parent
-    probe = _sibling(child, "tmp")
+    probe = sibling_path(child, "tmp")
     try:
         os.mkdir(probe)
     except OSError as error:
@@ -369,7 +369,7 @@ def _move_into_place(staging: Path, target: Path, overwrite: bool) -> None:
         return
     if not overwrite:  # appeared while we were writing
         raise OutputExists(target)
-    old = _sibling(target, "old")
+    old = sibling_path(target, "old")
     os.replace(target, old)
     try:
         os.replace(staging, target)
@@ -381,7 +381,7 @@ def _move_into_place(staging: Path, target: Path, overwrite: bool) -> None:
 
 def _discard(old: Path, target: Path) -> None:
     """Delete a set-aside output, renamed ``.del-*`` first so that every ``.old-*`` stays whole."""
-    doomed = _sibling(target, "del")
+    doomed = sibling_path(target, "del")
     try:
         os.rename(old, doomed)
     except OSError:
@@ -431,7 +431,7 @@ class _Sibling:
 _SIBLING_SUFFIX = re.compile(r"(tmp|old|del)-(?:([0-9a-f]{12})-(\d+)-)?[0-9a-f]+")
 
 
-def _sibling(target: Path, kind: str) -> Path:
+def sibling_path(target: Path, kind: str) -> Path:
     """A fresh name for a hidden sibling of `target`, owned by this process."""
     token = uuid.uuid4().hex[:12]
     return target.with_name(f".{target.name}.{kind}-{_machine()}-{os.getpid()}-{token}")

@@ -202,12 +202,12 @@ def choose_replicas(size: GraphSize, workers: list, owner: str, requested: int |
 
 def in_process_memory(backend_name) -> WorkerMemory:
     """This process's memory budget, for a graph built without a Dask client."""
-    return WorkerMemory(IN_PROCESS, _free_bytes(backend_name), _kind(backend_name))
+    return WorkerMemory(IN_PROCESS, free_bytes_here(backend_name), _kind(backend_name))
 
 
 def cluster_memory(client, backend_name) -> list:
     """:class:`WorkerMemory` of every worker of ``client``, asked of each worker (one round trip)."""
-    free = client.run(_free_bytes, backend_name)
+    free = client.run(free_bytes_here, backend_name)
     return [WorkerMemory(address, int(bytes_), _kind(backend_name)) for address, bytes_ in free.items()]
 
 
@@ -215,7 +215,7 @@ def _kind(backend_name) -> str:
     return "device" if backend_name == "gpu" else "host"
 
 
-def _free_bytes(backend_name) -> int:
+def free_bytes_here(backend_name) -> int:
     """Bytes this process can still take: device memory on GPU, host memory on CPU."""
     if backend_name == "gpu":
         import cupy

@@ -225,7 +225,7 @@ def sssp_arrays(part: Partition, sources, negative_weights: bool, *, target=-1,
                                       target=int(target), max_distance=max_distance,
                                       parents=parents, stats=stats)
     bound = np.inf if max_distance is None else float(max_distance)
-    dist, parent = _bellman_ford(part, kernels, sources, negative_weights, bound)
+    dist, parent = bellman_ford(part, kernels, sources, negative_weights, bound)
     return dist, (parent if parents else None)
 
 
@@ -237,7 +237,7 @@ def _scipy_answers(part: Partition, kind: str, stats) -> bool:
             and cpu_scipy.answers(kind, part.indices.dtype, part.n_edges))
 
 
-def _bellman_ford(part: Partition, kernels, sources, negative_weights: bool, bound=np.inf):
+def bellman_ford(part: Partition, kernels, sources, negative_weights: bool, bound=np.inf):
     """Frontier Bellman-Ford rounds of ``kernels.sssp_relax`` to the end, candidates above
     ``bound`` dropped: ``(dist, parent)``."""
     state = _initial_state(part, sources, SSSP)

@@ -767,7 +767,7 @@ def _cut_differs(src, dst, w, n, sources, bound, bounded):
 
 
 def check_sssp_relax_bound(kernels, device, host, index_dtype):
-    """Frontier Bellman-Ford rounds of sssp_relax with `bound` (as gpipe.traverse._bellman_ford)
+    """Frontier Bellman-Ford rounds of sssp_relax with `bound` (as gpipe.traverse.bellman_ford)
     == the bounded reference; the parents form a tree of reached vertices."""
     n = 200
     src, dst, w = random_edges(21, n=n, m=800, dag=True, integer=True)

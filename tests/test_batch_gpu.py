@@ -564,12 +564,12 @@ def test_compiled_at_first_use_gives_the_shipped_answers(monkeypatch):
         return dist.get(), parent.get(), sdist.get()
 
     shipped = run()
-    cuda._module.cache_clear()
+    cuda.loaded_module.cache_clear()
     monkeypatch.setattr(cuda_sources, "shipped_binary", lambda *args: None)
     try:
         jit = run()
     finally:
-        cuda._module.cache_clear()
+        cuda.loaded_module.cache_clear()
     np.testing.assert_array_equal(shipped[0], jit[0])
     np.testing.assert_array_equal(shipped[2], jit[2])
     check_bfs_parents(graph, sources.get(), jit[0], jit[1])

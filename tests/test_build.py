@@ -131,11 +131,11 @@ U64_TOP = 2**64 - 1
 ])
 def test_vertex_dtype_holds_both_columns(src_dtype, dst_dtype, low, high, expected):
     dtypes = [pd.api.types.pandas_dtype(d) for d in (src_dtype, dst_dtype, expected)]
-    got = build._vertex_dtype(build.Columns("s", "d", None), dtypes[0], dtypes[1], low, high)
+    got = build.result_id_dtype(build.Columns("s", "d", None), dtypes[0], dtypes[1], low, high)
     assert got == dtypes[2] and type(got) is type(dtypes[2])
 
 
 def test_vertex_dtype_that_no_integer_dtype_holds_is_an_input_error():
     with pytest.raises(InputError, match=r"'s' \(uint64\) and 'd' \(Int64\)"):
-        build._vertex_dtype(build.Columns("s", "d", None), np.dtype("uint64"), pd.Int64Dtype(),
+        build.result_id_dtype(build.Columns("s", "d", None), np.dtype("uint64"), pd.Int64Dtype(),
                             -1, 2**63)

@@ -97,7 +97,7 @@ def test_negative_weights_match_bellman_ford(index_dtype, k, max_distance):
     expected = kg.bounded_bellman_ford(src, dst, w, N, sources, bound)
     np.testing.assert_array_equal(dist, expected)
     kg.assert_tree(src, dst, w, dist, parent, sources, np.isfinite(dist))
-    numba_dist, _ = traverse._bellman_ford(_partition(indptr, indices, weights), cpu,
+    numba_dist, _ = traverse.bellman_ford(_partition(indptr, indices, weights), cpu,
                                            sources, True, bound)
     np.testing.assert_array_equal(dist, numba_dist)
     again, none = cpu_scipy.sssp(indptr, indices, weights, sources, negative_weights=True,
@@ -188,7 +188,7 @@ def test_each_kind_names_declared_kernels():
     declared = {id(d): signatures for d, signatures in cpu_jit.ENTRY_POINTS}
     for kind in cpu_scipy.QUERY_KERNELS:
         for dtype in (np.int32, np.int64):
-            needed = cpu_scipy._signatures(kind, np.dtype(dtype))
+            needed = cpu_scipy.kernel_signatures(kind, np.dtype(dtype))
             assert needed, kind
             for dispatcher, signature in needed:
                 assert signature in declared[id(dispatcher)]

@@ -195,7 +195,7 @@ def test_a_cuda_worker_killed_mid_traversal(cuda_client):
 def test_a_graph_larger_than_the_gpus_is_refused_before_building(cuda_client):
     from gpipe import sizing
 
-    free = cuda_client.run(sizing._free_bytes, "gpu")
+    free = cuda_client.run(sizing.free_bytes_here, "gpu")
     assert all(value > 2**30 for value in free.values())  # device memory, not host memory
     edges = reference.random_edges(n=300, m=1200, seed=27)
     # Leave gpipe a trillionth of each GPU: this small graph no longer fits.

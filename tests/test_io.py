@@ -214,7 +214,7 @@ def test_a_dictionary_encoded_string_column_reads_as_strings(tmp_path, backend):
 
 def test_files_under_underscore_or_dot_names_are_not_edges(tmp_path):
     _spark_directory(tmp_path / "edges")
-    files = io._local_files(str(tmp_path / "edges"))
+    files = io.local_files(str(tmp_path / "edges"))
     assert len(files) == 3 and all("_temporary" not in f for f in files)
 
 

@@ -421,7 +421,7 @@ def test_parallel_top_down_step_claims_each_vertex_once(n_chunks):
     dist[frontier] = 2
     before = dist.copy()
     parent = np.full(n, -1, dtype=np.int64)
-    nxt, scout = cpu._top_down_parallel(indptr, indices, frontier, 2, dist, parent, n_chunks)
+    nxt, scout = cpu.top_down_parallel(indptr, indices, frontier, 2, dist, parent, n_chunks)
     assert_unique(nxt)
     i, e = frontier_edges(Owner(src, dst, w, 0, n, np.int32), frontier).T
     target = indices[e].astype(np.int64)
@@ -478,7 +478,7 @@ def test_delta_stepping_threads_and_pool_growth(n_threads, capacity, parallel_ve
     for delta, n_slots in ((1.0, 12), (3.5, 5)):
         dist = np.full(n, np.inf)
         parent = np.full(n, -1, dtype=np.int64)
-        cpu_delta._run(indptr, indices, weights, sources, delta, n_slots, n_threads, capacity,
+        cpu_delta.run_buckets(indptr, indices, weights, sources, delta, n_slots, n_threads, capacity,
                        parallel_vertices, dist, parent)
         np.testing.assert_array_equal(dist, expected)
         assert_tree(src, dst, w, dist, parent, sources, np.isfinite(dist))

@@ -417,8 +417,8 @@ def test_modules_load_once_per_device():
     from gpipe.compute import cuda
 
     device = cupy.cuda.runtime.getDevice()
-    first = cuda._module("bfs.cu", device)
-    assert cuda._module("bfs.cu", device) is first
+    first = cuda.loaded_module("bfs.cu", device)
+    assert cuda.loaded_module("bfs.cu", device) is first
 
 
 def test_shipped_binaries_serve_this_device_and_match_the_jit(monkeypatch):
@@ -426,19 +426,19 @@ def test_shipped_binaries_serve_this_device_and_match_the_jit(monkeypatch):
     what the same source compiled at first use gives."""
     from gpipe.compute import cuda, cuda_sources
 
-    major, minor = cuda._compute_capability(cupy.cuda.runtime.getDevice())
+    major, minor = cuda.device_capability(cupy.cuda.runtime.getDevice())
     for source in cuda_sources.MODULES:
-        assert cuda_sources.shipped_binary(source, major, minor, cuda._manifest()) is not None, source
+        assert cuda_sources.shipped_binary(source, major, minor, cuda.binary_manifest()) is not None, source
 
     src, dst, w = random_edges(4, n=500, m=3000, directed=True)
     indptr, indices, weights = device_csr(src, dst, w, 500, np.int32)
     shipped = gpu.bfs(indptr, indices, cupy.asarray([0]))
-    cuda._module.cache_clear()
+    cuda.loaded_module.cache_clear()
     monkeypatch.setattr(cuda_sources, "shipped_binary", lambda *args: None)
     try:
         jit = gpu.bfs(indptr, indices, cupy.asarray([0]))
     finally:
-        cuda._module.cache_clear()
+        cuda.loaded_module.cache_clear()
     np.testing.assert_array_equal(shipped[0].get(), jit[0].get())
 
 
@@ -909,7 +909,7 @@ def test_owner_edge_end_scans_in_one_block(k):
     buffer[:k] = frontier
     edge_end = cupy.full(k, -1, dtype=cupy.int64)
     counters = cupy.asarray(kernel_graphs.level_counters(gpu, 3, k, 12345))
-    gpu_bfs_owners._kernel("bfs_owner_edge_end", cupy.empty(0, dtype=cupy.int32))(
+    gpu_bfs_owners.owners_kernel("bfs_owner_edge_end", cupy.empty(0, dtype=cupy.int32))(
         (1,), (gpu_bfs_owners._SCAN_BLOCK,),
         (indptr, cupy.asarray(buffer), edge_end, counters, cupy.int32(counters.size)))
     np.testing.assert_array_equal(edge_end.get(), np.cumsum(degrees[frontier]))
@@ -1046,7 +1046,7 @@ def test_a_fresh_machine_compiles_nothing_for_a_first_build_bfs_and_sssp(tmp_pat
     Not removed, hence kept off this path: the renumbering of ids that are not small
     non-negative integers (``cupy.unique``/``searchsorted`` in gpipe.build and gpipe.sources),
     the progress report of a one-owner traversal while a dashboard listens
-    (gpipe.traverse._report_one_owner), negative weights (self-loop and cycle checks), and the
+    (the end of gpipe.traverse's one-owner traversals), negative weights (self-loop and cycle checks), and the
     multi-owner paths (owner_of, argsort buckets, the level loops' edge_end).
     """
     import os
@@ -1267,10 +1267,10 @@ def test_bfs_without_parents(symmetric):
 
 
 def test_bfs_level_loop_target_and_no_parents():
-    from gpipe.compute.gpu_bfs import _bfs_level_loop
+    from gpipe.compute.gpu_bfs import bfs_level_loop
 
     def bfs(indptr, indices, sources, depth_limit, symmetric, target=-1, parents=True, stats=None):
-        return _bfs_level_loop(indptr, indices, sources, depth_limit, target, parents, stats)
+        return bfs_level_loop(indptr, indices, sources, depth_limit, target, parents, stats)
 
     kernel_graphs.check_bfs_stops_at_target(bfs, _host, cupy.asarray, False)
     kernel_graphs.check_bfs_without_parents(bfs, _host, cupy.asarray, False)

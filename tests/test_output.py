@@ -259,7 +259,7 @@ def test_a_set_aside_output_of_a_running_writer_is_left_alone(tmp_path):
     """This process's own pid: a writer between its two renames, for all the next one knows."""
     target = tmp_path / "result"
     write_parquet(frame([1]), target)
-    aside = output._sibling(target, "old")
+    aside = output.sibling_path(target, "old")
     os.rename(target, aside)
     assert output.restore_interrupted(target) is False
     assert not target.exists() and aside.exists()

@@ -138,9 +138,9 @@ def synopsis() -> dict:
 
 
 def parser_options() -> dict:
-    from gpipe.tools.cli import _parser
+    from gpipe.tools.cli import make_parser
 
-    parser = _parser()
+    parser = make_parser()
     found = {"": {o for a in parser._actions for o in a.option_strings if o.startswith("-")}}
     commands = next(a for a in parser._actions if a.choices and hasattr(a, "_name_parser_map"))
     for name, sub in commands.choices.items():

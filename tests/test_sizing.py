@@ -130,10 +130,10 @@ def test_read_edges_frames_are_refused_before_a_row_is_read(tmp_path, monkeypatc
         edges = edges.assign(src=edges["src"].map("v{}".format), dst=edges["dst"].map("v{}".format))
     edges.to_parquet(tmp_path / "edges.parquet", row_group_size=400)
     read = []
-    real = io._read_pandas
-    monkeypatch.setattr(io, "_read_pandas", lambda *a, **k: read.append(a) or real(*a, **k))
+    real = io.read_pandas_piece
+    monkeypatch.setattr(io, "read_pandas_piece", lambda *a, **k: read.append(a) or real(*a, **k))
     frame = gpipe.read_edges(str(tmp_path / "edges.parquet"))
-    early = build._footer_size(footers.of(frame), directed=False, weighted=False)
+    early = build.footer_size(footers.of(frame), directed=False, weighted=False)
     ids_seen = edges[["src", "dst"]].stack()
     if ids == "string":
         assert early.n == 2 * len(edges)

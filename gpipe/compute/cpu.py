@@ -215,7 +215,7 @@ def _claim_sources(indptr, sources, dist):
 
 @kernel(*each_index(lambda indices: (INT64S, indices, INT64S, INT64, INT32S, INT64S, INT64)),
         parallel=True)
-def _top_down_parallel(indptr, indices, frontier, level, dist, parent, n_chunks):
+def top_down_parallel(indptr, indices, frontier, level, dist, parent, n_chunks):
     """One top-down step split over `n_chunks` edge-balanced slices of the frontier.
 
     Returns the next frontier (unique, sorted) and its total out-degree (the "scout count"
@@ -262,7 +262,7 @@ def _top_down_parallel(indptr, indices, frontier, level, dist, parent, n_chunks)
 
 @kernel(*each_index(lambda indices: (INT64S, indices, INT64S, INT64, INT32S, INT64S, INT64)))
 def _top_down_serial(indptr, indices, frontier, level, dist, parent, total):
-    """One top-down step in one thread (`total`: the frontier's out-degree); as _top_down_parallel."""
+    """One top-down step in one thread (`total`: the frontier's out-degree); as top_down_parallel."""
     next_frontier = np.empty(min(total, dist.shape[0]), dtype=np.int64)
     no_remote = np.empty(0, dtype=np.int64)
     n_next, _ = _top_down_step(indptr, indices, np.int64(0), frontier, dist, parent, level, False,
@@ -365,7 +365,7 @@ def _bfs_direction_optimizing(indptr, indices, in_indptr, in_indices, sources, d
             edges_to_check -= scout
             total = _frontier_degree(indptr, frontier)
             if n_chunks > 1 and total >= SERIAL_EDGES:
-                frontier, scout = _top_down_parallel(indptr, indices, frontier, level, dist, parent,
+                frontier, scout = top_down_parallel(indptr, indices, frontier, level, dist, parent,
                                                      n_chunks)
             else:
                 frontier, scout = _top_down_serial(indptr, indices, frontier, level, dist, parent, total)

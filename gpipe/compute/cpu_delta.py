@@ -342,7 +342,7 @@ def _new_chunks(capacity, n_threads, n_slots, index_dtype) -> tuple:
             np.full(n_threads, -1, dtype=np.int64))
 
 
-def _run(indptr, indices, weights, sources, delta, n_slots, n_threads, capacity, parallel_vertices,
+def run_buckets(indptr, indices, weights, sources, delta, n_slots, n_threads, capacity, parallel_vertices,
          dist, parent, target=-1, limit=np.inf):
     """_delta_stepping with `n_threads` workers, a ring of `n_slots` buckets and a pool of
     `capacity` chunks to start with, its working arrays allocated here; the buckets relaxed."""
@@ -446,7 +446,7 @@ def delta_stepping(indptr, indices, weights, sources, delta=None, *, target=-1,
     n_slots = int(top / delta) + 2
     n_threads = numba.get_num_threads()
     limit = np.inf if max_distance is None else float(max_distance)
-    buckets = _run(indptr, indices, weights, sources, delta, n_slots, n_threads,
+    buckets = run_buckets(indptr, indices, weights, sources, delta, n_slots, n_threads,
                    initial_chunks(n, n_threads, n_slots), PARALLEL_VERTICES, dist, parent,
                    target, limit)
     if stats is not None:

@@ -55,7 +55,7 @@ NEGATIVE_CYCLE = "a negative-weight cycle is reachable from the source"
 # and name; of each, the signature for the partition's index dtype.
 QUERY_KERNELS = {
     "bfs": (("gpipe.compute.cpu", ("_claim_sources", "_frontier_degree", "_top_down_serial",
-                                   "_top_down_parallel", "_bottom_up_step", "_queue_to_bitmap",
+                                   "top_down_parallel", "_bottom_up_step", "_queue_to_bitmap",
                                    "_bitmap_to_queue")),),
     "sssp": (("gpipe.compute.cpu_delta", ("_delta_stepping",)),),
     "sssp-negative": (("gpipe.compute.cpu", ("_frontier_degree", "_relax_step")),),
@@ -77,7 +77,7 @@ def answers(kind: str, index_dtype, n_edges: int = 0) -> bool:
     (the Numba path loads what is cached), when this is turned off, or without SciPy."""
     if not enabled() or n_edges > MAX_EDGES:
         return False
-    needed = _signatures(kind, np.dtype(index_dtype))
+    needed = kernel_signatures(kind, np.dtype(index_dtype))
     if needed is None:
         return False
     if all(_ready(dispatcher, signature) for dispatcher, signature in needed):
@@ -106,7 +106,7 @@ _READY = set()  # (id(dispatcher), signature) known loaded or cached: never aske
 _SIGNATURES = {}  # (kind, dtype) -> [(dispatcher, signature)]
 
 
-def _signatures(kind, index_dtype):
+def kernel_signatures(kind, index_dtype):
     """``[(dispatcher, signature)]`` of ``kind``'s kernels for indices of ``index_dtype``;
     None where a kernel is not found (the Numba path then decides, as before)."""
     key = (kind, index_dtype.str)
@@ -327,7 +327,7 @@ def sssp(indptr, indices, weights, sources, negative_weights=False, *, max_dista
 
 
 def bellman_ford(indptr, indices, weights, sources, bound=np.inf, *, parents=True):
-    """Frontier Bellman-Ford in NumPy, the twin of :func:`gpipe.traverse._bellman_ford` over
+    """Frontier Bellman-Ford in NumPy, the twin of :func:`gpipe.traverse.bellman_ford` over
     ``sssp_relax``: each round the vertices improved in the last one relax their out-edges from
     their distance at the round's start, candidates above ``bound`` dropped, each target taking
     its least candidate if it is a strict improvement (with its edge's source as parent). Raises

@@ -48,14 +48,14 @@ def typed_function(source: str, name: str, arguments: str) -> cupy.cuda.function
     instantiations of a module with its own template arguments (``kernels/util.cu``).
     """
     device_id = cupy.cuda.runtime.getDevice()
-    return _module(source, device_id)(f"{name}<{arguments}>")
+    return loaded_module(source, device_id)(f"{name}<{arguments}>")
 
 
 @functools.lru_cache(maxsize=None)
-def _module(source: str, device_id: int):
+def loaded_module(source: str, device_id: int):
     """A lookup ``C++ name -> Function`` of ``source`` on device ``device_id``."""
-    major, minor = _compute_capability(device_id)
-    shipped = cuda_sources.shipped_binary(source, major, minor, _manifest())
+    major, minor = device_capability(device_id)
+    shipped = cuda_sources.shipped_binary(source, major, minor, binary_manifest())
     if shipped is not None:
         path, names = shipped
         module = cupy.cuda.function.Module()
@@ -69,13 +69,13 @@ def _module(source: str, device_id: int):
     return lambda name: jit.get_function(name).kernel
 
 
-def _compute_capability(device_id: int) -> tuple[int, int]:
+def device_capability(device_id: int) -> tuple[int, int]:
     capability = int(cupy.cuda.Device(device_id).compute_capability)
     return capability // 10, capability % 10
 
 
 @functools.lru_cache(maxsize=None)
-def _manifest():
+def binary_manifest():
     return cuda_sources.read_manifest()
 
 
@@ -84,7 +84,7 @@ def warmup() -> list[str]:
     binary serves); returns the sources loaded. ``gpipe warmup`` calls it where a GPU is usable."""
     device_id = cupy.cuda.runtime.getDevice()
     for source in cuda_sources.MODULES:
-        lookup = _module(source, device_id)
+        lookup = loaded_module(source, device_id)
         for name in cuda_sources.instantiations(source):
             lookup(name)
     return list(cuda_sources.MODULES)

@@ -216,7 +216,7 @@ def bfs(indptr, indices, sources, depth_limit=-1, *, symmetric=False, alpha=ALPH
         return dist, parent
     e_bits = 64 - n.bit_length()
     if nnz.bit_length() > min(e_bits, 40):  # the packed frontier counters cannot hold the sums
-        return _bfs_level_loop(indptr, indices, sources, depth_limit, target, parents, stats)
+        return bfs_level_loop(indptr, indices, sources, depth_limit, target, parents, stats)
 
     if not parents:  # no parent words to borrow: a queue of the index type
         parent_lo, queue, stride = cupy.uint64(0), cupy.empty(n, dtype=indices.dtype), 1
@@ -256,7 +256,7 @@ def bfs(indptr, indices, sources, depth_limit=-1, *, symmetric=False, alpha=ALPH
     return dist, parent
 
 
-def _bfs_level_loop(indptr, indices, sources, depth_limit, target=-1, parents=True, stats=None):
+def bfs_level_loop(indptr, indices, sources, depth_limit, target=-1, parents=True, stats=None):
     """BFS by a host loop over :func:`bfs_expand` (one launch and one host read per level)."""
     n = int(indptr.size) - 1
     dist = gpu_arrays.full(n, -1, cupy.int32)

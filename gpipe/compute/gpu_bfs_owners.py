@@ -37,7 +37,7 @@ NEXT_EDGES = 3  # counters[NEXT_EDGES]: out-degree sum of next_frontier (kNextEd
 QUEUES = 4  # counters[QUEUES + q]: length of owner q's queue (kQueues)
 
 
-def _kernel(name: str, typed):
+def owners_kernel(name: str, typed):
     """Entry point ``name`` instantiated for the dtype of ``typed`` (int32 or int64)."""
     return _function(name, typed.dtype, cupy.cuda.runtime.getDevice())
 
@@ -68,7 +68,7 @@ def bfs_owner_top_down(indptr, indices, offset, frontier, dist, parent, level, c
     bound = int(frontier.size) if frontier_bound is None else min(int(frontier_bound), int(frontier.size))
     if bound <= _SCAN_ITEMS:
         edge_end = cupy.empty(max(bound, 1), dtype=cupy.int64)
-        _kernel("bfs_owner_edge_end", indices)(
+        owners_kernel("bfs_owner_edge_end", indices)(
             (1,), (_SCAN_BLOCK,), (indptr, frontier, edge_end, counters, cupy.int32(counters.size)))
         if bound == 0:
             return
@@ -82,7 +82,7 @@ def bfs_owner_top_down(indptr, indices, offset, frontier, dist, parent, level, c
             return
         edge_end = gpu_arrays.edge_end(indptr, frontier[:k])
         grid = cuda.grid(max(edges, 1))
-    _kernel("bfs_owner_top_down", indices)(
+    owners_kernel("bfs_owner_top_down", indices)(
         grid,
         (cuda.BLOCK,),
         (
@@ -104,7 +104,7 @@ def bfs_owner_claim(indptr, offset, targets, parents, dist, parent, level, next_
         return
     targets = cupy.ascontiguousarray(targets)
     parents = cupy.ascontiguousarray(parents, dtype=targets.dtype)
-    _kernel("bfs_owner_claim", targets)(
+    owners_kernel("bfs_owner_claim", targets)(
         cuda.grid(count),
         (cuda.BLOCK,),
         (
@@ -125,7 +125,7 @@ def bfs_owner_bottom_up(indptr, indices, dist, parent, level, front, next_front,
     n_local = int(dist.size)
     if n_local == 0:
         return
-    _kernel("bfs_owner_bottom_up", indices)(
+    owners_kernel("bfs_owner_bottom_up", indices)(
         cuda.grid(-(-n_local // 32) * 32),
         (cuda.BLOCK,),
         (indptr, indices, cupy.int64(n_local), cupy.int32(level), dist, parent, front, next_front,
@@ -140,7 +140,7 @@ def frontier_to_bitmap(frontier, bitmap):
     if k == 0:
         return
     frontier = cupy.ascontiguousarray(frontier)
-    _kernel("frontier_to_bitmap", frontier)(
+    owners_kernel("frontier_to_bitmap", frontier)(
         cuda.grid(k), (cuda.BLOCK,), (frontier, cupy.int64(k), bitmap))
 
 
@@ -151,5 +151,5 @@ def bitmap_to_frontier(bitmap, out, counters):
     n_words = int(bitmap.size)
     if n_words == 0:
         return
-    _kernel("bitmap_to_frontier", out)(
+    owners_kernel("bitmap_to_frontier", out)(
         cuda.grid(n_words), (cuda.BLOCK,), (bitmap, cupy.int64(n_words), out, counters[NEXT:]))

@@ -61,7 +61,7 @@ def main(argv=None):
     0
     """
     try:
-        args = _parser().parse_args(argv)
+        args = make_parser().parse_args(argv)
         phase("imports")
         pipeline = _pipeline()  # NumPy, pandas, Dask, gpipe: the first second of a command
         pipeline.configure_logging(logging.WARNING if args.quiet else logging.INFO)
@@ -202,7 +202,7 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def _parser():
+def make_parser():
     parser = _Parser(
         prog="gpipe", description="BFS and SSSP over Parquet edge lists with Dask, on CPU or GPU."
     )

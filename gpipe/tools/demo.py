@@ -73,7 +73,7 @@ def run_demo(scale=16, out="out/demo", *, cpu=False, edge_factor=16, seed=0, n_w
 
     with clock("generate"):
         edges = kronecker_edges(scale, edge_factor, seed=seed, weights=True)
-        source, degree = _hub(edges)
+        source, degree = demo_hub(edges)
     with clock("write edges"):
         # Before the cluster starts: the frame is in this process, the threaded scheduler writes it.
         parts = max(1, min(os.cpu_count() or 1, math.ceil(len(edges) / 65536)))
@@ -127,7 +127,7 @@ def run_demo(scale=16, out="out/demo", *, cpu=False, edge_factor=16, seed=0, n_w
     return summary
 
 
-def _hub(edges):
+def demo_hub(edges):
     """The vertex with the most edges (self-loops not counted) and its degree."""
     src = edges["src"].to_numpy()
     dst = edges["dst"].to_numpy()

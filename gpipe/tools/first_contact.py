@@ -56,7 +56,7 @@ ALGORITHMS = ("bfs", "sssp")
 INPUTS = ("from_pandas", "frame", "parquet")
 
 
-def _child(scale: int, order: list, backend: str = "cpu", form: str = "from_pandas") -> dict:
+def child(scale: int, order: list, backend: str = "cpu", form: str = "from_pandas") -> dict:
     """Run one scenario in this (fresh) process; return its figures."""
     t0 = time.perf_counter()
     import dask.dataframe as dd
@@ -230,7 +230,7 @@ def _nvrtc_log():
 def _run_child(cache_dir: str, scale: int, order: list, backend: str = "cpu", form: str = "from_pandas") -> dict:
     env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir, CUPY_CACHE_DIR=cache_dir)
     code = (f"import json, gpipe.tools.first_contact as f; "
-            f"print(json.dumps(f._child({scale}, {order!r}, {backend!r}, {form!r})))")
+            f"print(json.dumps(f.child({scale}, {order!r}, {backend!r}, {form!r})))")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     if out.returncode:
         raise RuntimeError(f"the measuring process failed:\n{out.stderr}")

@@ -395,12 +395,14 @@ def test_empty_frontier_and_no_edges(index_dtype):
 
 
 def test_source_dir_prefers_packaged_sources_then_checkout(tmp_path, monkeypatch):
+    from gpipe.compute import cuda_sources
+
     checkout = gpu.source_dir()
     assert (checkout / "bfs.cu").is_file() and (checkout / "sssp.cu").is_file()
 
     package = tmp_path / "gpipe"
     package.mkdir()
-    monkeypatch.setattr(gpipe, "__file__", str(package / "__init__.py"))
+    monkeypatch.setattr(cuda_sources, "PACKAGE", package)
     with pytest.raises(FileNotFoundError, match="CUDA source"):
         gpu.source_dir()
     (tmp_path / "kernels").mkdir()

@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+PACKAGE = Path(__file__).resolve().parents[1]  # the gpipe package's folder: the sources' anchor
+
 
 # -std=c++17 for every source; the JIT fallback and the ahead-of-time build pass the same.
 COMPILE_OPTIONS = ("-std=c++17",)

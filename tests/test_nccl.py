@@ -1,8 +1,8 @@
 """NCCL between GPU owners (gpipe/owners/nccl.py) on the multi-GPU cluster of tests/conftest.py.
 
-With ``gpipe.transport: auto`` (the default, set again here) and distinct devices (``GPIPE_TEST_CUDA_DEVICES=0,1`` or
-``0,1,2,3``) every multi-owner graph gets a communicator and the traversals of tests/test_multigpu.py run over it; these tests check
-that it does, that its answers match Dask's comms and the references, and that a communicator
+With ``gpipe.transport: auto`` (the default, set again here) and distinct devices
+(``GPIPE_TEST_CUDA_DEVICES=0,1`` or ``0,1,2,3``) every multi-owner graph gets a communicator and
+the traversals of tests/test_multigpu.py run over it; these tests check that it does, that its answers match Dask's comms and the references, and that a communicator
 aborted on one worker is made again. With one device named twice the owners keep Dask's comms.
 Run the module again with ``NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1`` to go over sockets.
 """
@@ -144,10 +144,11 @@ def _one_step(channel, group, n_owners, held):
 
 @pytest.mark.skipif(not distinct_gpus(), reason="NCCL needs one device per owner")
 def test_an_owner_that_fetches_an_argument_from_a_traversing_peer_does_not_stall_it(multigpu):
-    """What hung with NCCL on by default: owner 1 lacked an argument that owner 0's worker held
-    (the graph's ids, after Dask's memory manager dropped a replica), so its query ran as a task
-    that fetched it from worker 0, whose owner already waited in a collective for owner 1. The
-    copy off worker 0's device queued behind that collective on the default stream."""
+    """The cycle behind the hang with NCCL on by default (found by reading the code; the suite
+    that hung then passed): owner 1 lacked an argument that owner 0's worker held (the graph's
+    ids, after Dask's memory manager dropped a replica), so its query ran as a task that
+    fetched it from worker 0, whose owner already waited in a collective for owner 1; the copy
+    off worker 0's device queued behind that collective on the default stream."""
     import cupy
 
     p = owners(multigpu)

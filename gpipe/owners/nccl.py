@@ -242,13 +242,7 @@ class NcclTransport(Transport):
         """Gathers the counters straight off the device (one host read of every owner's), then
         sends and receives the buckets; returns without waiting for them: what comes next on
         the stream (the kernels that claim them, the next step's gather) runs after them."""
-        cupy, nccl = self._cupy, self._nccl
-        counters = cupy.ascontiguousarray(counters, dtype=np.int64)
-        recv = cupy.empty(self.n_owners * counters.size, dtype=np.int64)
-        host = self._pinned_buffer(recv.size, np.int64)
-        self.comm.allGather(counters.data.ptr, recv.data.ptr, counters.size, nccl.NCCL_INT64,
-                            cupy.cuda.get_current_stream().ptr)
-        rows = self._read_counts(recv, host)
+        rows = self._gather_rows(self._cupy.ascontiguousarray(counters, dtype=np.int64))
         buckets = buckets_for(rows[self.owner])
         lengths = self._lengths(buckets)
         expected = [0 if q == self.owner else int(rows[self.owner, lengths_at + q])
@@ -295,26 +289,28 @@ class NcclTransport(Transport):
         staging[:piece.size] = piece
         stream = cupy.cuda.get_current_stream().ptr
         nbytes = slot * staging.itemsize
-        send, recv, host = self._counts_buffers(np.asarray(counts, dtype=np.float64))
+        send = cupy.asarray(np.asarray(counts, dtype=np.float64))
+        recv = cupy.empty(self.n_owners * send.size, dtype=np.float64)
         nccl.groupStart()
         try:
             self.comm.allGather(send.data.ptr, recv.data.ptr, send.size, nccl.NCCL_FLOAT64, stream)
             self.comm.allGather(staging.data.ptr, out.data.ptr, nbytes, nccl.NCCL_UINT8, stream)
         finally:
             nccl.groupEnd()
-        return self._read_counts(recv, host)
+        return self.read(recv).reshape(self.n_owners, -1)
 
     def _gather_counts(self, vector) -> np.ndarray:
-        send, recv, host = self._counts_buffers(vector)
-        self.comm.allGather(send.data.ptr, recv.data.ptr, send.size, self._nccl.NCCL_FLOAT64,
-                            self._cupy.cuda.get_current_stream().ptr)
-        return self._read_counts(recv, host)
+        return self._gather_rows(self._cupy.asarray(np.asarray(vector, dtype=np.float64)))
 
-    def _counts_buffers(self, vector):
-        cupy = self._cupy
-        send = cupy.asarray(vector)
-        recv = cupy.empty(self.n_owners * vector.size, dtype=np.float64)
-        return send, recv, self._pinned_buffer(recv.size, np.float64)
+    def _gather_rows(self, send) -> np.ndarray:
+        """Every owner's ``send`` (a contiguous float64 or int64 device array of the same
+        length on every owner), read once: a host array ``[n_owners, send.size]``."""
+        cupy, nccl = self._cupy, self._nccl
+        kind = {np.dtype(np.float64): nccl.NCCL_FLOAT64, np.dtype(np.int64): nccl.NCCL_INT64}
+        recv = cupy.empty(self.n_owners * send.size, dtype=send.dtype)
+        self.comm.allGather(send.data.ptr, recv.data.ptr, send.size, kind[send.dtype],
+                            cupy.cuda.get_current_stream().ptr)
+        return self.read(recv).reshape(self.n_owners, -1)
 
     def _pinned_buffer(self, size: int, dtype):
         host = self._pinned.get((size, np.dtype(dtype).str))
@@ -329,11 +325,6 @@ class NcclTransport(Transport):
         array.get(out=host, blocking=False)
         self._wait()
         return np.array(host)
-
-    def _read_counts(self, recv, host) -> np.ndarray:
-        recv.get(out=host, blocking=False)
-        self._wait()
-        return np.array(host).reshape(self.n_owners, -1)
 
     def _wait(self) -> None:
         """Until the stream has done everything queued so far: polled, so that a failed or

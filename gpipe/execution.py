@@ -287,7 +287,7 @@ class OnCluster(Executor):
         from distributed import wait
         from distributed.client import FIRST_COMPLETED, FuturesCancelledError
 
-        pending = list(handles)
+        pending = [f for f in handles if f.status != "finished"]  # done already: no round trip
         while pending:
             try:
                 wait(pending, timeout=WATCH_S, return_when=FIRST_COMPLETED)

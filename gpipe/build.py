@@ -79,6 +79,8 @@ class Built:
     # that lacked them would fetch them from a peer's worker while that peer waits in the
     # traversal: over NCCL, on the device the fetch must read. None otherwise.
     owner_ids: list | None = None
+    # The bytes the sizing expected an owner's build to peak at (gpipe.sizing.owner_need).
+    owner_build_estimate: int | None = None
 
 
 def build(executor, edges, *, directed, src, dst, weight, partitions=None, replicas=None) -> Built:
@@ -122,7 +124,12 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
                             input_row_bytes=_row_bytes(edges, columns),
                             input_resident=from_footers is None and in_memory.held_frames(edges) is None)
     memory = memory or executor.memory(backend_name)
-    executor = executor.for_owners(sizing.choose_owners(size, memory, requested))
+    if size.input_resident:
+        shares = executor.held_shares(inputs)
+        memory = [replace(m, input_share=min(1.0, shares.get(m.address, 0.0))) if shares else m for m in memory]
+    owners = sizing.choose_owners(size, memory, requested)
+    executor = executor.for_owners(owners)
+    build_estimate = sizing.owner_need(size, len(owners), owners[0], build_only=True)
 
     if identity:
         ids, n = None, high + 1
@@ -176,6 +183,7 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
         replicas=replicas,
         transport=transport,
         owner_ids=owner_ids,
+        owner_build_estimate=build_estimate,
     )
 
 
@@ -319,53 +327,71 @@ def _merge_unique(backend_name, strings, *arrays):
 
 def _split(backend_name, frame, ids, columns, layout: Layout, directed: bool, track_presence: bool,
            negative_weights: bool):
-    """Cut one input partition into ``layout.n_owners`` buckets by owner of the source.
+    """Cut one input partition into one list of buckets per owner of the source.
 
-    Returns a list of ``(src, dst, weights, present_ids, as_given, negative_loops)``, global
-    ids. ``present_ids`` carries the ids whose presence the owner could not see from its own
-    out-edges: self-loop vertices, and targets of directed edges. ``negative_loops`` carries
-    the vertices with a self-loop of negative weight when the graph has negative weights (else
-    None): the CSR keeps no self-loop, and such a loop is a negative cycle. Ids are of the
-    layout's index dtype (int32 while ``n < 2**31``). A graph with one
-    owner is passed on as it is (``as_given``: self-loops kept, each undirected edge once;
-    ``build_csr`` leaves the loops out and stores both directions of an undirected edge), so
-    neither a filtered nor a doubled list is ever made (nor a kernel that CuPy would compile
-    at its first use); otherwise self-loops are dropped and undirected edges doubled here, an
-    owner's bucket at a time: besides its buckets, the split holds a few masks of the
-    partition's length, never a doubled copy of it or an order to sort it by.
+    Returns, per owner, a list of ``(src, dst, weights, present_ids, as_given, negative_loops)``
+    of global ids. ``present_ids`` carries the ids whose presence the owner could not see from
+    its own out-edges: self-loop vertices, and targets of directed edges. ``negative_loops``
+    carries the vertices with a self-loop of negative weight when the graph has negative
+    weights (else None): the CSR keeps no self-loop, and such a loop is a negative cycle. Both
+    ride on an owner's first bucket. Ids are of the layout's index dtype (int32 while
+    ``n < 2**31``). A graph with one owner is passed on as it is (one bucket, ``as_given``:
+    self-loops kept, each undirected edge once; ``build_csr`` leaves the loops out and stores
+    both directions of an undirected edge), so neither a filtered nor a doubled list is ever
+    made (nor a kernel that CuPy would compile at its first use). Otherwise self-loops are
+    dropped and undirected edges doubled here, :data:`gpipe.sizing.SPLIT_ROWS` rows at a
+    time, an owner's piece of them at a time: besides the buckets (which the owner builds from
+    as they are, never joined), the split holds a few masks and one index array of at most
+    SPLIT_ROWS, and the distinct ids seen so far whose presence it carries.
     """
     xp, src, dst, weights, _ = _arrays(backend_name, frame, columns)
-    if columns.strings:
+    if columns.strings:  # ranks of the whole partition: string columns are not cut in chunks
         strings = backends.get(backend_name).strings
         src, dst = strings.rank(ids, src), strings.rank(ids, dst)
-    elif ids is not None:
-        src = xp.searchsorted(ids, src)
-        dst = xp.searchsorted(ids, dst)
     if layout.n_owners == 1:
+        if ids is not None and not columns.strings:
+            src, dst = xp.searchsorted(ids, src), xp.searchsorted(ids, dst)
         negative_loops = _negative_loops(src, dst == src, weights) if negative_weights else None
-        return [(src, dst, weights, None, True, negative_loops)]  # ids of any integer width: no copy
-    # Ids travel in the index dtype (int32 while n < 2**31): half the bytes of int64 pairs,
-    # in the split and in every owner's share of the shuffle.
-    src = src.astype(layout.index_dtype(), copy=False)
-    dst = dst.astype(layout.index_dtype(), copy=False)
-    loops = src == dst
-    present = None
-    if track_presence:
-        present = xp.concatenate([src[loops], dst]) if directed else src[loops]
-    negative_loops = _negative_loops(src, loops, weights) if negative_weights else None
-    keep = ~loops
-    del loops
+        return [[(src, dst, weights, None, True, negative_loops)]]  # ids of any integer width: no copy
     arrays = backends.get(backend_name).kernels
-    present = _by_owner(backend_name, present, layout)
-    negative_loops = _by_owner(backend_name, negative_loops, layout)
-    buckets = []
-    for q in range(layout.n_owners):
-        # Owner q's edges by two masks over the partition (forward, and backward when each
+    buckets = [[] for _ in range(layout.n_owners)]
+    present, loops_below_zero = None, []
+    for start in range(0, max(len(src), 1), sizing.SPLIT_ROWS):
+        chunk = slice(start, start + sizing.SPLIT_ROWS)
+        s, d = src[chunk], dst[chunk]
+        w = weights[chunk] if weights is not None else None
+        if ids is not None and not columns.strings:
+            s, d = xp.searchsorted(ids, s), xp.searchsorted(ids, d)
+        # Ids travel in the index dtype (int32 while n < 2**31): half the bytes of int64 pairs,
+        # in the split and in every owner's share of the shuffle.
+        s = s.astype(layout.index_dtype(), copy=False)
+        d = d.astype(layout.index_dtype(), copy=False)
+        loops = s == d
+        if track_presence:  # merged chunk by chunk: at most the distinct ids, never all targets
+            seen = [s[loops], d] if directed else [s[loops]]
+            present = xp.unique(xp.concatenate(seen if present is None else [present, *seen]))
+        if negative_weights:
+            loops_below_zero.append(_negative_loops(s, loops, w))
+        keep = ~loops
+        del loops
+        # Owner q's edges by two masks over the chunk (forward, and backward when each
         # undirected edge is stored both ways): no doubled list, no sort, no owner array.
-        ends = [(src, dst)] if directed else [(src, dst), (dst, src)]
-        pieces = [_owned_by(arrays, layout, q, keep, rows, targets, weights) for rows, targets in ends]
-        buckets.append((*_joined(xp, pieces), present[q], False, negative_loops[q]))
+        ends = [(s, d)] if directed else [(s, d), (d, s)]
+        for q in range(layout.n_owners):
+            buckets[q] += [(*_owned_by(arrays, layout, q, keep, rows, targets, w), None, False, None)
+                           for rows, targets in ends]
+    present = _by_owner(backend_name, present, layout)
+    negative_loops = _by_owner(backend_name, _joined_ids(xp, loops_below_zero), layout)
+    for q, bucket in enumerate(buckets):
+        bucket[0] = (*bucket[0][:3], present[q], False, negative_loops[q])
     return buckets
+
+
+def _joined_ids(xp, arrays):
+    """One array of the chunks' ``arrays`` (None when there are none)."""
+    if not arrays:
+        return None
+    return arrays[0] if len(arrays) == 1 else xp.concatenate(arrays)
 
 
 def _owned_by(arrays, layout: Layout, owner: int, keep, rows, targets, weights) -> tuple:
@@ -375,15 +401,6 @@ def _owned_by(arrays, layout: Layout, owner: int, keep, rows, targets, weights) 
     where = arrays.flatnonzero((rows >= low) & (rows < low + layout.size(owner)) & keep)
     return (arrays.take(rows, where), arrays.take(targets, where),
             arrays.take(weights, where) if weights is not None else None)
-
-
-def _joined(xp, pieces) -> tuple:
-    """One ``(src, dst, weights)`` of ``pieces`` (each of those, weights all None or none)."""
-    if len(pieces) == 1:
-        return pieces[0]
-    src, dst, weights = zip(*pieces)
-    return (xp.concatenate(src), xp.concatenate(dst),
-            xp.concatenate(weights) if weights[0] is not None else None)
 
 
 def _negative_loops(src, loops, weights):

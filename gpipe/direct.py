@@ -60,8 +60,13 @@ async def _serve(worker, fn, args, key, client, query=None):
     except Exception as error:  # the traversal's own: answered, so that the caller can tell
         return {FAILED: to_serialize(error)}  # it from a connection that broke (both OSErrors)
     worker.update_data({key: frame}, stimulus_id=f"gpipe-direct-{key}")
-    await worker.scheduler.update_data(who_has={key: [worker.address]}, nbytes={key: sizeof(frame)},
-                                       client=client)
+    try:
+        await worker.scheduler.update_data(who_has={key: [worker.address]}, nbytes={key: sizeof(frame)},
+                                           client=client)
+    except (OSError, RuntimeError):
+        if worker.status.name == "running":
+            raise
+        return MISSING  # the worker is closing (its cluster stops): no one waits for the frame
     return "OK"
 
 

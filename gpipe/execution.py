@@ -86,6 +86,11 @@ class Executor:
         """An executor whose owner ``p`` runs on ``workers[p]`` (from :meth:`memory`)."""
         raise NotImplementedError
 
+    def held_shares(self, handles) -> dict:
+        """``{worker address: the fraction of the bytes behind handles that it holds}``; empty
+        when one process holds them all (no client)."""
+        return {}
+
     def on_every_owner(self, handle) -> list:
         """One handle per owner to the data behind ``handle``, each held by that owner's
         worker under a key of its own (so the scheduler's memory manager, which drops extra
@@ -340,6 +345,19 @@ class OnCluster(Executor):
         from gpipe import sizing
 
         return [m for m in sizing.cluster_memory(self.client, backend_name) if m.address in self.workers]
+
+    def held_shares(self, handles):
+        handles = [h for h in handles if hasattr(h, "key")]
+        if not handles:
+            return {}
+        keys = [h.key for h in handles]
+        sizes, where = self.client.nbytes(keys, summary=False), self.client.who_has(handles)
+        total = sum(sizes.get(k, 0) for k in keys) or 1
+        shares = {}
+        for key in keys:
+            for address in where.get(key, ()):
+                shares[address] = shares.get(address, 0.0) + sizes.get(key, 0) / total
+        return shares
 
     def replicate(self, handle, addresses: list) -> list:
         """Handles to copies of the data behind ``handle`` (on ``addresses[0]``), one on each

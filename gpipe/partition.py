@@ -97,10 +97,10 @@ class Partition:
 
 
 def build_partition(backend_name: str, layout: Layout, owner: int, directed: bool, track_presence: bool,
-                    ids, *buckets):
-    """Assemble owner ``owner``'s :class:`Partition` from the edge buckets sent to it (and
-    ``ids``, the graph's sorted ids, which it keeps: None but for a one-owner graph whose ids
-    were renumbered).
+                    ids, *bucket_lists):
+    """Assemble owner ``owner``'s :class:`Partition` from the edge buckets sent to it, a list of
+    them from each input partition (and ``ids``, the graph's sorted ids, which it keeps: None
+    but for a one-owner graph whose ids were renumbered).
 
     Each bucket is ``(src, dst, weights, present_ids, as_given, negative_loops)`` of global
     ids: edges whose source this owner holds; when ``track_presence``, ids of this owner's
@@ -113,6 +113,7 @@ def build_partition(backend_name: str, layout: Layout, owner: int, directed: boo
     """
     be = backends.get(backend_name)
     xp = be.xp
+    buckets = [bucket for buckets in bucket_lists for bucket in buckets]
     offset, n_local = layout.offset(owner), layout.size(owner)
     as_given = any(b[4] for b in buckets)
     pieces = [(b[0], b[1], b[2]) for b in buckets]  # empty ones too: they say whether it is weighted
@@ -152,3 +153,21 @@ def _concat(xp, arrays, dtype):
     if not arrays:
         return xp.empty(0, dtype=dtype)
     return arrays[0] if len(arrays) == 1 else xp.concatenate(arrays)
+
+
+def _register_with_dask() -> None:
+    """Tell Dask a :class:`Partition`'s size, its arrays' bytes (the scheduler weighs moving a
+    task to other data by it: as a small object, a batch of ``bfs_each`` would be stolen by
+    an idle worker that then copies the whole graph), and let Dask move it as its arrays:
+    straight from device to device (``cuda`` serializers, over UCX) or as buffers (``dask``),
+    never pickled whole through the host (a replica of a one-owner graph is a copy of it)."""
+    from dask.sizeof import sizeof
+    from distributed.protocol import dask_deserialize, dask_serialize, register_generic
+    from distributed.protocol.cuda import cuda_deserialize, cuda_serialize
+
+    sizeof.register(Partition)(lambda part: part.nbytes + 1024)
+    register_generic(Partition, "cuda", cuda_serialize, cuda_deserialize)
+    register_generic(Partition, "dask", dask_serialize, dask_deserialize)
+
+
+_register_with_dask()

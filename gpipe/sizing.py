@@ -33,6 +33,11 @@ TRAVERSAL_BYTES_PER_VERTEX = 48
 # Bytes per global vertex id of a multi-owner traversal's exchange state: the sent bitmap or
 # the best distance sent, and the per-peer candidate queues.
 EXCHANGE_BYTES_PER_VERTEX = 32
+# Rows of an input partition that the shuffle's split (gpipe.build) cuts at a time, and the
+# bytes per row it holds for them besides the buckets: its masks, one int64 index array, and
+# the ids cast to the index dtype.
+SPLIT_ROWS = 2**26
+SPLIT_BYTES_PER_ROW = 24
 
 
 @dataclass(frozen=True)
@@ -56,15 +61,19 @@ class GraphSize:
     def index_bytes(self) -> int:
         return 4 if self.n < 2**31 else 8
 
-    def owner_bytes(self, owners: int) -> int:
+    @property
+    def input_bytes(self) -> int:
+        return self.rows * self.input_row_bytes
+
+    def owner_bytes(self, owners: int, input_share: float = 1.0) -> int:
         """Peak bytes on each of ``owners`` owners while building and traversing (estimate):
         the build's (:meth:`owner_build_bytes`), then a traversal's arrays beside the CSR."""
         vertices = -(-self.n // owners)
         traversal = vertices * TRAVERSAL_BYTES_PER_VERTEX
         exchange = self.n * EXCHANGE_BYTES_PER_VERTEX if owners > 1 else 0
-        return self.owner_build_bytes(owners) + traversal + exchange
+        return self.owner_build_bytes(owners, input_share) + traversal + exchange
 
-    def owner_build_bytes(self, owners: int) -> int:
+    def owner_build_bytes(self, owners: int, input_share: float = 1.0) -> int:
         """Peak bytes on each of ``owners`` owners while it builds its CSR (estimate).
 
         One owner of an undirected graph builds its CSR from the input's own id arrays (no
@@ -72,8 +81,11 @@ class GraphSize:
         the buckets it cut its input partitions into for every owner (id pairs of the index
         dtype, both directions of an undirected edge; its own bucket stays), the buckets its
         peers sent it, and the CSR it writes from its pieces as they are
-        (``build_csr_pieces``: no joined copy). Its share of the input partitions counts too
-        unless the input was in memory before the build (``input_resident``).
+        (``build_csr_pieces``: no joined copy), and the split's few arrays of at most
+        :data:`SPLIT_ROWS` rows. Its share of the input partitions counts too unless the input
+        was in memory before the build (``input_resident``); so does, for one owner, the part
+        of a resident input that other workers hold (``input_share``: the fraction already on
+        this one), which comes to the owner to be built.
         """
         edges = -(-self.stored_edges // owners)
         vertices = -(-self.n // owners)
@@ -84,11 +96,14 @@ class GraphSize:
         if owners > 1:
             cut = edges * pair  # this worker's input, cut for every owner
             received = (owners - 1) * edges * pair // owners  # peers' buckets for this owner
-            builder += cut + received
+            split = min(SPLIT_ROWS, -(-self.rows // owners)) * SPLIT_BYTES_PER_ROW
+            builder += cut + received + split
         elif self.directed:
             builder += edges * pair
         if not self.input_resident:
-            builder += -(-self.rows // owners) * self.input_row_bytes
+            builder += -(-self.input_bytes // owners)
+        elif owners == 1:
+            builder += int(self.input_bytes * (1.0 - input_share))
         return csr + builder
 
 
@@ -99,6 +114,7 @@ class WorkerMemory:
     address: str
     free_bytes: int
     kind: str  # "device" or "host"
+    input_share: float = 1.0  # the fraction of a resident input that this worker holds already
 
 
 def requested_partitions(partitions):
@@ -152,16 +168,26 @@ def choose_owners(size: GraphSize, workers: list, requested: int | None) -> list
     counts = [requested] if requested is not None else range(1, len(ranked) + 1)
     for count in counts:
         chosen = ranked[:count]
-        if size.owner_bytes(count) <= fraction * min(w.free_bytes for w in chosen):
+        if count == 1:  # the most room left once the input that is elsewhere has come
+            chosen = [min(ranked, key=lambda w: (owner_need(size, 1, w) - fraction * w.free_bytes, w.address))]
+        if all(owner_need(size, count, w) <= fraction * w.free_bytes for w in chosen):
             return sorted(chosen, key=lambda w: w.address)
     count = counts[-1]
     chosen = ranked[:count]
     raise GraphTooLarge(
-        f"the graph needs about {_gib(size.owner_bytes(count))} on each of {count} owner(s) "
+        f"the graph needs about {_gib(max(owner_need(size, count, w) for w in chosen))} on each of "
+        f"{count} owner(s) "
         f"({size.rows:,} edges, {size.n:,} vertex ids); the {'requested' if requested else 'available'} "
         f"worker(s) have {', '.join(_gib(w.free_bytes) for w in chosen)} of free {chosen[0].kind} "
         f"memory, of which gpipe uses {fraction:g} (Dask config {FRACTION_KEY!r}). "
         "Add workers or memory, or raise the fraction")
+
+
+def owner_need(size: GraphSize, owners: int, worker: WorkerMemory, build_only: bool = False) -> int:
+    """Peak bytes on ``worker`` as one of ``owners`` owners (:meth:`GraphSize.owner_bytes`;
+    ``build_only``: while it builds, :meth:`GraphSize.owner_build_bytes`)."""
+    estimate = size.owner_build_bytes if build_only else size.owner_bytes
+    return estimate(owners, worker.input_share)
 
 
 def requested_replicas(replicas):

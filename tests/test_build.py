@@ -139,3 +139,92 @@ def test_vertex_dtype_that_no_integer_dtype_holds_is_an_input_error():
     with pytest.raises(InputError, match=r"'s' \(uint64\) and 'd' \(Int64\)"):
         build.result_id_dtype(build.Columns("s", "d", None), np.dtype("uint64"), pd.Int64Dtype(),
                             -1, 2**63)
+
+
+def _stored(built):
+    """The (row, target, weight) triples the owners' CSRs hold, in global ids."""
+    got = []
+    for part in built.parts:
+        owned = np.repeat(np.arange(part.n_local) + part.offset, np.diff(part.indptr))
+        weights = part.weights if part.weights is not None else np.zeros(len(part.indices))
+        got += zip(owned.tolist(), part.indices.tolist(), weights.tolist())
+    return sorted(got)
+
+
+@pytest.mark.parametrize("directed", [True, False], ids=["directed", "undirected"])
+@pytest.mark.parametrize("ids", ["dense", "sparse"])
+def test_a_split_in_chunks_builds_the_graph_of_an_unsplit_one(monkeypatch, directed, ids):
+    rng = np.random.default_rng(1)
+    src, dst = rng.integers(0, 40, 500), rng.integers(0, 40, 500)
+    if ids == "sparse":
+        src, dst = src * 1_000_003 - 7, dst * 1_000_003 - 7
+    weights = rng.integers(-3, 9, 500).astype(float)
+
+    def built_with(split_rows):
+        monkeypatch.setattr(build.sizing, "SPLIT_ROWS", split_rows)
+        executor = execution.InProcess()
+        executor.n_owners = 3
+        return build.build(executor, _edges(src, dst, npartitions=3, w=weights), directed=directed,
+                           src="src", dst="dst", weight="w")
+
+    whole, chunked = built_with(2**26), built_with(7)  # 7 rows: 24 chunks of each partition
+    assert _stored(chunked) == _stored(whole)
+    assert len(_stored(whole)) == (1 if directed else 2) * int((src != dst).sum())
+    for a, b in zip(whole.parts, chunked.parts):
+        assert np.array_equal(a.present, b.present)
+        assert np.array_equal(a.negative_loops if a.negative_loops is not None else [],
+                              b.negative_loops if b.negative_loops is not None else [])
+    assert chunked.rows == whole.rows
+
+
+def test_a_split_in_chunks_on_a_two_worker_cluster_matches_scipy(dask_client2):
+    import scipy.sparse as sp
+    from scipy.sparse import csgraph
+
+    import gpipe
+
+    def split_rows(rows):
+        build.sizing.SPLIT_ROWS = rows
+
+    rng = np.random.default_rng(2)
+    src, dst = rng.integers(0, 300, 2000), rng.integers(0, 300, 2000)
+    edges = _edges(src, dst, npartitions=4)
+    dask_client2.run(split_rows, 13)
+    try:
+        with dask_client2.as_current():
+            graph = gpipe.Graph.from_edges(edges, directed=False, partitions=2)
+            assert graph.num_partitions == 2
+            got = graph.bfs(int(src[0])).compute().set_index("vertex")["distance"]
+    finally:
+        dask_client2.run(split_rows, 2**26)
+    matrix = sp.coo_matrix((np.ones(len(src)), (src, dst)), shape=(300, 300)).tocsr()
+    expected = csgraph.shortest_path(matrix, directed=False, unweighted=True, indices=int(src[0]))
+    reached = np.flatnonzero(np.isfinite(expected))
+    assert got.loc[reached].sort_index().to_numpy().tolist() == expected[reached].tolist()
+
+
+@pytest.mark.parametrize("family", ["dask", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_dask_moves_a_partition_as_its_arrays(family):
+    from distributed.protocol import deserialize, serialize
+
+    import gpipe
+
+    frame = pd.DataFrame({"src": [0, 1, 2, 2], "dst": [1, 2, 0, 3], "w": [1.0, 2.0, 3.0, 4.0]})
+    if family == "cuda":
+        import cudf
+
+        frame = cudf.from_pandas(frame)
+    graph = gpipe.Graph.from_edges(frame, directed=True, weight="w")
+    part = gpipe.graph.built_of(graph).parts[0]
+    from dask.sizeof import sizeof
+
+    assert sizeof(part) >= part.nbytes  # what the scheduler weighs before moving a task to it
+    header, frames = serialize(part, serializers=(family,))  # no pickle to fall back on
+    assert header["serializer"] == family
+    assert sum(memoryview(f).nbytes if family == "dask" else f.nbytes for f in frames) >= part.nbytes
+    if family == "cuda":  # the frames are the device arrays themselves
+        assert all(hasattr(f, "__cuda_array_interface__") for f in frames)
+    copy = deserialize(header, frames)
+    assert type(copy) is type(part) and (copy.offset, copy.n_local, copy.n) == (part.offset, part.n_local, part.n)
+    for name in ("indptr", "indices", "weights"):
+        assert getattr(copy, name).tolist() == getattr(part, name).tolist()

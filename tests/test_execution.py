@@ -1,7 +1,9 @@
 """Executors: persisting a frame keeps its rows, partitions and frame type on every path."""
 
 import dask
+import numpy as np
 import pandas as pd
+import pytest
 
 from gpipe import execution
 
@@ -35,3 +37,15 @@ def test_in_process_persist_does_not_hash_the_rows(monkeypatch):
     assert hashed == []  # nor computing it or its length (gpipe.computed)
     frame.persist()  # the check can fail: Dask's own persist does hash the partitions
     assert hashed
+
+
+def test_held_shares_say_which_worker_holds_how_much_of_the_input(dask_client2):
+    from gpipe.execution import InProcess, OnCluster
+
+    workers = sorted(dask_client2.scheduler_info()["workers"])
+    small = dask_client2.scatter(np.zeros(1_000), workers=[workers[0]])
+    large = dask_client2.scatter(np.zeros(3_000), workers=[workers[1]])
+    shares = OnCluster(dask_client2).held_shares([small, large])
+    assert shares[workers[0]] == pytest.approx(0.25, abs=0.01)
+    assert shares[workers[1]] == pytest.approx(0.75, abs=0.01)
+    assert InProcess().held_shares([np.zeros(3)]) == {}

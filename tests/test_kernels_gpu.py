@@ -662,8 +662,8 @@ def test_build_partition_uses_build_csr(monkeypatch):
     lo = layout.offset(1)
     mine = src >= lo
     part = build_partition("gpu", layout, 1, True, False, None,
-                           (cupy.asarray(src[mine]), cupy.asarray(dst[mine]), cupy.asarray(w[mine]),
-                            None, False, None))
+                           [(cupy.asarray(src[mine]), cupy.asarray(dst[mine]), cupy.asarray(w[mine]),
+                             None, False, None)])
     assert part.indices.dtype == cupy.int32 and part.offset == lo
     assert device_rows(part.indptr, part.indices, part.weights) == numpy_rows(
         src[mine] - lo, dst[mine], w[mine], layout.size(1))

@@ -185,13 +185,14 @@ def test_a_one_owner_graph_of_parquet_is_read_on_its_owner(dask_client2, tmp_pat
 
 def test_an_owners_build_holds_its_cut_buckets_its_peers_buckets_and_its_csr():
     """kron26 on 2 owners, int32 ids: per owner 2**30 stored edges of 8-byte pairs cut (its own
-    bucket stays), half as many received, a 4-byte-per-edge CSR; the input only when the build
-    reads it."""
+    bucket stays), half as many received, a 4-byte-per-edge CSR, the split's arrays of
+    SPLIT_ROWS rows; the input only when the build reads it."""
     rows, n = 2**30, 2**26
     resident = GraphSize(rows=rows, n=n, directed=False, weighted=False, input_row_bytes=8)
     edges, vertices = 2**30, 2**25
     csr = 8 * (vertices + 1) + 4 * edges
-    assert resident.owner_build_bytes(2) == csr + 16 * vertices + 8 * edges + 4 * edges
+    split = sizing.SPLIT_ROWS * sizing.SPLIT_BYTES_PER_ROW
+    assert resident.owner_build_bytes(2) == csr + 16 * vertices + 8 * edges + 4 * edges + split
     read = GraphSize(rows=rows, n=n, directed=False, weighted=False, input_row_bytes=8,
                      input_resident=False)
     assert read.owner_build_bytes(2) - resident.owner_build_bytes(2) == 8 * rows // 2
@@ -218,3 +219,21 @@ def test_a_read_edges_frame_is_sized_with_the_input_it_reads(tmp_path, monkeypat
     monkeypatch.setattr(sizing, "choose_owners", spy)
     builds.build(InProcess(), frame, directed=True, src="src", dst="dst", weight=None)
     assert sizes and not sizes[-1].input_resident and sizes[-1].input_row_bytes == 8
+
+
+def test_one_owner_counts_the_resident_input_that_other_workers_hold():
+    size = GraphSize(rows=10**8, n=10**6, directed=False, weighted=False, input_row_bytes=8)
+    here = sizing.WorkerMemory("tcp://w0", 0, "device", input_share=1.0)
+    quarter = sizing.WorkerMemory("tcp://w1", 0, "device", input_share=0.25)
+    arriving = sizing.owner_need(size, 1, quarter) - sizing.owner_need(size, 1, here)
+    assert arriving == int(0.75 * size.input_bytes)
+    # several owners build from the input where it is: nothing arrives but the buckets
+    assert sizing.owner_need(size, 2, quarter) == sizing.owner_need(size, 2, here)
+
+
+def test_one_owner_goes_where_most_of_the_input_already_is():
+    size = GraphSize(rows=10**8, n=10**6, directed=False, weighted=False, input_row_bytes=8)
+    free = 16 * GIB
+    spread = [sizing.WorkerMemory(f"tcp://w{i}", free, "device", input_share=share)
+              for i, share in enumerate([0.1, 0.6, 0.3])]
+    assert addresses(sizing.choose_owners(size, spread, None)) == ["tcp://w1"]

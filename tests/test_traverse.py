@@ -64,7 +64,7 @@ def owner_bfs(src, dst, n, n_owners, directed, sources, depth_limit=None, direct
         lo, size = layout.offset(p), layout.size(p)
         mine = (src >= lo) & (src < lo + size)
         parts.append(build_partition(backend, layout, p, directed, False, None,
-                                     (xp.asarray(src[mine]), xp.asarray(dst[mine]), None, None, False, None)))
+                                     [(xp.asarray(src[mine]), xp.asarray(dst[mine]), None, None, False, None)]))
     thresholds = owners_bfs.bfs_thresholds(direction)
     mailbox, results, errors = peers.Mailbox(), [None] * n_owners, []
     owners = layout.owner_of(np.asarray(sources))

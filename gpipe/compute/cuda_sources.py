@@ -127,8 +127,7 @@ def source_dir(source: str = "bfs.cu") -> Path:
     FileNotFoundError
         Neither folder holds the source: the installation is incomplete.
     """
-    package = Path(__file__).resolve().parents[1]  # the gpipe package folder (gpipe/compute/..)
-    candidates = (package / "_cuda", package.parent / "kernels")
+    candidates = (PACKAGE / "_cuda", PACKAGE.parent / "kernels")
     for folder in candidates:
         if (folder / source).is_file():
             return folder

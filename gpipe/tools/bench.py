@@ -367,7 +367,7 @@ class _Bench:
             "time_s": builds[-1]["time_s"],
             "peak_device_bytes": peak,
             "owner_peaks_sampled": builds[-1]["owner_peaks_sampled"],
-            "owner_estimate_bytes": _build_estimate(graph, rows, spec.weighted, input_bytes),
+            "owner_estimate_bytes": _build_estimate(graph),
             # The input each worker held before the build (persisted), in neither the sampled
             # peaks (growth from the start) nor the sizing's estimate (input_resident).
             "owner_input_bytes": input_bytes // graph.num_partitions,
@@ -607,14 +607,10 @@ def _owner_peaks(graph, peaks: dict) -> list:
     return [peaks.get(address) for address in graphs.executor_of(graph).workers[:graph.num_partitions]]
 
 
-def _build_estimate(graph, rows, weighted, input_bytes) -> int:
-    """What the sizing (:meth:`gpipe.sizing.GraphSize.owner_build_bytes`) expects an owner's
-    build to peak at, for this graph on its owners."""
-    from gpipe import sizing
-
-    size = sizing.GraphSize(rows=rows, n=graphs.built_of(graph).layout.n, directed=False, weighted=weighted,
-                            input_row_bytes=input_bytes // max(rows, 1))
-    return size.owner_build_bytes(graph.num_partitions)
+def _build_estimate(graph) -> int | None:
+    """What the sizing expected an owner's build to peak at, for this graph on its owners
+    (:func:`gpipe.sizing.owner_need`, recorded by the build)."""
+    return graphs.built_of(graph).owner_build_estimate
 
 
 def _sync_all(graph):

@@ -44,32 +44,15 @@ __device__ __forceinline__ StagedChunk stage_chunk(const long long* __restrict__
     return chunk;
 }
 
-// The slot of edge e of the staged chunk: the first t with edge_end[t] > e.
+// The slot of edge e of the staged chunk: the first t with edge_end[t] > e, by frontier_slot's
+// search of the staged values (or of the chunk's slots in global memory when not staged).
 __device__ __forceinline__ long long chunk_slot(const long long* __restrict__ edge_end,
                                                 const StagedChunk& chunk, const long long* s_end,
                                                 long long e) {
-    long long lo = 0, hi = chunk.span - 1;
     if (chunk.span <= kStageSlots) {
-        while (lo < hi) {
-            const long long mid = lo + ((hi - lo) >> 1);
-            if (s_end[mid] > e) {
-                hi = mid;
-            } else {
-                lo = mid + 1;
-            }
-        }
-        return chunk.lo + lo;
+        return chunk.lo + frontier_slot(s_end, chunk.span, e);
     }
-    const long long* ends = edge_end + chunk.lo;
-    while (lo < hi) {
-        const long long mid = lo + ((hi - lo) >> 1);
-        if (ends[mid] > e) {
-            hi = mid;
-        } else {
-            lo = mid + 1;
-        }
-    }
-    return chunk.lo + lo;
+    return chunk.lo + frontier_slot(edge_end + chunk.lo, chunk.span, e);
 }
 
 }  // namespace

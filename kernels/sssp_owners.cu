@@ -140,6 +140,27 @@ __device__ __forceinline__ Listing list_improved(long long v, double d, double l
     return listing;
 }
 
+// Pass 2 at local vertex `local` for a candidate `cand` from global vertex from(): if this call
+// lowered the vertex (stamp `lowered`, or `lowered + 1` once listed) and cand equals its final
+// distance, the parent is set (any such candidate may win), and the first to move the stamp to
+// `lowered + 1` sets *listing (list_improved). `from` is called only where the parent is written.
+template <typename From>
+__device__ __forceinline__ void settle_local(long long local, double cand, From from,
+                                             const double* dist, long long* parent, int* stamp,
+                                             int lowered, double local_threshold, double threshold,
+                                             int fill_round, int* near_mark,
+                                             unsigned char* mid_mark, unsigned char* far_mark,
+                                             Listing* listing) {
+    const int s = stamp[local];
+    if ((s == lowered || s == lowered + 1) && cand == dist[local]) {
+        parent[local] = from();
+        if (atomicCAS(&stamp[local], lowered, lowered + 1) == lowered) {
+            *listing = list_improved(local, dist[local], local_threshold, threshold, fill_round,
+                                     near_mark, mid_mark, far_mark);
+        }
+    }
+}
+
 // Append each lane's listed vertex v to its queue and fold the piles' minima. All 32 lanes
 // must call.
 __device__ __forceinline__ void append_listed(const Listing& listing, long long v,
@@ -308,14 +329,9 @@ __global__ void sssp_owner_settle_edges(const long long* __restrict__ indptr,
             const double cand = snapshot[i] + weights[j];
             local = v - offset;
             if (local >= 0 && local < n_local) {
-                const int s = stamp[local];
-                if ((s == lowered || s == lowered + 1) && cand == dist[local]) {
-                    parent[local] = offset + frontier[i];
-                    if (atomicCAS(&stamp[local], lowered, lowered + 1) == lowered) {
-                        listing = list_improved(local, dist[local], local_threshold, threshold,
-                                                fill_round, near_mark, mid_mark, far_mark);
-                    }
-                }
+                settle_local(local, cand, [&] { return offset + frontier[i]; }, dist, parent,
+                             stamp, lowered, local_threshold, threshold, fill_round, near_mark,
+                             mid_mark, far_mark, &listing);
             } else {
                 const long long r = local < 0 ? v : v - n_local;
                 if (queued[r] != 0 && cand == sent_best[r]) {
@@ -378,14 +394,9 @@ __global__ void sssp_owner_merge_settle(long long offset,
         long long local = 0;
         if (i < m) {
             local = targets[i] - offset;
-            const int s = stamp[local];
-            if ((s == lowered || s == lowered + 1) && dists[i] == dist[local]) {
-                parent[local] = parents[i];
-                if (atomicCAS(&stamp[local], lowered, lowered + 1) == lowered) {
-                    listing = list_improved(local, dist[local], local_threshold, threshold,
-                                            fill_round, near_mark, mid_mark, far_mark);
-                }
-            }
+            settle_local(local, dists[i], [&] { return parents[i]; }, dist, parent, stamp,
+                         lowered, local_threshold, threshold, fill_round, near_mark, mid_mark,
+                         far_mark, &listing);
         }
         append_listed(listing, local, near_out, mid_out, mid_slot, far_out, far_slot, counters);
     }

@@ -166,27 +166,18 @@ __global__ void bfs_batch_top_down(const long long* __restrict__ indptr,
                                    unsigned long long* next) {
     __shared__ long long s_end[kStageSlots];
     __shared__ long long s_meta[2];
-    const long long n_edges = edge_end[count - 1];
-    const long long chunk = static_cast<long long>(blockDim.x) * kItems;
-    for (long long e0 = static_cast<long long>(blockIdx.x) * chunk; e0 < n_edges;
-         e0 += static_cast<long long>(gridDim.x) * chunk) {  // block-uniform
-        const long long e1 = e0 + chunk < n_edges ? e0 + chunk : n_edges;
-        const StagedChunk staged = stage_chunk(edge_end, count, e0, e1, s_end, s_meta);
-#pragma unroll
-        for (int item = 0; item < kItems; ++item) {
-            const long long e = e0 + static_cast<long long>(item) * blockDim.x + threadIdx.x;
-            if (e < e1) {
-                const long long i = chunk_slot(edge_end, staged, s_end, e);
-                const long long u = static_cast<long long>(queue[i]);
-                const long long v = static_cast<long long>(indices[indptr[u + 1] - (edge_end[i] - e)]);
-                const unsigned long long bits = front[u] & ~seen[v];
-                // next only gains bits during the step: a value read here that holds them all
-                // is final.
-                if (bits != 0 && (bits & ~__ldcg(next + v)) != 0) atomicOr(next + v, bits);
-            }
+    for_each_staged_edge<kItems>(edge_end, count, s_end, s_meta,
+                                 [&](long long e, long long e1, const StagedChunk& staged) {
+        if (e < e1) {
+            const long long i = chunk_slot(edge_end, staged, s_end, e);
+            const long long u = static_cast<long long>(queue[i]);
+            const long long v = static_cast<long long>(indices[indptr[u + 1] - (edge_end[i] - e)]);
+            const unsigned long long bits = front[u] & ~seen[v];
+            // next only gains bits during the step: a value read here that holds them all is
+            // final.
+            if (bits != 0 && (bits & ~__ldcg(next + v)) != 0) atomicOr(next + v, bits);
         }
-        __syncthreads();  // s_end and s_meta are restaged
-    }
+    });
 }
 
 // Bottom-up step: each vertex missing a live bit ORs its in-neighbours' front words.

@@ -98,6 +98,27 @@ __device__ __forceinline__ unsigned long long double_bits(double x) {
     return static_cast<unsigned long long>(__double_as_longlong(x));
 }
 
+// Queue slot t's CSR row (vertex u): its end in row_end[t], its out-degree in degree[t].
+__device__ __forceinline__ void record_row(const long long* __restrict__ indptr, long long u,
+                                           long long t, long long* __restrict__ row_end,
+                                           long long* __restrict__ degree) {
+    const long long end = indptr[u + 1];
+    row_end[t] = end;
+    degree[t] = end - indptr[u];
+}
+
+// dist[p] = min(dist[p], cand); true when this call lowered it. Negative weights: the
+// compare-and-swap loop on doubles (atomics.cuh); else the native 64-bit atomicMin on the IEEE
+// bits (for non-negative doubles the bit order is the numeric order).
+__device__ __forceinline__ bool lower(double* dist, long long p, double cand, int negative) {
+    if (negative != 0) {
+        return atomic_min_double(dist + p, cand);
+    }
+    const unsigned long long old =
+        atomicMin(reinterpret_cast<unsigned long long*>(dist + p), double_bits(cand));
+    return double_bits(cand) < old;
+}
+
 // Append pair p to the next near queue or the far pile (never both), warp-aggregated; all lanes
 // of the warp call it together.
 __device__ __forceinline__ void route(bool lowered, long long p, double value, double threshold,
@@ -131,12 +152,9 @@ __global__ void sssp_batch_prepare(const long long* __restrict__ indptr, int shi
     for (long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; t < q;
          t += static_cast<long long>(gridDim.x) * blockDim.x) {
         const long long p = queue[t];
-        const long long u = p >> shift;
-        const long long end = indptr[u + 1];
         snap[t] = dist[p];
         base[t] = p & ((1ll << shift) - 1);
-        row_end[t] = end;
-        degree[t] = end - indptr[u];
+        record_row(indptr, p >> shift, t, row_end, degree);
     }
 }
 
@@ -155,53 +173,36 @@ __global__ void sssp_batch_relax(const Index* __restrict__ indices,
                                  unsigned long long* counters) {
     __shared__ long long s_end[kStageSlots];
     __shared__ long long s_meta[2];
-    const long long n_edges = edge_end[q - 1];
-    const long long chunk = static_cast<long long>(blockDim.x) * kItems;
-    // Block-uniform chunks of kItems * blockDim consecutive edges, their slots staged in shared
-    // memory (batch.cuh); every lane runs every item (route needs all 32 lanes).
-    for (long long e0 = static_cast<long long>(blockIdx.x) * chunk; e0 < n_edges;
-         e0 += static_cast<long long>(gridDim.x) * chunk) {
-        const long long e1 = e0 + chunk < n_edges ? e0 + chunk : n_edges;
-        const StagedChunk staged = stage_chunk(edge_end, q, e0, e1, s_end, s_meta);
-        for (int item = 0; item < kItems; ++item) {
-            const long long e = e0 + static_cast<long long>(item) * blockDim.x + threadIdx.x;
-            bool lowered = false;
-            long long target = 0;
-            double cand = 0.0;
-            if (e < e1) {
-                const long long t = chunk_slot(edge_end, staged, s_end, e);
-                const long long p = queue[t];
-                const double from = snap[t];
-                // Lowered since the snapshot: queued again, it relaxes from the lower value.
-                // (Not with negative weights: there every pass relaxes its whole snapshot, so
-                // that pass r has found every path of r edges and the pass bound detects
-                // negative cycles.)
-                if (negative != 0 || __ldcg(dist + p) == from) {
-                    const long long j = row_end[t] - (edge_end[t] - e);
-                    cand = from + weights[j];
-                    target = (static_cast<long long>(indices[j]) << shift) + base[t];
-                    if (cand <= max_distance && cand < __ldcg(dist + target)) {
-                        if (negative != 0) {
-                            lowered = atomic_min_double(dist + target, cand);
-                        } else {
-                            const unsigned long long old = atomicMin(
-                                reinterpret_cast<unsigned long long*>(dist + target),
-                                double_bits(cand));
-                            lowered = double_bits(cand) < old;
-                        }
-                        if (lowered) {
-                            stamp[target] = pass;
-                            parent[target] = p >> shift;
-                            parent_edge[target] = j;
-                        }
+    // Every lane runs every item (route needs all 32 lanes).
+    for_each_staged_edge<kItems>(edge_end, q, s_end, s_meta,
+                                 [&](long long e, long long e1, const StagedChunk& staged) {
+        bool lowered = false;
+        long long target = 0;
+        double cand = 0.0;
+        if (e < e1) {
+            const long long t = chunk_slot(edge_end, staged, s_end, e);
+            const long long p = queue[t];
+            const double from = snap[t];
+            // Lowered since the snapshot: queued again, it relaxes from the lower value. (Not
+            // with negative weights: there every pass relaxes its whole snapshot, so that pass
+            // r has found every path of r edges and the pass bound detects negative cycles.)
+            if (negative != 0 || __ldcg(dist + p) == from) {
+                const long long j = row_end[t] - (edge_end[t] - e);
+                cand = from + weights[j];
+                target = (static_cast<long long>(indices[j]) << shift) + base[t];
+                if (cand <= max_distance && cand < __ldcg(dist + target)) {
+                    lowered = lower(dist, target, cand, negative);
+                    if (lowered) {
+                        stamp[target] = pass;
+                        parent[target] = p >> shift;
+                        parent_edge[target] = j;
                     }
                 }
             }
-            route(lowered, target, cand, threshold, pass, epoch, near_mark, far_mark, next, far,
-                  far_len, counters);
         }
-        __syncthreads();  // s_end and s_meta are restaged
-    }
+        route(lowered, target, cand, threshold, pass, epoch, near_mark, far_mark, next, far,
+              far_len, counters);
+    });
 }
 
 // One SPLIT pass over the far pile: see the header.
@@ -413,9 +414,7 @@ __global__ void sssp_batch_prepare_shared(const long long* __restrict__ indptr, 
             const int i = __ffsll(static_cast<long long>(rest)) - 1;
             snap[(t << shift) + i] = dist[(u << shift) + i];
         }
-        const long long end = indptr[u + 1];
-        row_end[t] = end;
-        degree[t] = end - indptr[u];
+        record_row(indptr, u, t, row_end, degree);
     }
 }
 
@@ -436,52 +435,36 @@ __global__ void sssp_batch_relax_shared(const Index* __restrict__ indices,
                                         unsigned long long* counters) {
     __shared__ long long s_end[kStageSlots];
     __shared__ long long s_meta[2];
-    const long long n_edges = edge_end[q - 1];
-    const long long chunk = static_cast<long long>(blockDim.x) * kItems;
-    for (long long e0 = static_cast<long long>(blockIdx.x) * chunk; e0 < n_edges;
-         e0 += static_cast<long long>(gridDim.x) * chunk) {  // block-uniform
-        const long long e1 = e0 + chunk < n_edges ? e0 + chunk : n_edges;
-        const StagedChunk staged = stage_chunk(edge_end, q, e0, e1, s_end, s_meta);
-        for (int item = 0; item < kItems; ++item) {
-            const long long e = e0 + static_cast<long long>(item) * blockDim.x + threadIdx.x;
-            if (e >= e1) continue;
-            const long long t = chunk_slot(edge_end, staged, s_end, e);
-            const long long u = vqueue[t];
-            const long long j = row_end[t] - (edge_end[t] - e);
-            const long long v = static_cast<long long>(indices[j]);
-            const double w = weights[j];
-            for (unsigned long long rest = slot_mask[t]; rest != 0; rest &= rest - 1) {
-                const int i = __ffsll(static_cast<long long>(rest)) - 1;
-                const double from = snap[(t << shift) + i];
-                // Stale (lowered since the snapshot): queued again; not with negative weights.
-                if (negative == 0 && __ldcg(dist + (u << shift) + i) != from) continue;
-                const double cand = from + w;
-                const long long target = (v << shift) + i;
-                if (!(cand <= max_distance && cand < __ldcg(dist + target))) continue;
-                bool lowered;
-                if (negative != 0) {
-                    lowered = atomic_min_double(dist + target, cand);
-                } else {
-                    const unsigned long long old = atomicMin(
-                        reinterpret_cast<unsigned long long*>(dist + target), double_bits(cand));
-                    lowered = double_bits(cand) < old;
-                }
-                if (!lowered) continue;
-                stamp[target] = pass;
-                parent[target] = u;
-                parent_edge[target] = j;
-                if (cand < threshold) {
-                    queue_pair_shared(v, i, pass, mask, near_vmark, vnext, counters);
-                } else {
-                    atomicMin(counters + 2, double_bits(cand));
-                    if (atomicExch(far_mark + target, epoch) != epoch) {
-                        far[far_len + static_cast<long long>(atomicAdd(counters + 1, 1ull))] = target;
-                    }
+    for_each_staged_edge<kItems>(edge_end, q, s_end, s_meta,
+                                 [&](long long e, long long e1, const StagedChunk& staged) {
+        if (e >= e1) return;
+        const long long t = chunk_slot(edge_end, staged, s_end, e);
+        const long long u = vqueue[t];
+        const long long j = row_end[t] - (edge_end[t] - e);
+        const long long v = static_cast<long long>(indices[j]);
+        const double w = weights[j];
+        for (unsigned long long rest = slot_mask[t]; rest != 0; rest &= rest - 1) {
+            const int i = __ffsll(static_cast<long long>(rest)) - 1;
+            const double from = snap[(t << shift) + i];
+            // Stale (lowered since the snapshot): queued again; not with negative weights.
+            if (negative == 0 && __ldcg(dist + (u << shift) + i) != from) continue;
+            const double cand = from + w;
+            const long long target = (v << shift) + i;
+            if (!(cand <= max_distance && cand < __ldcg(dist + target))) continue;
+            if (!lower(dist, target, cand, negative)) continue;
+            stamp[target] = pass;
+            parent[target] = u;
+            parent_edge[target] = j;
+            if (cand < threshold) {
+                queue_pair_shared(v, i, pass, mask, near_vmark, vnext, counters);
+            } else {
+                atomicMin(counters + 2, double_bits(cand));
+                if (atomicExch(far_mark + target, epoch) != epoch) {
+                    far[far_len + static_cast<long long>(atomicAdd(counters + 1, 1ull))] = target;
                 }
             }
         }
-        __syncthreads();  // s_end and s_meta are restaged
-    }
+    });
 }
 
 // One SPLIT pass over the far pile of pairs: moved pairs join the vertex queue with their bit.

@@ -207,15 +207,11 @@ __global__ void bfs_batch_bottom_up(const long long* __restrict__ in_indptr,
             }
         }
         // Long rows still missing bits: the whole warp, 32 in-neighbours at a time.
-        unsigned pending = __ballot_sync(kFullWarp, (got & want) != want && end - begin > kSeqScan);
-        while (pending != 0u) {
-            const int owner = __ffs(pending) - 1;
-            pending &= pending - 1u;
-            const long long from = __shfl_sync(kFullWarp, begin, owner) + kSeqScan;
-            const long long to = __shfl_sync(kFullWarp, end, owner);
+        warp_each_row((got & want) != want && end - begin > kSeqScan, begin, end,
+                      [&](int owner, long long from, long long to) {
             const unsigned long long owner_want = __shfl_sync(kFullWarp, want, owner);
             unsigned long long owner_got = __shfl_sync(kFullWarp, got, owner);
-            for (long long first = from; first < to && (owner_got & owner_want) != owner_want;
+            for (long long first = from + kSeqScan; first < to && (owner_got & owner_want) != owner_want;
                  first += 32) {
                 const long long j = first + lane;
                 const unsigned long long mine =
@@ -223,7 +219,7 @@ __global__ void bfs_batch_bottom_up(const long long* __restrict__ in_indptr,
                 owner_got |= warp_or(mine);
             }
             if (lane == owner) got = owner_got;
-        }
+        });
         if (v < n && want != 0) next[v] = got & want;
     }
 }
@@ -290,29 +286,17 @@ __global__ void bfs_batch_parents_pull(const long long* __restrict__ in_indptr,
                 }
             }
         }
-        unsigned pending = __ballot_sync(kFullWarp, found < 0 && want >= 0 && end - begin > kSeqScan);
-        while (pending != 0u) {
-            const int owner = __ffs(pending) - 1;
-            pending &= pending - 1u;
-            const long long from = __shfl_sync(kFullWarp, begin, owner) + kSeqScan;
-            const long long to = __shfl_sync(kFullWarp, end, owner);
+        warp_each_row(found < 0 && want >= 0 && end - begin > kSeqScan, begin, end,
+                      [&](int owner, long long from, long long to) {
             const int owner_want = __shfl_sync(kFullWarp, want, owner);
-            for (long long first = from; first < to; first += 32) {
-                const long long j = first + lane;
-                long long u = 0;
-                bool hit = false;
-                if (j < to) {
-                    u = static_cast<long long>(in_indices[j]);
-                    hit = d_row[u] == owner_want;
-                }
-                const unsigned hits = __ballot_sync(kFullWarp, hit);
-                if (hits != 0u) {
-                    const long long winner = __shfl_sync(kFullWarp, u, __ffs(hits) - 1);
-                    if (lane == owner) found = winner;
-                    break;
-                }
+            long long winner = 0;
+            if (warp_first_neighbour(in_indices, from + kSeqScan, to,
+                                     [&](long long u) { return d_row[u] == owner_want; },
+                                     &winner) &&
+                lane == owner) {
+                found = winner;
             }
-        }
+        });
         if (v < n) parent[row + v] = found;
     }
 }
@@ -348,18 +332,13 @@ __global__ void bfs_batch_parents_push(const long long* __restrict__ indptr,
                 if (d_row[v] == du + 1) parent[row + v] = u;
             }
         }
-        unsigned pending = __ballot_sync(kFullWarp, du >= 0 && !alone);
-        while (pending != 0u) {
-            const int owner = __ffs(pending) - 1;
-            pending &= pending - 1u;
-            const long long from = __shfl_sync(kFullWarp, begin, owner);
-            const long long to = __shfl_sync(kFullWarp, end, owner);
+        warp_each_row(du >= 0 && !alone, begin, end, [&](int owner, long long from, long long to) {
             const int owner_d = __shfl_sync(kFullWarp, du, owner);
             const long long owner_u = __shfl_sync(kFullWarp, u, owner);
             for (long long j = from + lane; j < to; j += 32) {
                 const long long v = static_cast<long long>(indices[j]);
                 if (d_row[v] == owner_d + 1) parent[row + v] = owner_u;
             }
-        }
+        });
     }
 }

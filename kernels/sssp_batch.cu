@@ -331,12 +331,7 @@ __global__ void sssp_batch_repair_push(const long long* __restrict__ indptr,
                 if (du + weights[j] == d_row[v << shift] && su < s_row[v << shift]) p_row[v << shift] = u;
             }
         }
-        unsigned pending = __ballot_sync(kFullWarp, reached && !alone);
-        while (pending != 0u) {
-            const int owner = __ffs(pending) - 1;
-            pending &= pending - 1u;
-            const long long from = __shfl_sync(kFullWarp, begin, owner);
-            const long long to = __shfl_sync(kFullWarp, end, owner);
+        warp_each_row(reached && !alone, begin, end, [&](int owner, long long from, long long to) {
             const double owner_d = __shfl_sync(kFullWarp, du, owner);
             const int owner_s = __shfl_sync(kFullWarp, su, owner);
             const long long owner_u = __shfl_sync(kFullWarp, u, owner);
@@ -346,7 +341,7 @@ __global__ void sssp_batch_repair_push(const long long* __restrict__ indptr,
                     p_row[v << shift] = owner_u;
                 }
             }
-        }
+        });
     }
 }
 

@@ -39,4 +39,18 @@ __device__ __forceinline__ double warp_min(double value) {
     return value;
 }
 
+// The rows [begin, end) of the lanes with `help` set, each scanned by the whole warp in turn
+// (lowest lane first): row(owner, from, to) with the owner lane's begin and end, in every lane.
+template <typename Row>
+__device__ __forceinline__ void warp_each_row(bool help, long long begin, long long end, Row row) {
+    unsigned pending = __ballot_sync(kFullWarp, help);
+    while (pending != 0u) {
+        const int owner = __ffs(pending) - 1;
+        pending &= pending - 1u;
+        const long long from = __shfl_sync(kFullWarp, begin, owner);
+        const long long to = __shfl_sync(kFullWarp, end, owner);
+        row(owner, from, to);
+    }
+}
+
 }  // namespace

@@ -62,12 +62,7 @@ __global__ void bfs_expand_edges(const long long* __restrict__ indptr,
                                  unsigned long long* __restrict__ counters,
                                  int remote) {
     const long long n_edges = edge_end[k - 1];
-    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    // Warp-uniform trip count (blockDim is a multiple of 32): the lanes past the end run the
-    // loop body as idle lanes so the warp-wide ballots see all 32 lanes.
-    for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < n_edges;
-         first += stride) {
-        const long long e = first + threadIdx.x;
+    warp_uniform_loop(n_edges, [&](long long e) {
         bool claimed = false;
         bool to_remote = false;
         long long v = 0, u = 0;
@@ -97,5 +92,5 @@ __global__ void bfs_expand_edges(const long long* __restrict__ indptr,
                 remote_parents[rslot] = offset + u;
             }
         }
-    }
+    });
 }

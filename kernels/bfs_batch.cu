@@ -110,10 +110,7 @@ __global__ void bfs_batch_settle(const long long* __restrict__ indptr,
                                  unsigned long long* planes, int n_planes, Index* queue,
                                  long long* degree, unsigned long long* counters) {
     unsigned long long m_f = 0, m_u = 0, any = 0;
-    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < n;
-         first += stride) {  // warp-uniform trip count: warp_append_slot needs all lanes
-        const long long v = first + threadIdx.x;
+    warp_uniform_loop(n, [&](long long v) {  // warp_append_slot needs all lanes
         unsigned long long fresh = 0;
         long long out_degree = 0;
         if (v < n) {
@@ -142,7 +139,7 @@ __global__ void bfs_batch_settle(const long long* __restrict__ indptr,
             queue[slot] = static_cast<Index>(v);
             degree[slot] = out_degree;
         }
-    }
+    });
     // counters[0] was advanced by the appends; the sums go in once per warp.
     m_f = warp_sum_u(m_f);
     m_u = warp_sum_u(m_u);

@@ -210,10 +210,7 @@ __global__ void bfs_owner_top_down(const long long* __restrict__ indptr,
     // The frontier's length, recorded by bfs_owner_edge_end (or the launcher) before this launch.
     const long long k = static_cast<long long>(counters[kFrontier]);
     const long long n_edges = k > 0 ? edge_end[k - 1] : 0;
-    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < n_edges;
-         first += stride) {
-        const long long e = first + threadIdx.x;
+    warp_uniform_loop(n_edges, [&](long long e) {
         bool append = false;
         int key = kNext;
         long long v = 0, u = 0, degree = 0;
@@ -250,7 +247,7 @@ __global__ void bfs_owner_top_down(const long long* __restrict__ indptr,
                 queue_parents[at] = static_cast<Index>(offset + u);
             }
         }
-    }
+    });
 }
 
 template <typename Index>
@@ -264,10 +261,7 @@ __global__ void bfs_owner_claim(const long long* __restrict__ indptr,
                                 long long* __restrict__ parent,
                                 long long* __restrict__ next_frontier,
                                 unsigned long long* __restrict__ counters) {
-    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < count;
-         first += stride) {
-        const long long i = first + threadIdx.x;
+    warp_uniform_loop(count, [&](long long i) {
         bool claimed = false;
         long long v = 0, degree = 0;
         if (i < count) {
@@ -283,7 +277,7 @@ __global__ void bfs_owner_claim(const long long* __restrict__ indptr,
         if (claimed) {
             next_frontier[slot] = v;
         }
-    }
+    });
 }
 
 template <typename Index>

@@ -78,10 +78,7 @@ __global__ void sssp_relax_edges(const long long* __restrict__ indptr,
                                  int remote,
                                  double bound) {
     const long long n_edges = edge_end[k - 1];
-    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < n_edges;
-         first += stride) {
-        const long long e = first + threadIdx.x;
+    warp_uniform_loop(n_edges, [&](long long e) {
         bool to_remote = false;
         long long v = 0, u = 0;
         double cand = 0.0;
@@ -110,7 +107,7 @@ __global__ void sssp_relax_edges(const long long* __restrict__ indptr,
                 remote_parents[slot] = offset + u;
             }
         }
-    }
+    });
 }
 
 // Pass 2: dist is final for this call. For each flagged target, the edges whose cand equals
@@ -131,10 +128,7 @@ __global__ void sssp_settle_parents(const long long* __restrict__ indptr,
                                     long long* __restrict__ improved,
                                     unsigned long long* __restrict__ counters) {
     const long long n_edges = edge_end[k - 1];
-    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < n_edges;
-         first += stride) {
-        const long long e = first + threadIdx.x;
+    warp_uniform_loop(n_edges, [&](long long e) {
         bool listed = false;
         long long local = 0;
         if (e < n_edges) {
@@ -151,5 +145,5 @@ __global__ void sssp_settle_parents(const long long* __restrict__ indptr,
         if (listed) {
             improved[slot] = local;
         }
-    }
+    });
 }

@@ -212,10 +212,7 @@ __global__ void sssp_batch_split(const long long* __restrict__ far, long long fa
                                  double threshold, double split_floor, int pass, int* far_mark,
                                  long long* next, long long* far_next,
                                  unsigned long long* counters) {
-    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < far_len;
-         first += stride) {
-        const long long i = first + threadIdx.x;
+    warp_uniform_loop(far_len, [&](long long i) {
         bool move = false, keep = false;
         long long p = 0;
         if (i < far_len) {
@@ -232,7 +229,7 @@ __global__ void sssp_batch_split(const long long* __restrict__ far, long long fa
         if (move) next[at_near] = p;
         const unsigned long long at_far = warp_append_slot(counters + 1, keep);
         if (keep) far_next[at_far] = p;
-    }
+    });
 }
 
 // Re-check every lowered pair's recorded parent (see the header); list failures in `repair`
@@ -310,10 +307,7 @@ __global__ void sssp_batch_repair_push(const long long* __restrict__ indptr,
     const int* s_row = stamp + blockIdx.y;
     long long* p_row = parent + blockIdx.y;
     const int lane = threadIdx.x & 31;
-    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < n;
-         first += stride) {
-        const long long u = first + threadIdx.x;
+    warp_uniform_loop(n, [&](long long u) {
         double du = __longlong_as_double(0x7ff0000000000000ll);
         long long begin = 0, end = 0;
         int su = 0;
@@ -342,7 +336,7 @@ __global__ void sssp_batch_repair_push(const long long* __restrict__ indptr,
                 }
             }
         });
-    }
+    });
 }
 
 // The working layout (vertex-major, `stride` = 1 << shift entries per vertex) to the result's
@@ -470,10 +464,7 @@ __global__ void sssp_batch_split_shared(const long long* __restrict__ far, long 
                                         int pass, int* far_mark, unsigned long long* mask,
                                         int* near_vmark, long long* vnext, long long* far_next,
                                         unsigned long long* counters) {
-    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < far_len;
-         first += stride) {
-        const long long f = first + threadIdx.x;
+    warp_uniform_loop(far_len, [&](long long f) {
         bool keep = false;
         long long p = 0;
         if (f < far_len) {
@@ -492,5 +483,5 @@ __global__ void sssp_batch_split_shared(const long long* __restrict__ far, long 
         }
         const unsigned long long at_far = warp_append_slot(counters + 1, keep);
         if (keep) far_next[at_far] = p;
-    }
+    });
 }

@@ -238,10 +238,7 @@ __global__ void sssp_owner_relax_edges(const long long* __restrict__ indptr,
                                        unsigned long long* counters,
                                        double bound) {
     const long long n_edges = edge_end[k - 1];
-    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < n_edges;
-         first += stride) {
-        const long long e = first + threadIdx.x;
+    warp_uniform_loop(n_edges, [&](long long e) {
         bool to_send = false;
         long long v = 0;
         long long owner = -1;
@@ -279,7 +276,7 @@ __global__ void sssp_owner_relax_edges(const long long* __restrict__ indptr,
             }
         }
         warp_fold_min(counters, kSentMin, sent);
-    }
+    });
 }
 
 // Pass 2: every minimum is final. A local target stamped in this call takes its parent from
@@ -316,10 +313,7 @@ __global__ void sssp_owner_settle_edges(const long long* __restrict__ indptr,
                                         const int* queued,
                                         unsigned long long* counters) {
     const long long n_edges = edge_end[k - 1];
-    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < n_edges;
-         first += stride) {
-        const long long e = first + threadIdx.x;
+    warp_uniform_loop(n_edges, [&](long long e) {
         Listing listing = no_listing();
         long long local = 0;
         if (e < n_edges) {
@@ -340,7 +334,7 @@ __global__ void sssp_owner_settle_edges(const long long* __restrict__ indptr,
             }
         }
         append_listed(listing, local, near_out, mid_out, mid_slot, far_out, far_slot, counters);
-    }
+    });
 }
 
 // Merge, pass 1: every arriving candidate's minimum (targets are this owner's global ids).
@@ -386,10 +380,7 @@ __global__ void sssp_owner_merge_settle(long long offset,
                                         long long* far_out,
                                         int far_slot,
                                         unsigned long long* counters) {
-    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < m;
-         first += stride) {
-        const long long i = first + threadIdx.x;
+    warp_uniform_loop(m, [&](long long i) {
         Listing listing = no_listing();
         long long local = 0;
         if (i < m) {
@@ -399,7 +390,7 @@ __global__ void sssp_owner_merge_settle(long long offset,
                          far_mark, &listing);
         }
         append_listed(listing, local, near_out, mid_out, mid_slot, far_out, far_slot, counters);
-    }
+    });
 }
 
 // Empty the pile pile[:counters[pile_slot]] into the queues by the thresholds: its mark
@@ -424,10 +415,7 @@ __global__ void sssp_owner_split(const long long* __restrict__ pile,
                                  int far_slot,
                                  unsigned long long* counters) {
     const long long count = static_cast<long long>(counters[pile_slot]);
-    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < count;
-         first += stride) {
-        const long long i = first + threadIdx.x;
+    warp_uniform_loop(count, [&](long long i) {
         Listing listing = no_listing();
         long long v = 0;
         if (i < count) {
@@ -440,7 +428,7 @@ __global__ void sssp_owner_split(const long long* __restrict__ pile,
             }
         }
         append_listed(listing, v, near_out, mid_out, mid_slot, far_out, far_slot, counters);
-    }
+    });
 }
 
 // One peer's outbox segment outbox[start:start + count] as (target, distance, parent), and

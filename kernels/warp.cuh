@@ -39,6 +39,18 @@ __device__ __forceinline__ double warp_min(double value) {
     return value;
 }
 
+// A grid-stride loop over i < n whose trip count is the same in every lane of a warp (blockDim
+// is a multiple of 32): item(i) for each of this thread's i, and on the last trip for the lanes
+// past the end too (i >= n, idle lanes), so that item may make warp-wide calls.
+template <typename Item>
+__device__ __forceinline__ void warp_uniform_loop(long long n, Item item) {
+    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+    for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < n;
+         first += stride) {
+        item(first + threadIdx.x);
+    }
+}
+
 // The rows [begin, end) of the lanes with `help` set, each scanned by the whole warp in turn
 // (lowest lane first): row(owner, from, to) with the owner lane's begin and end, in every lane.
 template <typename Row>

@@ -67,9 +67,7 @@ __global__ void bfs_expand_edges(const long long* __restrict__ indptr,
         bool to_remote = false;
         long long v = 0, u = 0;
         if (e < n_edges) {
-            const long long i = frontier_slot(edge_end, k, e);
-            u = frontier[i];
-            v = static_cast<long long>(indices[indptr[u + 1] - (edge_end[i] - e)]);
+            v = frontier_target(indptr, indices, frontier, edge_end, k, e, &u);
             const long long local = v - offset;
             if (local >= 0 && local < n_local) {
                 // Plain read first: most visited targets are rejected without an atomic.

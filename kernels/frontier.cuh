@@ -44,6 +44,19 @@ __device__ __forceinline__ long long frontier_slot(const long long* __restrict__
     return lo;
 }
 
+// The target (a global id) of edge number e of the level, e < edge_end[k - 1]: an out-edge of
+// *u = frontier[frontier_slot(edge_end, k, e)], at CSR position indptr[*u + 1] - (edge_end[i] - e).
+template <typename Index>
+__device__ __forceinline__ long long frontier_target(const long long* __restrict__ indptr,
+                                                     const Index* __restrict__ indices,
+                                                     const long long* __restrict__ frontier,
+                                                     const long long* __restrict__ edge_end,
+                                                     long long k, long long e, long long* u) {
+    const long long i = frontier_slot(edge_end, k, e);
+    *u = frontier[i];
+    return static_cast<long long>(indices[indptr[*u + 1] - (edge_end[i] - e)]);
+}
+
 // Whether vertex v's bit is set in `bitmap` (bit v & 31 of word v >> 5).
 __device__ __forceinline__ bool in_bitmap(const unsigned* bitmap, long long v) {
     return (bitmap[v >> 5] >> (v & 31)) & 1u;

@@ -260,6 +260,22 @@ def frontier_edges(owner, frontier):
     return np.array(pairs, dtype=np.int64).reshape(-1, 2)
 
 
+def second_owner(seed, index_dtype, n=300):
+    """The second of two owners of a random undirected graph of ``n`` vertices."""
+    src, dst, w = random_edges(seed, n=n, directed=False)
+    return split(src, dst, w, n, 2, index_dtype)[1]
+
+
+def frontier_targets(owner, frontier):
+    """``(i, e, target, local)`` of every out-edge of the frontier (frontier slot, edge index,
+    global target, whether this owner holds it); the frontier has local and remote targets."""
+    i, e = frontier_edges(owner, frontier).T
+    target = owner.indices[e].astype(np.int64)
+    local = owned_by(owner, target)
+    assert local.any() and (~local).any()
+    return i, e, target, local
+
+
 def sorted_rows(*columns):
     order = np.lexsort(columns[::-1])
     return [np.asarray(c)[order] for c in columns]
@@ -267,9 +283,7 @@ def sorted_rows(*columns):
 
 @pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
 def test_bfs_expand_step_on_second_owner(index_dtype):
-    n = 300
-    src, dst, w = random_edges(6, n=n, directed=False)
-    _, owner = split(src, dst, w, n, 2, index_dtype)
+    owner = second_owner(6, index_dtype)
     rng = np.random.default_rng(0)
     frontier = rng.choice(owner.n_local, 20, replace=False).astype(np.int64)
     dist = np.where(rng.random(owner.n_local) < 0.3, 1, -1).astype(np.int32)
@@ -280,10 +294,7 @@ def test_bfs_expand_step_on_second_owner(index_dtype):
     nxt, targets, parents = cpu.bfs_expand(owner.indptr, owner.indices, owner.offset, frontier,
                                            dist, parent, 2, True)
 
-    i, e = frontier_edges(owner, frontier).T
-    target = owner.indices[e].astype(np.int64)
-    local = owned_by(owner, target)
-    assert local.any() and (~local).any()
+    i, e, target, local = frontier_targets(owner, frontier)
     got = sorted_rows(targets, parents)
     want = sorted_rows(target[~local], owner.offset + frontier[i[~local]])
     np.testing.assert_array_equal(got[0], want[0])
@@ -304,9 +315,7 @@ def test_bfs_expand_step_on_second_owner(index_dtype):
 
 @pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
 def test_sssp_relax_step_on_second_owner(index_dtype):
-    n = 300
-    src, dst, w = random_edges(7, n=n, directed=False)
-    _, owner = split(src, dst, w, n, 2, index_dtype)
+    owner = second_owner(7, index_dtype)
     rng = np.random.default_rng(1)
     frontier = rng.choice(owner.n_local, 25, replace=False).astype(np.int64)
     dist = np.where(rng.random(owner.n_local) < 0.5, rng.uniform(0, 12, owner.n_local), np.inf)
@@ -319,11 +328,8 @@ def test_sssp_relax_step_on_second_owner(index_dtype):
         owner.indptr, owner.indices, owner.weights, owner.offset, frontier, frontier_dist.copy(),
         dist, parent, True)
 
-    i, e = frontier_edges(owner, frontier).T
-    target = owner.indices[e].astype(np.int64)
+    i, e, target, local = frontier_targets(owner, frontier)
     cand = frontier_dist[i] + owner.weights[e]
-    local = owned_by(owner, target)
-    assert local.any() and (~local).any()
     got = sorted_rows(targets, cands, parents)
     want = sorted_rows(target[~local], cand[~local], owner.offset + frontier[i[~local]])
     for g, x in zip(got, want):

@@ -13,7 +13,7 @@ import kernel_graphs
 from gpipe.compute import cpu, cpu_delta, cpu_sssp_owners, owner_state
 from kernel_graphs import (INDEX_DTYPES, OWNER_WIDTHS, Owner, assert_tree, assert_unique,
                            check_owner_far_pile, check_owner_merge, check_owner_pruning, csr_rows,
-                           drive_owner_sssp, local_sources, owned_by, random_edges, scipy_bfs_dist,
+                           drive_owner_sssp, driver_start, owned_by, random_edges, scipy_bfs_dist,
                            scipy_graph, scipy_sssp_dist, split)
 
 
@@ -25,11 +25,7 @@ from kernel_graphs import (INDEX_DTYPES, OWNER_WIDTHS, Owner, assert_tree, asser
 def drive_bfs(owners, sources):
     """BFS over owners with bfs_expand; remote candidates claimed by their owner, first one wins."""
     remote = len(owners) > 1
-    dist = [np.full(o.n_local, -1, dtype=np.int32) for o in owners]
-    parent = [np.full(o.n_local, -1, dtype=np.int64) for o in owners]
-    frontier = [local_sources(o, sources) for o in owners]
-    for d, f in zip(dist, frontier):
-        d[f] = 0
+    dist, parent, frontier = driver_start(np, owners, sources, -1, np.int32)
     level = 0
     while any(f.size for f in frontier):
         steps = [cpu.bfs_expand(o.indptr, o.indices, o.offset, f, d, p, level, remote)
@@ -53,11 +49,7 @@ def drive_bfs(owners, sources):
 def drive_sssp(owners, sources, max_rounds):
     """Frontier Bellman-Ford over owners with sssp_relax; remote candidates pruned to the lightest per target."""
     remote = len(owners) > 1
-    dist = [np.full(o.n_local, np.inf) for o in owners]
-    parent = [np.full(o.n_local, -1, dtype=np.int64) for o in owners]
-    frontier = [local_sources(o, sources) for o in owners]
-    for d, f in zip(dist, frontier):
-        d[f] = 0.0
+    dist, parent, frontier = driver_start(np, owners, sources, np.inf, np.float64)
     rounds = 0
     while any(f.size for f in frontier):
         rounds += 1

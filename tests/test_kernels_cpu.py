@@ -22,6 +22,15 @@ from kernel_graphs import (INDEX_DTYPES, OWNER_WIDTHS, Owner, assert_tree, asser
 # ---------------------------------------------------------------------------------------------
 
 
+def remote_lists(steps, remote, count):
+    """The remote lists of every owner's step (results 1 .. count of each), concatenated;
+    empty where the steps had no remote owners (``remote`` False)."""
+    lists = [np.concatenate([s[c] for s in steps]) for c in range(1, count + 1)]
+    if not remote:
+        assert lists[0].size == 0
+    return lists
+
+
 def drive_bfs(owners, sources):
     """BFS over owners with bfs_expand; remote candidates claimed by their owner, first one wins."""
     remote = len(owners) > 1
@@ -30,10 +39,7 @@ def drive_bfs(owners, sources):
     while any(f.size for f in frontier):
         steps = [cpu.bfs_expand(o.indptr, o.indices, o.offset, f, d, p, level, remote)
                  for o, f, d, p in zip(owners, frontier, dist, parent)]
-        targets = np.concatenate([s[1] for s in steps])
-        parents = np.concatenate([s[2] for s in steps])
-        if not remote:
-            assert targets.size == 0
+        targets, parents = remote_lists(steps, remote, 2)
         for q, o in enumerate(owners):
             mine = owned_by(o, targets)
             t, first = np.unique(targets[mine] - o.offset, return_index=True)
@@ -56,11 +62,7 @@ def drive_sssp(owners, sources, max_rounds):
         assert rounds <= max_rounds, "no convergence: negative cycle or a kernel bug"
         steps = [cpu.sssp_relax(o.indptr, o.indices, o.weights, o.offset, f, d[f].copy(), d, p, remote)
                  for o, f, d, p in zip(owners, frontier, dist, parent)]
-        targets = np.concatenate([s[1] for s in steps])
-        cands = np.concatenate([s[2] for s in steps])
-        parents = np.concatenate([s[3] for s in steps])
-        if not remote:
-            assert targets.size == 0
+        targets, cands, parents = remote_lists(steps, remote, 3)
         for q, o in enumerate(owners):
             mine = owned_by(o, targets)
             t, c, p = targets[mine] - o.offset, cands[mine], parents[mine]
@@ -134,6 +136,13 @@ def test_tiny_graph_by_hand(index_dtype):
 # Random graphs against scipy
 # ---------------------------------------------------------------------------------------------
 
+def random_graph(seed, n, index_dtype, **shape):
+    """``random_edges(seed, n=n, **shape)`` as ``((src, dst, w), SciPy matrix, one-owner CSR
+    rows (indptr, indices, weights))``."""
+    src, dst, w = random_edges(seed, n=n, **shape)
+    return (src, dst, w), scipy_graph(src, dst, w, n), csr_rows(src, dst, w, 0, n, index_dtype)
+
+
 CASES = [(seed, directed, index_dtype)
          for seed, directed in [(1, True), (2, False)]
          for index_dtype in INDEX_DTYPES]
@@ -142,9 +151,7 @@ CASES = [(seed, directed, index_dtype)
 @pytest.mark.parametrize("seed,directed,index_dtype", CASES)
 def test_bfs_matches_scipy(seed, directed, index_dtype):
     n = 300
-    src, dst, w = random_edges(seed, n=n, directed=directed)
-    graph = scipy_graph(src, dst, w, n)
-    indptr, indices, _ = csr_rows(src, dst, w, 0, n, index_dtype)
+    (src, dst, w), graph, (indptr, indices, _) = random_graph(seed, n, index_dtype, directed=directed)
     unit = np.ones_like(w)
     for sources in (np.array([7]), np.array([3, 150, 3, 299])):
         expected = scipy_bfs_dist(graph, sources)
@@ -162,9 +169,7 @@ def test_bfs_matches_scipy(seed, directed, index_dtype):
 
 def test_bfs_reaches_what_breadth_first_order_reaches():
     n = 300
-    src, dst, w = random_edges(5, n=n, m=400)
-    graph = scipy_graph(src, dst, w, n)
-    indptr, indices, _ = csr_rows(src, dst, w, 0, n, np.int32)
+    (src, dst, w), graph, (indptr, indices, _) = random_graph(5, n, np.int32, m=400)
     order, _ = csgraph.breadth_first_order(graph, 11, directed=True)
     dist, _ = cpu.bfs(indptr, indices, np.array([11]), -1)
     np.testing.assert_array_equal(np.flatnonzero(dist >= 0), np.sort(order))
@@ -174,9 +179,7 @@ def test_bfs_reaches_what_breadth_first_order_reaches():
 @pytest.mark.parametrize("depth_limit", [0, 1, 2, 3])
 def test_bfs_depth_limit(depth_limit):
     n = 300
-    src, dst, w = random_edges(3, n=n, m=500)
-    graph = scipy_graph(src, dst, w, n)
-    indptr, indices, _ = csr_rows(src, dst, w, 0, n, np.int64)
+    (src, dst, w), graph, (indptr, indices, _) = random_graph(3, n, np.int64, m=500)
     sources = np.array([0, 42])
     full = scipy_bfs_dist(graph, sources)
     expected = np.where(full <= depth_limit, full, -1)
@@ -188,9 +191,7 @@ def test_bfs_depth_limit(depth_limit):
 @pytest.mark.parametrize("seed,directed,index_dtype", CASES)
 def test_sssp_matches_scipy(seed, directed, index_dtype):
     n = 300
-    src, dst, w = random_edges(seed, n=n, directed=directed)
-    graph = scipy_graph(src, dst, w, n)
-    indptr, indices, weights = csr_rows(src, dst, w, 0, n, index_dtype)
+    (src, dst, w), graph, (indptr, indices, weights) = random_graph(seed, n, index_dtype, directed=directed)
     for sources in (np.array([7]), np.array([3, 150, 3, 299])):
         expected = scipy_sssp_dist(graph, sources)
         dist, parent = cpu.dijkstra(indptr, indices, weights, sources)
@@ -375,9 +376,7 @@ SWITCHES = [(15, 18), (1e9, 1e-9), (1e9, 1e9), (1e-9, 18)]
 @pytest.mark.parametrize("seed,directed,index_dtype", CASES)
 def test_direction_optimizing_bfs_matches_scipy(seed, directed, index_dtype, alpha, beta):
     n = 300
-    src, dst, w = random_edges(seed, n=n, m=900, directed=directed)
-    graph = scipy_graph(src, dst, w, n)
-    indptr, indices, _ = csr_rows(src, dst, w, 0, n, index_dtype)
+    (src, dst, w), graph, (indptr, indices, _) = random_graph(seed, n, index_dtype, m=900, directed=directed)
     in_indptr, in_indices = (indptr, indices) if not directed else transpose(indptr, indices, n)
     unit = np.ones_like(w)
     for sources in (np.array([7]), np.array([3, 150, 3, 299])):
@@ -450,9 +449,7 @@ def test_bfs_large_enough_for_parallel_top_down_steps():
 @pytest.mark.parametrize("seed,directed,index_dtype", CASES)
 def test_delta_stepping_matches_scipy(seed, directed, index_dtype, delta):
     n = 300
-    src, dst, w = random_edges(seed, n=n, directed=directed)
-    graph = scipy_graph(src, dst, w, n)
-    indptr, indices, weights = csr_rows(src, dst, w, 0, n, index_dtype)
+    (src, dst, w), graph, (indptr, indices, weights) = random_graph(seed, n, index_dtype, directed=directed)
     for sources in (np.array([7]), np.array([3, 150, 3, 299])):
         expected = scipy_sssp_dist(graph, sources)
         dist, parent = cpu.delta_stepping(indptr, indices, weights, sources, delta)

@@ -1,7 +1,7 @@
 // Warp-wide primitives shared by the kernels: the full-warp mask, an inclusive scan and two
 // reductions over the 32 lanes, by register shuffles.
 //
-// Written for NVRTC (cupy.RawModule, -std=c++17): no standard headers. gpipe/kernels/cuda.py
+// Written for NVRTC (cupy.RawModule, -std=c++17): no standard headers. gpipe/compute/cuda.py
 // inlines it once per translation unit; everything lives in an anonymous namespace. Every
 // function here must be reached by all 32 lanes of the warp together.
 #pragma once

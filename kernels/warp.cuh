@@ -1,5 +1,6 @@
 // Warp-wide primitives shared by the kernels: the full-warp mask, an inclusive scan and two
-// reductions over the 32 lanes, by register shuffles.
+// reductions over the 32 lanes, by register shuffles; the warp-uniform grid-stride loop; the
+// scan of one lane's row by the whole warp.
 //
 // Written for NVRTC (cupy.RawModule, -std=c++17): no standard headers. gpipe/compute/cuda.py
 // inlines it once per translation unit; everything lives in an anonymous namespace. Every

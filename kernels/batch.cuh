@@ -44,32 +44,38 @@ __device__ __forceinline__ StagedChunk stage_chunk(const long long* __restrict__
     return chunk;
 }
 
-// The slot of edge e of the staged chunk: the first t with edge_end[t] > e.
+// The slot of edge e of the staged chunk: the first t with edge_end[t] > e, by frontier_slot's
+// search of the staged values (or of the chunk's slots in global memory when not staged).
 __device__ __forceinline__ long long chunk_slot(const long long* __restrict__ edge_end,
                                                 const StagedChunk& chunk, const long long* s_end,
                                                 long long e) {
-    long long lo = 0, hi = chunk.span - 1;
     if (chunk.span <= kStageSlots) {
-        while (lo < hi) {
-            const long long mid = lo + ((hi - lo) >> 1);
-            if (s_end[mid] > e) {
-                hi = mid;
-            } else {
-                lo = mid + 1;
-            }
-        }
-        return chunk.lo + lo;
+        return chunk.lo + frontier_slot(s_end, chunk.span, e);
     }
-    const long long* ends = edge_end + chunk.lo;
-    while (lo < hi) {
-        const long long mid = lo + ((hi - lo) >> 1);
-        if (ends[mid] > e) {
-            hi = mid;
-        } else {
-            lo = mid + 1;
+    return chunk.lo + frontier_slot(edge_end + chunk.lo, chunk.span, e);
+}
+
+// Every edge of a step (edge_end[count - 1] of them) in block-uniform chunks [e0, e1) of
+// kItems * blockDim consecutive edges, their slots staged (stage_chunk): each thread calls
+// item(e, e1, staged) for its kItems edges e = e0 + i * blockDim + threadIdx.x of a chunk, the
+// ones past e1 included (so that every lane runs every item, for warp-wide calls), and finds
+// the slot of an edge e < e1 with chunk_slot(edge_end, staged, s_end, e). s_end and s_meta are
+// stage_chunk's; every thread of the block calls this together.
+template <int kItems, typename Item>
+__device__ __forceinline__ void for_each_staged_edge(const long long* __restrict__ edge_end,
+                                                     long long count, long long* s_end,
+                                                     long long* s_meta, Item item) {
+    const long long n_edges = edge_end[count - 1];
+    const long long chunk = static_cast<long long>(blockDim.x) * kItems;
+    for (long long e0 = static_cast<long long>(blockIdx.x) * chunk; e0 < n_edges;
+         e0 += static_cast<long long>(gridDim.x) * chunk) {  // block-uniform
+        const long long e1 = e0 + chunk < n_edges ? e0 + chunk : n_edges;
+        const StagedChunk staged = stage_chunk(edge_end, count, e0, e1, s_end, s_meta);
+        for (int i = 0; i < kItems; ++i) {
+            item(e0 + static_cast<long long>(i) * blockDim.x + threadIdx.x, e1, staged);
         }
+        __syncthreads();  // s_end and s_meta are restaged
     }
-    return chunk.lo + lo;
 }
 
 }  // namespace

@@ -7,7 +7,7 @@
 //       dist[v] = level + 1, parent[v] = offset + u, and v - offset is appended to next_frontier;
 //     * v remote and `remote` != 0: (v, offset + u) is appended to the remote lists, raw
 //       (one entry per edge, not deduplicated: the driver prunes before the exchange).
-//   gpipe/kernels/gpu.py (bfs_expand) launches it; gpipe/kernels/cpu.py holds its Numba twin;
+//   gpipe/compute/gpu_bfs.py (bfs_expand) launches it; gpipe/compute/cpu.py holds its Numba twin;
 //   tests/test_kernels_gpu.py checks whole traversals built from it against scipy.sparse.csgraph.
 //
 // Technique: edge-parallel expansion, load-balanced by prefix sum + binary search
@@ -62,19 +62,12 @@ __global__ void bfs_expand_edges(const long long* __restrict__ indptr,
                                  unsigned long long* __restrict__ counters,
                                  int remote) {
     const long long n_edges = edge_end[k - 1];
-    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    // Warp-uniform trip count (blockDim is a multiple of 32): the lanes past the end run the
-    // loop body as idle lanes so the warp-wide ballots see all 32 lanes.
-    for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < n_edges;
-         first += stride) {
-        const long long e = first + threadIdx.x;
+    warp_uniform_loop(n_edges, [&](long long e) {
         bool claimed = false;
         bool to_remote = false;
         long long v = 0, u = 0;
         if (e < n_edges) {
-            const long long i = frontier_slot(edge_end, k, e);
-            u = frontier[i];
-            v = static_cast<long long>(indices[indptr[u + 1] - (edge_end[i] - e)]);
+            v = frontier_target(indptr, indices, frontier, edge_end, k, e, &u);
             const long long local = v - offset;
             if (local >= 0 && local < n_local) {
                 // Plain read first: most visited targets are rejected without an atomic.
@@ -97,5 +90,5 @@ __global__ void bfs_expand_edges(const long long* __restrict__ indptr,
                 remote_parents[rslot] = offset + u;
             }
         }
-    }
+    });
 }

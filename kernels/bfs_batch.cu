@@ -6,7 +6,7 @@
 //   bfs_batch_dist after the level loop; and, on request, parent[i * n + v] = some u with an
 //   edge u -> v and dist[i, u] == dist[i, v] - 1 (-1 for sources and unreached), by
 //   bfs_batch_parents_pull (in-edges: the CSR itself when symmetric, else an in-CSR) or
-//   bfs_batch_parents_push (out-edges, any graph). gpipe/kernels/gpu_batch.py (bfs_batch,
+//   bfs_batch_parents_push (out-edges, any graph). gpipe/compute/gpu_batch.py (bfs_batch,
 //   bfs_batch_parents) drives them; tests/test_batch_gpu.py checks every source's row against
 //   scipy.sparse.csgraph and validates every parent.
 //
@@ -110,10 +110,7 @@ __global__ void bfs_batch_settle(const long long* __restrict__ indptr,
                                  unsigned long long* planes, int n_planes, Index* queue,
                                  long long* degree, unsigned long long* counters) {
     unsigned long long m_f = 0, m_u = 0, any = 0;
-    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < n;
-         first += stride) {  // warp-uniform trip count: warp_append_slot needs all lanes
-        const long long v = first + threadIdx.x;
+    warp_uniform_loop(n, [&](long long v) {  // warp_append_slot needs all lanes
         unsigned long long fresh = 0;
         long long out_degree = 0;
         if (v < n) {
@@ -142,7 +139,7 @@ __global__ void bfs_batch_settle(const long long* __restrict__ indptr,
             queue[slot] = static_cast<Index>(v);
             degree[slot] = out_degree;
         }
-    }
+    });
     // counters[0] was advanced by the appends; the sums go in once per warp.
     m_f = warp_sum_u(m_f);
     m_u = warp_sum_u(m_u);
@@ -166,27 +163,18 @@ __global__ void bfs_batch_top_down(const long long* __restrict__ indptr,
                                    unsigned long long* next) {
     __shared__ long long s_end[kStageSlots];
     __shared__ long long s_meta[2];
-    const long long n_edges = edge_end[count - 1];
-    const long long chunk = static_cast<long long>(blockDim.x) * kItems;
-    for (long long e0 = static_cast<long long>(blockIdx.x) * chunk; e0 < n_edges;
-         e0 += static_cast<long long>(gridDim.x) * chunk) {  // block-uniform
-        const long long e1 = e0 + chunk < n_edges ? e0 + chunk : n_edges;
-        const StagedChunk staged = stage_chunk(edge_end, count, e0, e1, s_end, s_meta);
-#pragma unroll
-        for (int item = 0; item < kItems; ++item) {
-            const long long e = e0 + static_cast<long long>(item) * blockDim.x + threadIdx.x;
-            if (e < e1) {
-                const long long i = chunk_slot(edge_end, staged, s_end, e);
-                const long long u = static_cast<long long>(queue[i]);
-                const long long v = static_cast<long long>(indices[indptr[u + 1] - (edge_end[i] - e)]);
-                const unsigned long long bits = front[u] & ~seen[v];
-                // next only gains bits during the step: a value read here that holds them all
-                // is final.
-                if (bits != 0 && (bits & ~__ldcg(next + v)) != 0) atomicOr(next + v, bits);
-            }
+    for_each_staged_edge<kItems>(edge_end, count, s_end, s_meta,
+                                 [&](long long e, long long e1, const StagedChunk& staged) {
+        if (e < e1) {
+            const long long i = chunk_slot(edge_end, staged, s_end, e);
+            const long long u = static_cast<long long>(queue[i]);
+            const long long v = static_cast<long long>(indices[indptr[u + 1] - (edge_end[i] - e)]);
+            const unsigned long long bits = front[u] & ~seen[v];
+            // next only gains bits during the step: a value read here that holds them all is
+            // final.
+            if (bits != 0 && (bits & ~__ldcg(next + v)) != 0) atomicOr(next + v, bits);
         }
-        __syncthreads();  // s_end and s_meta are restaged
-    }
+    });
 }
 
 // Bottom-up step: each vertex missing a live bit ORs its in-neighbours' front words.
@@ -216,15 +204,11 @@ __global__ void bfs_batch_bottom_up(const long long* __restrict__ in_indptr,
             }
         }
         // Long rows still missing bits: the whole warp, 32 in-neighbours at a time.
-        unsigned pending = __ballot_sync(kFullWarp, (got & want) != want && end - begin > kSeqScan);
-        while (pending != 0u) {
-            const int owner = __ffs(pending) - 1;
-            pending &= pending - 1u;
-            const long long from = __shfl_sync(kFullWarp, begin, owner) + kSeqScan;
-            const long long to = __shfl_sync(kFullWarp, end, owner);
+        warp_each_row((got & want) != want && end - begin > kSeqScan, begin, end,
+                      [&](int owner, long long from, long long to) {
             const unsigned long long owner_want = __shfl_sync(kFullWarp, want, owner);
             unsigned long long owner_got = __shfl_sync(kFullWarp, got, owner);
-            for (long long first = from; first < to && (owner_got & owner_want) != owner_want;
+            for (long long first = from + kSeqScan; first < to && (owner_got & owner_want) != owner_want;
                  first += 32) {
                 const long long j = first + lane;
                 const unsigned long long mine =
@@ -232,7 +216,7 @@ __global__ void bfs_batch_bottom_up(const long long* __restrict__ in_indptr,
                 owner_got |= warp_or(mine);
             }
             if (lane == owner) got = owner_got;
-        }
+        });
         if (v < n && want != 0) next[v] = got & want;
     }
 }
@@ -299,29 +283,17 @@ __global__ void bfs_batch_parents_pull(const long long* __restrict__ in_indptr,
                 }
             }
         }
-        unsigned pending = __ballot_sync(kFullWarp, found < 0 && want >= 0 && end - begin > kSeqScan);
-        while (pending != 0u) {
-            const int owner = __ffs(pending) - 1;
-            pending &= pending - 1u;
-            const long long from = __shfl_sync(kFullWarp, begin, owner) + kSeqScan;
-            const long long to = __shfl_sync(kFullWarp, end, owner);
+        warp_each_row(found < 0 && want >= 0 && end - begin > kSeqScan, begin, end,
+                      [&](int owner, long long from, long long to) {
             const int owner_want = __shfl_sync(kFullWarp, want, owner);
-            for (long long first = from; first < to; first += 32) {
-                const long long j = first + lane;
-                long long u = 0;
-                bool hit = false;
-                if (j < to) {
-                    u = static_cast<long long>(in_indices[j]);
-                    hit = d_row[u] == owner_want;
-                }
-                const unsigned hits = __ballot_sync(kFullWarp, hit);
-                if (hits != 0u) {
-                    const long long winner = __shfl_sync(kFullWarp, u, __ffs(hits) - 1);
-                    if (lane == owner) found = winner;
-                    break;
-                }
+            long long winner = 0;
+            if (warp_first_neighbour(in_indices, from + kSeqScan, to,
+                                     [&](long long u) { return d_row[u] == owner_want; },
+                                     &winner) &&
+                lane == owner) {
+                found = winner;
             }
-        }
+        });
         if (v < n) parent[row + v] = found;
     }
 }
@@ -357,18 +329,13 @@ __global__ void bfs_batch_parents_push(const long long* __restrict__ indptr,
                 if (d_row[v] == du + 1) parent[row + v] = u;
             }
         }
-        unsigned pending = __ballot_sync(kFullWarp, du >= 0 && !alone);
-        while (pending != 0u) {
-            const int owner = __ffs(pending) - 1;
-            pending &= pending - 1u;
-            const long long from = __shfl_sync(kFullWarp, begin, owner);
-            const long long to = __shfl_sync(kFullWarp, end, owner);
+        warp_each_row(du >= 0 && !alone, begin, end, [&](int owner, long long from, long long to) {
             const int owner_d = __shfl_sync(kFullWarp, du, owner);
             const long long owner_u = __shfl_sync(kFullWarp, u, owner);
             for (long long j = from + lane; j < to; j += 32) {
                 const long long v = static_cast<long long>(indices[j]);
                 if (d_row[v] == owner_d + 1) parent[row + v] = owner_u;
             }
-        }
+        });
     }
 }

@@ -35,7 +35,7 @@
 //   frontier_to_bitmap<Index>, bitmap_to_frontier<Index>   an owner's frontier as local ids <->
 //       its bitmap slice (at a change of direction). Index is unused: it only names the
 //       instantiation, like the other entry points'.
-//   gpipe/kernels/gpu_bfs_owners.py launches them; gpipe/kernels/cpu_bfs_owners.py holds the
+//   gpipe/compute/gpu_bfs_owners.py launches them; gpipe/compute/cpu_bfs_owners.py holds the
 //   Numba twins (same names without the template, same counters, same results up to which
 //   parent wins a race); tests/test_kernels_gpu.py runs the CPU tests' cases on both.
 //
@@ -210,17 +210,12 @@ __global__ void bfs_owner_top_down(const long long* __restrict__ indptr,
     // The frontier's length, recorded by bfs_owner_edge_end (or the launcher) before this launch.
     const long long k = static_cast<long long>(counters[kFrontier]);
     const long long n_edges = k > 0 ? edge_end[k - 1] : 0;
-    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < n_edges;
-         first += stride) {
-        const long long e = first + threadIdx.x;
+    warp_uniform_loop(n_edges, [&](long long e) {
         bool append = false;
         int key = kNext;
         long long v = 0, u = 0, degree = 0;
         if (e < n_edges) {
-            const long long i = frontier_slot(edge_end, k, e);
-            u = frontier[i];
-            v = static_cast<long long>(indices[indptr[u + 1] - (edge_end[i] - e)]);
+            v = frontier_target(indptr, indices, frontier, edge_end, k, e, &u);
             const long long local = v - offset;
             if (local >= 0 && local < n_local) {
                 // Plain read first: most visited targets are rejected without an atomic.
@@ -250,7 +245,7 @@ __global__ void bfs_owner_top_down(const long long* __restrict__ indptr,
                 queue_parents[at] = static_cast<Index>(offset + u);
             }
         }
-    }
+    });
 }
 
 template <typename Index>
@@ -264,10 +259,7 @@ __global__ void bfs_owner_claim(const long long* __restrict__ indptr,
                                 long long* __restrict__ parent,
                                 long long* __restrict__ next_frontier,
                                 unsigned long long* __restrict__ counters) {
-    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < count;
-         first += stride) {
-        const long long i = first + threadIdx.x;
+    warp_uniform_loop(count, [&](long long i) {
         bool claimed = false;
         long long v = 0, degree = 0;
         if (i < count) {
@@ -283,7 +275,7 @@ __global__ void bfs_owner_claim(const long long* __restrict__ indptr,
         if (claimed) {
             next_frontier[slot] = v;
         }
-    }
+    });
 }
 
 template <typename Index>

@@ -7,7 +7,7 @@
 //   dst -> src; then dst must lie in [0, n_local) too), so the doubled edge list is never
 //   built. With `skip_loops`, edges with src == dst are left out (counted nowhere).
 //   Within a row the order is NOT sorted and not deterministic (atomic cursors): rows are
-//   multisets. gpipe/kernels/gpu_csr.py (build_csr) launches the passes;
+//   multisets. gpipe/compute/gpu_csr.py (build_csr) launches the passes;
 //   tests/test_kernels_gpu.py compares the rows, as multisets, with a NumPy argsort CSR.
 //
 // Technique: counting sort by source without the sort, in three passes
@@ -49,6 +49,21 @@ __device__ __forceinline__ bool stored_edge(const void* src, int src_wide, const
     return !(skip_loops && *s == *d);
 }
 
+// edge(e, s, d) for every input edge e < m that is stored (stored_edge), a grid-stride loop.
+template <typename Edge>
+__device__ __forceinline__ void for_each_stored_edge(const void* src, int src_wide, const void* dst,
+                                                     int dst_wide, long long m, int skip_loops,
+                                                     Edge edge) {
+    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+    for (long long e = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; e < m;
+         e += stride) {
+        long long s, d;
+        if (stored_edge(src, src_wide, dst, dst_wide, skip_loops, e, &s, &d)) {
+            edge(e, s, d);
+        }
+    }
+}
+
 }  // namespace
 
 // Pass 1: out-degree histogram (both endpoints when symmetric).
@@ -56,18 +71,13 @@ template <typename Index>
 __global__ void csr_count(const void* __restrict__ src, int src_wide, const void* __restrict__ dst,
                           int dst_wide, long long m, int symmetric, int skip_loops,
                           unsigned long long* __restrict__ counts) {
-    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (long long e = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; e < m;
-         e += stride) {
-        long long s, d;
-        if (!stored_edge(src, src_wide, dst, dst_wide, skip_loops, e, &s, &d)) {
-            continue;
-        }
+    for_each_stored_edge(src, src_wide, dst, dst_wide, m, skip_loops,
+                         [&](long long e, long long s, long long d) {
         atomicAdd(counts + s, 1ull);
         if (symmetric) {
             atomicAdd(counts + d, 1ull);
         }
-    }
+    });
 }
 
 // Pass 3: each edge claims the next free slot of its row (and of the reverse row).
@@ -77,13 +87,8 @@ __global__ void csr_scatter(const void* __restrict__ src, int src_wide, const vo
                             long long m, int symmetric, int skip_loops,
                             unsigned long long* __restrict__ cursor, Index* __restrict__ indices,
                             double* __restrict__ w_out) {
-    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (long long e = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; e < m;
-         e += stride) {
-        long long s, d;
-        if (!stored_edge(src, src_wide, dst, dst_wide, skip_loops, e, &s, &d)) {
-            continue;
-        }
+    for_each_stored_edge(src, src_wide, dst, dst_wide, m, skip_loops,
+                         [&](long long e, long long s, long long d) {
         const double w = weighted ? w_in[e] : 0.0;
         const unsigned long long pos = atomicAdd(cursor + s, 1ull);
         indices[pos] = static_cast<Index>(d);
@@ -97,5 +102,5 @@ __global__ void csr_scatter(const void* __restrict__ src, int src_wide, const vo
                 w_out[back] = w;
             }
         }
-    }
+    });
 }

@@ -3,7 +3,7 @@
 // binary search", the warp-aggregated queue append, and the frontier-bitmap test and parent
 // search of a bottom-up BFS step.
 //
-// Written for NVRTC (cupy.RawModule, -std=c++17): no standard headers. gpipe/kernels/cuda.py
+// Written for NVRTC (cupy.RawModule, -std=c++17): no standard headers. gpipe/compute/cuda.py
 // inlines it (and warp.cuh, which it includes) once per translation unit; everything lives in
 // an anonymous namespace.
 #pragma once
@@ -44,9 +44,47 @@ __device__ __forceinline__ long long frontier_slot(const long long* __restrict__
     return lo;
 }
 
+// The target (a global id) of edge number e of the level, e < edge_end[k - 1]: an out-edge of
+// *u = frontier[frontier_slot(edge_end, k, e)], at CSR position indptr[*u + 1] - (edge_end[i] - e).
+template <typename Index>
+__device__ __forceinline__ long long frontier_target(const long long* __restrict__ indptr,
+                                                     const Index* __restrict__ indices,
+                                                     const long long* __restrict__ frontier,
+                                                     const long long* __restrict__ edge_end,
+                                                     long long k, long long e, long long* u) {
+    const long long i = frontier_slot(edge_end, k, e);
+    *u = frontier[i];
+    return static_cast<long long>(indices[indptr[*u + 1] - (edge_end[i] - e)]);
+}
+
 // Whether vertex v's bit is set in `bitmap` (bit v & 31 of word v >> 5).
 __device__ __forceinline__ bool in_bitmap(const unsigned* bitmap, long long v) {
     return (bitmap[v >> 5] >> (v & 31)) & 1u;
+}
+
+// The first u = indices[j], j in [from, to) in order, with hit(u), the whole warp testing 32 at
+// a time: true and *winner = u in every lane when there is one. All 32 lanes must call it
+// together.
+template <typename Index, typename Hit>
+__device__ __forceinline__ bool warp_first_neighbour(const Index* __restrict__ indices,
+                                                     long long from, long long to, Hit hit,
+                                                     long long* winner) {
+    const int lane = threadIdx.x & 31;
+    for (long long first = from; first < to; first += 32) {
+        const long long j = first + lane;
+        long long u = 0;
+        bool lane_hit = false;
+        if (j < to) {
+            u = static_cast<long long>(indices[j]);
+            lane_hit = hit(u);
+        }
+        const unsigned hits = __ballot_sync(kFullWarp, lane_hit);
+        if (hits != 0u) {
+            *winner = __shfl_sync(kFullWarp, u, __ffs(hits) - 1);
+            return true;
+        }
+    }
+    return false;
 }
 
 // A lane's vertex v in a bottom-up step, when `search`: the first neighbour of v in row order
@@ -80,31 +118,16 @@ __device__ __forceinline__ bool bottom_up_parent(const long long* __restrict__ i
         }
     }
     // Long rows not yet resolved: the whole warp scans them, one vertex at a time.
-    unsigned pending = __ballot_sync(kFullWarp, !found && row_end - row_begin > kSeqScan);
-    while (pending != 0u) {
-        const int owner = __ffs(pending) - 1;
-        pending &= pending - 1u;
-        const long long from = __shfl_sync(kFullWarp, row_begin, owner) + kSeqScan;
-        const long long to = __shfl_sync(kFullWarp, row_end, owner);
-        for (long long first = from; first < to; first += 32) {
-            const long long j = first + lane;
-            long long u = 0;
-            bool hit = false;
-            if (j < to) {
-                u = static_cast<long long>(indices[j]);
-                hit = in_bitmap(front, u);
-            }
-            const unsigned hits = __ballot_sync(kFullWarp, hit);
-            if (hits != 0u) {
-                const long long winner = __shfl_sync(kFullWarp, u, __ffs(hits) - 1);
-                if (lane == owner) {
-                    found = true;
-                    found_parent = winner;
-                }
-                break;
-            }
+    warp_each_row(!found && row_end - row_begin > kSeqScan, row_begin, row_end,
+                  [&](int owner, long long from, long long to) {
+        long long winner = 0;
+        if (warp_first_neighbour(indices, from + kSeqScan, to,
+                                 [&](long long u) { return in_bitmap(front, u); }, &winner) &&
+            lane == owner) {
+            found = true;
+            found_parent = winner;
         }
-    }
+    });
     *parent = found_parent;
     *begin = row_begin;
     *end = row_end;

@@ -1,7 +1,7 @@
 // sssp.cu -- one round of edge-parallel Bellman-Ford relaxation over one owner's CSR.
 //
 // What it computes
-//   One call of sssp_relax (gpipe/kernels/gpu.py) relaxes every out-edge of the frontier once,
+//   One call of sssp_relax (gpipe/compute/gpu_sssp.py) relaxes every out-edge of the frontier once,
 //   from the snapshot frontier_dist (never from dist[u], which may drop during the round):
 //     cand = frontier_dist[i] + w(u->v); a cand above `bound` (the cutoff, max_distance; +inf:
 //     none) is dropped, local or remote, as Dijkstra's cutoff drops it (so a kept vertex's
@@ -12,7 +12,7 @@
 //       `improved`. Parents change only on strict improvement, which keeps the parent graph
 //       acyclic when no negative cycle exists.
 //     * v remote and `remote` != 0: (v, cand, offset + u) is appended to the remote lists, raw.
-//   gpipe/kernels/cpu.py holds its Numba twin; tests/test_kernels_gpu.py checks whole
+//   gpipe/compute/cpu.py holds its Numba twin; tests/test_kernels_gpu.py checks whole
 //   traversals built from it against scipy.sparse.csgraph and validates the parent tree.
 //
 // Technique: two edge-parallel passes over the same frontier edges
@@ -78,10 +78,7 @@ __global__ void sssp_relax_edges(const long long* __restrict__ indptr,
                                  int remote,
                                  double bound) {
     const long long n_edges = edge_end[k - 1];
-    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < n_edges;
-         first += stride) {
-        const long long e = first + threadIdx.x;
+    warp_uniform_loop(n_edges, [&](long long e) {
         bool to_remote = false;
         long long v = 0, u = 0;
         double cand = 0.0;
@@ -110,7 +107,7 @@ __global__ void sssp_relax_edges(const long long* __restrict__ indptr,
                 remote_parents[slot] = offset + u;
             }
         }
-    }
+    });
 }
 
 // Pass 2: dist is final for this call. For each flagged target, the edges whose cand equals
@@ -131,10 +128,7 @@ __global__ void sssp_settle_parents(const long long* __restrict__ indptr,
                                     long long* __restrict__ improved,
                                     unsigned long long* __restrict__ counters) {
     const long long n_edges = edge_end[k - 1];
-    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < n_edges;
-         first += stride) {
-        const long long e = first + threadIdx.x;
+    warp_uniform_loop(n_edges, [&](long long e) {
         bool listed = false;
         long long local = 0;
         if (e < n_edges) {
@@ -151,5 +145,5 @@ __global__ void sssp_settle_parents(const long long* __restrict__ indptr,
         if (listed) {
             improved[slot] = local;
         }
-    }
+    });
 }

@@ -11,7 +11,7 @@
 //   the relaxation, checked by sssp_batch_check, and repaired where a race spoiled it by
 //   sssp_batch_repair_pull (symmetric graphs: v's own row holds the twins of its in-edges) or
 //   sssp_batch_repair_push (any graph: the out-edges of every vertex, for the rows of sources
-//   with a failure). gpipe/kernels/gpu_batch.py (sssp_batch) drives the passes from the host;
+//   with a failure). gpipe/compute/gpu_batch.py (sssp_batch) drives the passes from the host;
 //   tests/test_batch_gpu.py checks every row against scipy.sparse.csgraph.dijkstra and
 //   validates every parent.
 //
@@ -61,7 +61,7 @@
 //   holds vertices, each with a 64-bit mask of the sources whose pair is queued, so one read of
 //   a vertex's row relaxes it for all of them (MS-BFS's shared scans, for weights); the far
 //   pile, marks of pairs, stamps and parents are the same. Which variant is faster depends on
-//   how much the sources' frontiers overlap; gpipe.kernels.gpu_batch_check times both.
+//   how much the sources' frontiers overlap; gpipe.compute.gpu_batch_check times both.
 //   Negative weights (negative != 0): frontier Bellman-Ford passes (the launcher sets
 //   delta = inf, so every lowered pair is near), the minimum by a compare-and-swap loop on
 //   doubles (atomics.cuh), and no skipping of stale slots: pass r has then found every path
@@ -98,6 +98,27 @@ __device__ __forceinline__ unsigned long long double_bits(double x) {
     return static_cast<unsigned long long>(__double_as_longlong(x));
 }
 
+// Queue slot t's CSR row (vertex u): its end in row_end[t], its out-degree in degree[t].
+__device__ __forceinline__ void record_row(const long long* __restrict__ indptr, long long u,
+                                           long long t, long long* __restrict__ row_end,
+                                           long long* __restrict__ degree) {
+    const long long end = indptr[u + 1];
+    row_end[t] = end;
+    degree[t] = end - indptr[u];
+}
+
+// dist[p] = min(dist[p], cand); true when this call lowered it. Negative weights: the
+// compare-and-swap loop on doubles (atomics.cuh); else the native 64-bit atomicMin on the IEEE
+// bits (for non-negative doubles the bit order is the numeric order).
+__device__ __forceinline__ bool lower(double* dist, long long p, double cand, int negative) {
+    if (negative != 0) {
+        return atomic_min_double(dist + p, cand);
+    }
+    const unsigned long long old =
+        atomicMin(reinterpret_cast<unsigned long long*>(dist + p), double_bits(cand));
+    return double_bits(cand) < old;
+}
+
 // Append pair p to the next near queue or the far pile (never both), warp-aggregated; all lanes
 // of the warp call it together.
 __device__ __forceinline__ void route(bool lowered, long long p, double value, double threshold,
@@ -131,12 +152,9 @@ __global__ void sssp_batch_prepare(const long long* __restrict__ indptr, int shi
     for (long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; t < q;
          t += static_cast<long long>(gridDim.x) * blockDim.x) {
         const long long p = queue[t];
-        const long long u = p >> shift;
-        const long long end = indptr[u + 1];
         snap[t] = dist[p];
         base[t] = p & ((1ll << shift) - 1);
-        row_end[t] = end;
-        degree[t] = end - indptr[u];
+        record_row(indptr, p >> shift, t, row_end, degree);
     }
 }
 
@@ -155,53 +173,36 @@ __global__ void sssp_batch_relax(const Index* __restrict__ indices,
                                  unsigned long long* counters) {
     __shared__ long long s_end[kStageSlots];
     __shared__ long long s_meta[2];
-    const long long n_edges = edge_end[q - 1];
-    const long long chunk = static_cast<long long>(blockDim.x) * kItems;
-    // Block-uniform chunks of kItems * blockDim consecutive edges, their slots staged in shared
-    // memory (batch.cuh); every lane runs every item (route needs all 32 lanes).
-    for (long long e0 = static_cast<long long>(blockIdx.x) * chunk; e0 < n_edges;
-         e0 += static_cast<long long>(gridDim.x) * chunk) {
-        const long long e1 = e0 + chunk < n_edges ? e0 + chunk : n_edges;
-        const StagedChunk staged = stage_chunk(edge_end, q, e0, e1, s_end, s_meta);
-        for (int item = 0; item < kItems; ++item) {
-            const long long e = e0 + static_cast<long long>(item) * blockDim.x + threadIdx.x;
-            bool lowered = false;
-            long long target = 0;
-            double cand = 0.0;
-            if (e < e1) {
-                const long long t = chunk_slot(edge_end, staged, s_end, e);
-                const long long p = queue[t];
-                const double from = snap[t];
-                // Lowered since the snapshot: queued again, it relaxes from the lower value.
-                // (Not with negative weights: there every pass relaxes its whole snapshot, so
-                // that pass r has found every path of r edges and the pass bound detects
-                // negative cycles.)
-                if (negative != 0 || __ldcg(dist + p) == from) {
-                    const long long j = row_end[t] - (edge_end[t] - e);
-                    cand = from + weights[j];
-                    target = (static_cast<long long>(indices[j]) << shift) + base[t];
-                    if (cand <= max_distance && cand < __ldcg(dist + target)) {
-                        if (negative != 0) {
-                            lowered = atomic_min_double(dist + target, cand);
-                        } else {
-                            const unsigned long long old = atomicMin(
-                                reinterpret_cast<unsigned long long*>(dist + target),
-                                double_bits(cand));
-                            lowered = double_bits(cand) < old;
-                        }
-                        if (lowered) {
-                            stamp[target] = pass;
-                            parent[target] = p >> shift;
-                            parent_edge[target] = j;
-                        }
+    // Every lane runs every item (route needs all 32 lanes).
+    for_each_staged_edge<kItems>(edge_end, q, s_end, s_meta,
+                                 [&](long long e, long long e1, const StagedChunk& staged) {
+        bool lowered = false;
+        long long target = 0;
+        double cand = 0.0;
+        if (e < e1) {
+            const long long t = chunk_slot(edge_end, staged, s_end, e);
+            const long long p = queue[t];
+            const double from = snap[t];
+            // Lowered since the snapshot: queued again, it relaxes from the lower value. (Not
+            // with negative weights: there every pass relaxes its whole snapshot, so that pass
+            // r has found every path of r edges and the pass bound detects negative cycles.)
+            if (negative != 0 || __ldcg(dist + p) == from) {
+                const long long j = row_end[t] - (edge_end[t] - e);
+                cand = from + weights[j];
+                target = (static_cast<long long>(indices[j]) << shift) + base[t];
+                if (cand <= max_distance && cand < __ldcg(dist + target)) {
+                    lowered = lower(dist, target, cand, negative);
+                    if (lowered) {
+                        stamp[target] = pass;
+                        parent[target] = p >> shift;
+                        parent_edge[target] = j;
                     }
                 }
             }
-            route(lowered, target, cand, threshold, pass, epoch, near_mark, far_mark, next, far,
-                  far_len, counters);
         }
-        __syncthreads();  // s_end and s_meta are restaged
-    }
+        route(lowered, target, cand, threshold, pass, epoch, near_mark, far_mark, next, far,
+              far_len, counters);
+    });
 }
 
 // One SPLIT pass over the far pile: see the header.
@@ -211,10 +212,7 @@ __global__ void sssp_batch_split(const long long* __restrict__ far, long long fa
                                  double threshold, double split_floor, int pass, int* far_mark,
                                  long long* next, long long* far_next,
                                  unsigned long long* counters) {
-    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < far_len;
-         first += stride) {
-        const long long i = first + threadIdx.x;
+    warp_uniform_loop(far_len, [&](long long i) {
         bool move = false, keep = false;
         long long p = 0;
         if (i < far_len) {
@@ -231,7 +229,7 @@ __global__ void sssp_batch_split(const long long* __restrict__ far, long long fa
         if (move) next[at_near] = p;
         const unsigned long long at_far = warp_append_slot(counters + 1, keep);
         if (keep) far_next[at_far] = p;
-    }
+    });
 }
 
 // Re-check every lowered pair's recorded parent (see the header); list failures in `repair`
@@ -309,10 +307,7 @@ __global__ void sssp_batch_repair_push(const long long* __restrict__ indptr,
     const int* s_row = stamp + blockIdx.y;
     long long* p_row = parent + blockIdx.y;
     const int lane = threadIdx.x & 31;
-    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < n;
-         first += stride) {
-        const long long u = first + threadIdx.x;
+    warp_uniform_loop(n, [&](long long u) {
         double du = __longlong_as_double(0x7ff0000000000000ll);
         long long begin = 0, end = 0;
         int su = 0;
@@ -330,12 +325,7 @@ __global__ void sssp_batch_repair_push(const long long* __restrict__ indptr,
                 if (du + weights[j] == d_row[v << shift] && su < s_row[v << shift]) p_row[v << shift] = u;
             }
         }
-        unsigned pending = __ballot_sync(kFullWarp, reached && !alone);
-        while (pending != 0u) {
-            const int owner = __ffs(pending) - 1;
-            pending &= pending - 1u;
-            const long long from = __shfl_sync(kFullWarp, begin, owner);
-            const long long to = __shfl_sync(kFullWarp, end, owner);
+        warp_each_row(reached && !alone, begin, end, [&](int owner, long long from, long long to) {
             const double owner_d = __shfl_sync(kFullWarp, du, owner);
             const int owner_s = __shfl_sync(kFullWarp, su, owner);
             const long long owner_u = __shfl_sync(kFullWarp, u, owner);
@@ -345,8 +335,8 @@ __global__ void sssp_batch_repair_push(const long long* __restrict__ indptr,
                     p_row[v << shift] = owner_u;
                 }
             }
-        }
-    }
+        });
+    });
 }
 
 // The working layout (vertex-major, `stride` = 1 << shift entries per vertex) to the result's
@@ -413,9 +403,7 @@ __global__ void sssp_batch_prepare_shared(const long long* __restrict__ indptr, 
             const int i = __ffsll(static_cast<long long>(rest)) - 1;
             snap[(t << shift) + i] = dist[(u << shift) + i];
         }
-        const long long end = indptr[u + 1];
-        row_end[t] = end;
-        degree[t] = end - indptr[u];
+        record_row(indptr, u, t, row_end, degree);
     }
 }
 
@@ -436,52 +424,36 @@ __global__ void sssp_batch_relax_shared(const Index* __restrict__ indices,
                                         unsigned long long* counters) {
     __shared__ long long s_end[kStageSlots];
     __shared__ long long s_meta[2];
-    const long long n_edges = edge_end[q - 1];
-    const long long chunk = static_cast<long long>(blockDim.x) * kItems;
-    for (long long e0 = static_cast<long long>(blockIdx.x) * chunk; e0 < n_edges;
-         e0 += static_cast<long long>(gridDim.x) * chunk) {  // block-uniform
-        const long long e1 = e0 + chunk < n_edges ? e0 + chunk : n_edges;
-        const StagedChunk staged = stage_chunk(edge_end, q, e0, e1, s_end, s_meta);
-        for (int item = 0; item < kItems; ++item) {
-            const long long e = e0 + static_cast<long long>(item) * blockDim.x + threadIdx.x;
-            if (e >= e1) continue;
-            const long long t = chunk_slot(edge_end, staged, s_end, e);
-            const long long u = vqueue[t];
-            const long long j = row_end[t] - (edge_end[t] - e);
-            const long long v = static_cast<long long>(indices[j]);
-            const double w = weights[j];
-            for (unsigned long long rest = slot_mask[t]; rest != 0; rest &= rest - 1) {
-                const int i = __ffsll(static_cast<long long>(rest)) - 1;
-                const double from = snap[(t << shift) + i];
-                // Stale (lowered since the snapshot): queued again; not with negative weights.
-                if (negative == 0 && __ldcg(dist + (u << shift) + i) != from) continue;
-                const double cand = from + w;
-                const long long target = (v << shift) + i;
-                if (!(cand <= max_distance && cand < __ldcg(dist + target))) continue;
-                bool lowered;
-                if (negative != 0) {
-                    lowered = atomic_min_double(dist + target, cand);
-                } else {
-                    const unsigned long long old = atomicMin(
-                        reinterpret_cast<unsigned long long*>(dist + target), double_bits(cand));
-                    lowered = double_bits(cand) < old;
-                }
-                if (!lowered) continue;
-                stamp[target] = pass;
-                parent[target] = u;
-                parent_edge[target] = j;
-                if (cand < threshold) {
-                    queue_pair_shared(v, i, pass, mask, near_vmark, vnext, counters);
-                } else {
-                    atomicMin(counters + 2, double_bits(cand));
-                    if (atomicExch(far_mark + target, epoch) != epoch) {
-                        far[far_len + static_cast<long long>(atomicAdd(counters + 1, 1ull))] = target;
-                    }
+    for_each_staged_edge<kItems>(edge_end, q, s_end, s_meta,
+                                 [&](long long e, long long e1, const StagedChunk& staged) {
+        if (e >= e1) return;
+        const long long t = chunk_slot(edge_end, staged, s_end, e);
+        const long long u = vqueue[t];
+        const long long j = row_end[t] - (edge_end[t] - e);
+        const long long v = static_cast<long long>(indices[j]);
+        const double w = weights[j];
+        for (unsigned long long rest = slot_mask[t]; rest != 0; rest &= rest - 1) {
+            const int i = __ffsll(static_cast<long long>(rest)) - 1;
+            const double from = snap[(t << shift) + i];
+            // Stale (lowered since the snapshot): queued again; not with negative weights.
+            if (negative == 0 && __ldcg(dist + (u << shift) + i) != from) continue;
+            const double cand = from + w;
+            const long long target = (v << shift) + i;
+            if (!(cand <= max_distance && cand < __ldcg(dist + target))) continue;
+            if (!lower(dist, target, cand, negative)) continue;
+            stamp[target] = pass;
+            parent[target] = u;
+            parent_edge[target] = j;
+            if (cand < threshold) {
+                queue_pair_shared(v, i, pass, mask, near_vmark, vnext, counters);
+            } else {
+                atomicMin(counters + 2, double_bits(cand));
+                if (atomicExch(far_mark + target, epoch) != epoch) {
+                    far[far_len + static_cast<long long>(atomicAdd(counters + 1, 1ull))] = target;
                 }
             }
         }
-        __syncthreads();  // s_end and s_meta are restaged
-    }
+    });
 }
 
 // One SPLIT pass over the far pile of pairs: moved pairs join the vertex queue with their bit.
@@ -492,10 +464,7 @@ __global__ void sssp_batch_split_shared(const long long* __restrict__ far, long 
                                         int pass, int* far_mark, unsigned long long* mask,
                                         int* near_vmark, long long* vnext, long long* far_next,
                                         unsigned long long* counters) {
-    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < far_len;
-         first += stride) {
-        const long long f = first + threadIdx.x;
+    warp_uniform_loop(far_len, [&](long long f) {
         bool keep = false;
         long long p = 0;
         if (f < far_len) {
@@ -514,5 +483,5 @@ __global__ void sssp_batch_split_shared(const long long* __restrict__ far, long 
         }
         const unsigned long long at_far = warp_append_slot(counters + 1, keep);
         if (keep) far_next[at_far] = p;
-    }
+    });
 }

@@ -14,7 +14,7 @@
 //   Candidates above max_distance are dropped, so farther vertices stay +inf and the far pile
 //   runs dry where the distances pass it. With stamp, parent and parent_edge null no parent
 //   is recorded (distances only) and the check and repair kernels are not launched.
-//   gpipe/kernels/gpu_sssp.py (sssp) launches them; tests/test_kernels_gpu.py checks them
+//   gpipe/compute/gpu_sssp.py (sssp) launches them; tests/test_kernels_gpu.py checks them
 //   against scipy.sparse.csgraph.dijkstra and validates the tree. The slow, obviously right
 //   twin is the frontier Bellman-Ford of sssp.cu driven round by round (gpipe/traverse.py).
 //

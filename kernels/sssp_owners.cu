@@ -3,10 +3,10 @@
 // the mid and far piles, and the outbox.
 //
 // What it computes
-//   gpipe/kernels/gpu_sssp_owners.py launches these kernels for gpipe/traverse.py's
+//   gpipe/compute/gpu_sssp_owners.py launches these kernels for gpipe/traverse.py's
 //   _sssp_owner: delta-stepping across owners (non-negative weights) or Bellman-Ford (any
 //   weights), exchanging candidates worker to worker once per step. All arrays live for the
-//   whole traversal (gpipe/kernels/owner_state.py documents each one); no kernel allocates,
+//   whole traversal (gpipe/compute/owner_state.py documents each one); no kernel allocates,
 //   sorts or deduplicates, and the host reads `counters` once per round.
 //     sssp_owner_frontier      per frontier slot: the snapshot distance and the degree (the
 //                              host scans the degrees); empties the near queue about to fill.
@@ -28,7 +28,7 @@
 //                              there (relaxed from the near queue since).
 //     sssp_owner_pack          one peer's outbox segment as (target, sent_best, send_parent);
 //                              dequeued.
-//   gpipe/kernels/cpu_sssp_owners.py is the line-by-line Numba twin (each of its functions
+//   gpipe/compute/cpu_sssp_owners.py is the line-by-line Numba twin (each of its functions
 //   names the kernel it mirrors); tests/test_kernels_cpu.py checks the twin and
 //   tests/test_kernels_gpu.py these kernels, step by step and as whole traversals, against
 //   scipy.sparse.csgraph.
@@ -59,19 +59,19 @@
 //   sent_best float64, send_parent int64, queued int32 [n - n_local], by remote index
 //   r = v (v < offset) or v - n_local; outbox int64[n - n_local], owner q's segment at
 //   outbox_start[q], its length in counters[kSent + q].
-//   counters uint64[kSent + n_owners] (layout: gpipe/kernels/owner_state.py); the *_MIN slots
+//   counters uint64[kSent + n_owners] (layout: gpipe/compute/owner_state.py); the *_MIN slots
 //   hold float64 bit patterns, +inf when empty.
 //
 // Written for NVRTC (cupy.RawModule, -std=c++17): no standard headers; atomics.cuh holds the
 // double-precision atomic min (shared with sssp.cu), frontier.cuh and warp.cuh the edge search,
-// queue append and warp reductions. Every kernel is a template on Index so that gpipe/kernels/cuda.py instantiates the file as it does the others.
+// queue append and warp reductions. Every kernel is a template on Index so that gpipe/compute/cuda.py instantiates the file as it does the others.
 
 #include "atomics.cuh"
 #include "frontier.cuh"
 
 namespace {
 
-// Slots of `counters` (gpipe/kernels/owner_state.py: NEAR, MID_MIN, FAR_MIN, SENT_MIN,
+// Slots of `counters` (gpipe/compute/owner_state.py: NEAR, MID_MIN, FAR_MIN, SENT_MIN,
 // RELAXED, SENT).
 constexpr int kNear = 0;
 constexpr int kMidMin = 5;
@@ -138,6 +138,27 @@ __device__ __forceinline__ Listing list_improved(long long v, double d, double l
         }
     }
     return listing;
+}
+
+// Pass 2 at local vertex `local` for a candidate `cand` from global vertex from(): if this call
+// lowered the vertex (stamp `lowered`, or `lowered + 1` once listed) and cand equals its final
+// distance, the parent is set (any such candidate may win), and the first to move the stamp to
+// `lowered + 1` sets *listing (list_improved). `from` is called only where the parent is written.
+template <typename From>
+__device__ __forceinline__ void settle_local(long long local, double cand, From from,
+                                             const double* dist, long long* parent, int* stamp,
+                                             int lowered, double local_threshold, double threshold,
+                                             int fill_round, int* near_mark,
+                                             unsigned char* mid_mark, unsigned char* far_mark,
+                                             Listing* listing) {
+    const int s = stamp[local];
+    if ((s == lowered || s == lowered + 1) && cand == dist[local]) {
+        parent[local] = from();
+        if (atomicCAS(&stamp[local], lowered, lowered + 1) == lowered) {
+            *listing = list_improved(local, dist[local], local_threshold, threshold, fill_round,
+                                     near_mark, mid_mark, far_mark);
+        }
+    }
 }
 
 // Append each lane's listed vertex v to its queue and fold the piles' minima. All 32 lanes
@@ -217,10 +238,7 @@ __global__ void sssp_owner_relax_edges(const long long* __restrict__ indptr,
                                        unsigned long long* counters,
                                        double bound) {
     const long long n_edges = edge_end[k - 1];
-    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < n_edges;
-         first += stride) {
-        const long long e = first + threadIdx.x;
+    warp_uniform_loop(n_edges, [&](long long e) {
         bool to_send = false;
         long long v = 0;
         long long owner = -1;
@@ -258,7 +276,7 @@ __global__ void sssp_owner_relax_edges(const long long* __restrict__ indptr,
             }
         }
         warp_fold_min(counters, kSentMin, sent);
-    }
+    });
 }
 
 // Pass 2: every minimum is final. A local target stamped in this call takes its parent from
@@ -295,10 +313,7 @@ __global__ void sssp_owner_settle_edges(const long long* __restrict__ indptr,
                                         const int* queued,
                                         unsigned long long* counters) {
     const long long n_edges = edge_end[k - 1];
-    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < n_edges;
-         first += stride) {
-        const long long e = first + threadIdx.x;
+    warp_uniform_loop(n_edges, [&](long long e) {
         Listing listing = no_listing();
         long long local = 0;
         if (e < n_edges) {
@@ -308,14 +323,9 @@ __global__ void sssp_owner_settle_edges(const long long* __restrict__ indptr,
             const double cand = snapshot[i] + weights[j];
             local = v - offset;
             if (local >= 0 && local < n_local) {
-                const int s = stamp[local];
-                if ((s == lowered || s == lowered + 1) && cand == dist[local]) {
-                    parent[local] = offset + frontier[i];
-                    if (atomicCAS(&stamp[local], lowered, lowered + 1) == lowered) {
-                        listing = list_improved(local, dist[local], local_threshold, threshold,
-                                                fill_round, near_mark, mid_mark, far_mark);
-                    }
-                }
+                settle_local(local, cand, [&] { return offset + frontier[i]; }, dist, parent,
+                             stamp, lowered, local_threshold, threshold, fill_round, near_mark,
+                             mid_mark, far_mark, &listing);
             } else {
                 const long long r = local < 0 ? v : v - n_local;
                 if (queued[r] != 0 && cand == sent_best[r]) {
@@ -324,7 +334,7 @@ __global__ void sssp_owner_settle_edges(const long long* __restrict__ indptr,
             }
         }
         append_listed(listing, local, near_out, mid_out, mid_slot, far_out, far_slot, counters);
-    }
+    });
 }
 
 // Merge, pass 1: every arriving candidate's minimum (targets are this owner's global ids).
@@ -370,25 +380,17 @@ __global__ void sssp_owner_merge_settle(long long offset,
                                         long long* far_out,
                                         int far_slot,
                                         unsigned long long* counters) {
-    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < m;
-         first += stride) {
-        const long long i = first + threadIdx.x;
+    warp_uniform_loop(m, [&](long long i) {
         Listing listing = no_listing();
         long long local = 0;
         if (i < m) {
             local = targets[i] - offset;
-            const int s = stamp[local];
-            if ((s == lowered || s == lowered + 1) && dists[i] == dist[local]) {
-                parent[local] = parents[i];
-                if (atomicCAS(&stamp[local], lowered, lowered + 1) == lowered) {
-                    listing = list_improved(local, dist[local], local_threshold, threshold,
-                                            fill_round, near_mark, mid_mark, far_mark);
-                }
-            }
+            settle_local(local, dists[i], [&] { return parents[i]; }, dist, parent, stamp,
+                         lowered, local_threshold, threshold, fill_round, near_mark, mid_mark,
+                         far_mark, &listing);
         }
         append_listed(listing, local, near_out, mid_out, mid_slot, far_out, far_slot, counters);
-    }
+    });
 }
 
 // Empty the pile pile[:counters[pile_slot]] into the queues by the thresholds: its mark
@@ -413,10 +415,7 @@ __global__ void sssp_owner_split(const long long* __restrict__ pile,
                                  int far_slot,
                                  unsigned long long* counters) {
     const long long count = static_cast<long long>(counters[pile_slot]);
-    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (long long first = static_cast<long long>(blockIdx.x) * blockDim.x; first < count;
-         first += stride) {
-        const long long i = first + threadIdx.x;
+    warp_uniform_loop(count, [&](long long i) {
         Listing listing = no_listing();
         long long v = 0;
         if (i < count) {
@@ -429,7 +428,7 @@ __global__ void sssp_owner_split(const long long* __restrict__ pile,
             }
         }
         append_listed(listing, v, near_out, mid_out, mid_slot, far_out, far_slot, counters);
-    }
+    });
 }
 
 // One peer's outbox segment outbox[start:start + count] as (target, distance, parent), and

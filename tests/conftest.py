@@ -53,6 +53,15 @@ def gpu_count():
         return 0
 
 
+def cupy_or_skip():
+    """CuPy, for a module of GPU kernel tests: the whole module is skipped where CuPy or a CUDA
+    device is missing."""
+    cupy = pytest.importorskip("cupy", exc_type=ImportError)
+    if gpu_count() == 0:
+        pytest.skip("no CUDA device", allow_module_level=True)
+    return cupy
+
+
 @functools.cache
 def gpu_available():
     if gpu_count() < 1:
@@ -213,9 +222,8 @@ def engine_params(*names):
 ENGINES = ("local", "cluster", "gpu")
 
 
-@pytest.fixture(params=engine_params(*ENGINES))
-def engine(request):
-    """Each API test runs once per path: no client, 2-worker LocalCluster, GPU (cuDF)."""
+def _engine(request):
+    """The Engine of path ``request.param``; the cluster's is current (2 partitions) meanwhile."""
     name = request.param
     if name == "cluster":
         client = request.getfixturevalue("dask_client2")
@@ -223,18 +231,18 @@ def engine(request):
             yield Engine(name, client)
     else:
         yield Engine(name)
+
+
+@pytest.fixture(params=engine_params(*ENGINES))
+def engine(request):
+    """Each API test runs once per path: no client, 2-worker LocalCluster, GPU (cuDF)."""
+    yield from _engine(request)
 
 
 @pytest.fixture(params=engine_params("local", "cluster"))
 def cpu_engine(request):
     """The two CPU paths only (no client, 2-worker LocalCluster)."""
-    name = request.param
-    if name == "cluster":
-        client = request.getfixturevalue("dask_client2")
-        with client.as_current(), dask.config.set({"gpipe.partitions": 2}):
-            yield Engine(name, client)
-    else:
-        yield Engine(name)
+    yield from _engine(request)
 
 
 @pytest.fixture

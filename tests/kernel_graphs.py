@@ -128,6 +128,18 @@ def local_sources(owner, sources):
     return (mine - owner.offset).astype(np.int64)
 
 
+def driver_start(xp, owners, sources, unreached, dtype):
+    """A test driver's first state, one array per owner: ``(dist, parent, frontier)``, dist of
+    ``dtype`` at ``unreached`` but 0 at the owner's sources, parent -1, and the frontier the
+    sources (local ids, host arrays); ``xp`` is numpy or cupy, the arrays' module."""
+    dist = [xp.full(o.n_local, unreached, dtype=dtype) for o in owners]
+    parent = [xp.full(o.n_local, -1, dtype=xp.int64) for o in owners]
+    frontier = [local_sources(o, sources) for o in owners]
+    for d, f in zip(dist, frontier):
+        d[xp.asarray(f)] = 0
+    return dist, parent, frontier
+
+
 # ---------------------------------------------------------------------------------------------
 # Checks, written the plain way
 # ---------------------------------------------------------------------------------------------

@@ -382,16 +382,21 @@ SSSP_CASES = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(SSSP_CASES))
-def test_sssp_matches_scipy(engine, name):
+def sssp_case(name):
+    """``(case, edges, sources)`` of ``SSSP_CASES[name]``: its graph and its sources, the widest
+    one (an id) where the case says ``widest``, else a list of ``case["sources"]`` (default 1)."""
     case = SSSP_CASES[name]
     edges = reference.random_edges(seed=len(name), **case["graph"])
     if case.get("widest"):
-        sources = reference.widest_source(edges, directed=case["directed"])
-    else:
-        sources = reference.pick_sources(edges, case.get("sources", 1), seed=9)
-        if len(sources) == 1:
-            sources = sources[0]
+        return case, edges, reference.widest_source(edges, directed=case["directed"])
+    return case, edges, reference.pick_sources(edges, case.get("sources", 1), seed=9)
+
+
+@pytest.mark.parametrize("name", sorted(SSSP_CASES))
+def test_sssp_matches_scipy(engine, name):
+    case, edges, sources = sssp_case(name)
+    if not case.get("widest") and len(sources) == 1:
+        sources = sources[0]
     out = run_sssp(engine, edges, sources, directed=case["directed"],
                    npartitions=case.get("npartitions", 3))
     assert out["distance"].notna().sum() > 5, "degenerate case: nothing reached"

@@ -21,13 +21,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-cupy = pytest.importorskip("cupy", exc_type=ImportError)
-try:
-    _DEVICES = cupy.cuda.runtime.getDeviceCount()
-except Exception:  # CUDARuntimeError, or a CUDA driver that fails to load
-    _DEVICES = 0
-if _DEVICES == 0:
-    pytest.skip("no CUDA device", allow_module_level=True)
+from conftest import cupy_or_skip
+
+cupy = cupy_or_skip()
 
 pytest.importorskip("scipy.sparse")
 from scipy.sparse import csgraph  # noqa: E402

@@ -201,13 +201,17 @@ def test_bench_fails_on_a_wrong_traversal(monkeypatch):
 # --- the validator ---------------------------------------------------------------------------------
 
 
+def traversed(part, source, kind):
+    """``(dist, parent)`` of a BFS (``kind`` "bfs") or an SSSP ("sssp") of ``part`` from ``source``."""
+    if kind == "bfs":
+        return traverse.bfs_arrays(part, [source])
+    return traverse.sssp_arrays(part, [source], False)
+
+
 @pytest.mark.parametrize("kind", ["bfs", "sssp"])
 def test_validator_accepts_correct_results(kron_part, kind):
     part, source = kron_part
-    if kind == "bfs":
-        dist, parent = traverse.bfs_arrays(part, [source])
-    else:
-        dist, parent = traverse.sssp_arrays(part, [source], False)
+    dist, parent = traversed(part, source, kind)
     stats = _check(part, dist, parent, source, kind == "sssp")
     assert stats["reached"] > 1
     degree = np.diff(part.indptr)
@@ -218,10 +222,7 @@ def test_validator_accepts_correct_results(kron_part, kind):
 @pytest.mark.parametrize("kind", ["bfs", "sssp"])
 def test_validator_fails_on_planted_bad_parent(kron_part, kind):
     part, source = kron_part
-    if kind == "bfs":
-        dist, parent = traverse.bfs_arrays(part, [source])
-    else:
-        dist, parent = traverse.sssp_arrays(part, [source], False)
+    dist, parent = traversed(part, source, kind)
     reached = np.flatnonzero((dist > 0) & np.isfinite(dist))
     v = int(reached[-1])
     neighbours = set(part.indices[part.indptr[v]:part.indptr[v + 1]].tolist())
@@ -252,10 +253,7 @@ def test_validator_fails_on_parent_along_a_longer_edge(kron_part):
 @pytest.mark.parametrize("kind", ["bfs", "sssp"])
 def test_validator_fails_on_planted_wrong_distance(kron_part, kind):
     part, source = kron_part
-    if kind == "bfs":
-        dist, parent = traverse.bfs_arrays(part, [source])
-    else:
-        dist, parent = traverse.sssp_arrays(part, [source], False)
+    dist, parent = traversed(part, source, kind)
     v = int(np.flatnonzero((dist > 0) & np.isfinite(dist))[0])
     dist = dist.copy()
     dist[v] += 1  # one too far: its parent no longer accounts for it, its neighbours undercut it

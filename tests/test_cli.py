@@ -305,6 +305,27 @@ def test_other_errors_keep_their_traceback(graph, tmp_path, monkeypatch):
         main(["bfs", str(folder), "--source", str(sources_of(edges, 1)[0]), "--out", str(tmp_path / "out")])
 
 
+def stop_if_running(proc):
+    """SIGKILL to the process group of ``proc`` (started with ``start_new_session``) if it runs."""
+    import signal
+
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def interrupted_stderr(status, reader, err):
+    """The stderr of a command that SIGINT stopped, once ``reader`` (the thread appending its
+    lines to ``err``) is done: asserted to be exit status 130 and the one last line
+    ``gpipe: interrupted``, with no traceback."""
+    reader.join(10)
+    stderr = "".join(err)
+    assert status == 130, stderr
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert lines[-1] == "gpipe: interrupted" and stderr.count("gpipe: interrupted") == 1, stderr
+    assert "Traceback" not in stderr and "Error" not in stderr, stderr
+    return stderr
+
+
 def pipeline_config(tmp_path, folder, source, **changes):
     config = {
         "algorithm": "sssp",
@@ -703,14 +724,8 @@ def test_sigint_during_a_cluster_query_is_one_line_and_exit_130(tmp_path):
         os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C at the terminal does
         status = proc.wait(60)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    reader.join(10)
-    stderr = "".join(err)
-    assert status == 130, stderr
-    assert [line for line in stderr.splitlines() if line.strip()][-1] == "gpipe: interrupted"
-    assert stderr.count("gpipe: interrupted") == 1
-    assert "Traceback" not in stderr and "Error" not in stderr, stderr
+        stop_if_running(proc)
+    stderr = interrupted_stderr(status, reader, err)
     assert "gpipe.pipeline traverse" not in stderr  # it was interrupted during the query
     gone, alive = psutil.wait_procs(children, timeout=10)
     assert alive == [], alive
@@ -780,14 +795,8 @@ def test_ctrl_c_at_any_phase_is_one_line_exit_130_and_leaves_nothing(graph, tmp_
         status = proc.wait(60)
         took = time.monotonic() - sent
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    reader.join(10)
-    stderr = "".join(err)
-    assert status == 130, stderr
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    assert lines[-1] == "gpipe: interrupted" and stderr.count("gpipe: interrupted") == 1, stderr
-    assert "Traceback" not in stderr and "Error" not in stderr, stderr
+        stop_if_running(proc)
+    stderr = interrupted_stderr(status, reader, err)
     assert took <= 2.0, f"exited {took:.1f} s after SIGINT"
     gone, alive = psutil.wait_procs(children, timeout=2)
     assert alive == [], alive

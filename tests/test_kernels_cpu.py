@@ -13,7 +13,7 @@ import kernel_graphs
 from gpipe.compute import cpu, cpu_delta, cpu_sssp_owners, owner_state
 from kernel_graphs import (INDEX_DTYPES, OWNER_WIDTHS, Owner, assert_tree, assert_unique,
                            check_owner_far_pile, check_owner_merge, check_owner_pruning, csr_rows,
-                           drive_owner_sssp, local_sources, owned_by, random_edges, scipy_bfs_dist,
+                           drive_owner_sssp, driver_start, owned_by, random_edges, scipy_bfs_dist,
                            scipy_graph, scipy_sssp_dist, split)
 
 
@@ -22,22 +22,24 @@ from kernel_graphs import (INDEX_DTYPES, OWNER_WIDTHS, Owner, assert_tree, asser
 # ---------------------------------------------------------------------------------------------
 
 
+def remote_lists(steps, remote, count):
+    """The remote lists of every owner's step (results 1 .. count of each), concatenated;
+    empty where the steps had no remote owners (``remote`` False)."""
+    lists = [np.concatenate([s[c] for s in steps]) for c in range(1, count + 1)]
+    if not remote:
+        assert lists[0].size == 0
+    return lists
+
+
 def drive_bfs(owners, sources):
     """BFS over owners with bfs_expand; remote candidates claimed by their owner, first one wins."""
     remote = len(owners) > 1
-    dist = [np.full(o.n_local, -1, dtype=np.int32) for o in owners]
-    parent = [np.full(o.n_local, -1, dtype=np.int64) for o in owners]
-    frontier = [local_sources(o, sources) for o in owners]
-    for d, f in zip(dist, frontier):
-        d[f] = 0
+    dist, parent, frontier = driver_start(np, owners, sources, -1, np.int32)
     level = 0
     while any(f.size for f in frontier):
         steps = [cpu.bfs_expand(o.indptr, o.indices, o.offset, f, d, p, level, remote)
                  for o, f, d, p in zip(owners, frontier, dist, parent)]
-        targets = np.concatenate([s[1] for s in steps])
-        parents = np.concatenate([s[2] for s in steps])
-        if not remote:
-            assert targets.size == 0
+        targets, parents = remote_lists(steps, remote, 2)
         for q, o in enumerate(owners):
             mine = owned_by(o, targets)
             t, first = np.unique(targets[mine] - o.offset, return_index=True)
@@ -53,22 +55,14 @@ def drive_bfs(owners, sources):
 def drive_sssp(owners, sources, max_rounds):
     """Frontier Bellman-Ford over owners with sssp_relax; remote candidates pruned to the lightest per target."""
     remote = len(owners) > 1
-    dist = [np.full(o.n_local, np.inf) for o in owners]
-    parent = [np.full(o.n_local, -1, dtype=np.int64) for o in owners]
-    frontier = [local_sources(o, sources) for o in owners]
-    for d, f in zip(dist, frontier):
-        d[f] = 0.0
+    dist, parent, frontier = driver_start(np, owners, sources, np.inf, np.float64)
     rounds = 0
     while any(f.size for f in frontier):
         rounds += 1
         assert rounds <= max_rounds, "no convergence: negative cycle or a kernel bug"
         steps = [cpu.sssp_relax(o.indptr, o.indices, o.weights, o.offset, f, d[f].copy(), d, p, remote)
                  for o, f, d, p in zip(owners, frontier, dist, parent)]
-        targets = np.concatenate([s[1] for s in steps])
-        cands = np.concatenate([s[2] for s in steps])
-        parents = np.concatenate([s[3] for s in steps])
-        if not remote:
-            assert targets.size == 0
+        targets, cands, parents = remote_lists(steps, remote, 3)
         for q, o in enumerate(owners):
             mine = owned_by(o, targets)
             t, c, p = targets[mine] - o.offset, cands[mine], parents[mine]
@@ -142,6 +136,13 @@ def test_tiny_graph_by_hand(index_dtype):
 # Random graphs against scipy
 # ---------------------------------------------------------------------------------------------
 
+def random_graph(seed, n, index_dtype, **shape):
+    """``random_edges(seed, n=n, **shape)`` as ``((src, dst, w), SciPy matrix, one-owner CSR
+    rows (indptr, indices, weights))``."""
+    src, dst, w = random_edges(seed, n=n, **shape)
+    return (src, dst, w), scipy_graph(src, dst, w, n), csr_rows(src, dst, w, 0, n, index_dtype)
+
+
 CASES = [(seed, directed, index_dtype)
          for seed, directed in [(1, True), (2, False)]
          for index_dtype in INDEX_DTYPES]
@@ -150,9 +151,7 @@ CASES = [(seed, directed, index_dtype)
 @pytest.mark.parametrize("seed,directed,index_dtype", CASES)
 def test_bfs_matches_scipy(seed, directed, index_dtype):
     n = 300
-    src, dst, w = random_edges(seed, n=n, directed=directed)
-    graph = scipy_graph(src, dst, w, n)
-    indptr, indices, _ = csr_rows(src, dst, w, 0, n, index_dtype)
+    (src, dst, w), graph, (indptr, indices, _) = random_graph(seed, n, index_dtype, directed=directed)
     unit = np.ones_like(w)
     for sources in (np.array([7]), np.array([3, 150, 3, 299])):
         expected = scipy_bfs_dist(graph, sources)
@@ -170,9 +169,7 @@ def test_bfs_matches_scipy(seed, directed, index_dtype):
 
 def test_bfs_reaches_what_breadth_first_order_reaches():
     n = 300
-    src, dst, w = random_edges(5, n=n, m=400)
-    graph = scipy_graph(src, dst, w, n)
-    indptr, indices, _ = csr_rows(src, dst, w, 0, n, np.int32)
+    (src, dst, w), graph, (indptr, indices, _) = random_graph(5, n, np.int32, m=400)
     order, _ = csgraph.breadth_first_order(graph, 11, directed=True)
     dist, _ = cpu.bfs(indptr, indices, np.array([11]), -1)
     np.testing.assert_array_equal(np.flatnonzero(dist >= 0), np.sort(order))
@@ -182,9 +179,7 @@ def test_bfs_reaches_what_breadth_first_order_reaches():
 @pytest.mark.parametrize("depth_limit", [0, 1, 2, 3])
 def test_bfs_depth_limit(depth_limit):
     n = 300
-    src, dst, w = random_edges(3, n=n, m=500)
-    graph = scipy_graph(src, dst, w, n)
-    indptr, indices, _ = csr_rows(src, dst, w, 0, n, np.int64)
+    (src, dst, w), graph, (indptr, indices, _) = random_graph(3, n, np.int64, m=500)
     sources = np.array([0, 42])
     full = scipy_bfs_dist(graph, sources)
     expected = np.where(full <= depth_limit, full, -1)
@@ -196,9 +191,7 @@ def test_bfs_depth_limit(depth_limit):
 @pytest.mark.parametrize("seed,directed,index_dtype", CASES)
 def test_sssp_matches_scipy(seed, directed, index_dtype):
     n = 300
-    src, dst, w = random_edges(seed, n=n, directed=directed)
-    graph = scipy_graph(src, dst, w, n)
-    indptr, indices, weights = csr_rows(src, dst, w, 0, n, index_dtype)
+    (src, dst, w), graph, (indptr, indices, weights) = random_graph(seed, n, index_dtype, directed=directed)
     for sources in (np.array([7]), np.array([3, 150, 3, 299])):
         expected = scipy_sssp_dist(graph, sources)
         dist, parent = cpu.dijkstra(indptr, indices, weights, sources)
@@ -260,6 +253,22 @@ def frontier_edges(owner, frontier):
     return np.array(pairs, dtype=np.int64).reshape(-1, 2)
 
 
+def second_owner(seed, index_dtype, n=300):
+    """The second of two owners of a random undirected graph of ``n`` vertices."""
+    src, dst, w = random_edges(seed, n=n, directed=False)
+    return split(src, dst, w, n, 2, index_dtype)[1]
+
+
+def frontier_targets(owner, frontier):
+    """``(i, e, target, local)`` of every out-edge of the frontier (frontier slot, edge index,
+    global target, whether this owner holds it); the frontier has local and remote targets."""
+    i, e = frontier_edges(owner, frontier).T
+    target = owner.indices[e].astype(np.int64)
+    local = owned_by(owner, target)
+    assert local.any() and (~local).any()
+    return i, e, target, local
+
+
 def sorted_rows(*columns):
     order = np.lexsort(columns[::-1])
     return [np.asarray(c)[order] for c in columns]
@@ -267,9 +276,7 @@ def sorted_rows(*columns):
 
 @pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
 def test_bfs_expand_step_on_second_owner(index_dtype):
-    n = 300
-    src, dst, w = random_edges(6, n=n, directed=False)
-    _, owner = split(src, dst, w, n, 2, index_dtype)
+    owner = second_owner(6, index_dtype)
     rng = np.random.default_rng(0)
     frontier = rng.choice(owner.n_local, 20, replace=False).astype(np.int64)
     dist = np.where(rng.random(owner.n_local) < 0.3, 1, -1).astype(np.int32)
@@ -280,10 +287,7 @@ def test_bfs_expand_step_on_second_owner(index_dtype):
     nxt, targets, parents = cpu.bfs_expand(owner.indptr, owner.indices, owner.offset, frontier,
                                            dist, parent, 2, True)
 
-    i, e = frontier_edges(owner, frontier).T
-    target = owner.indices[e].astype(np.int64)
-    local = owned_by(owner, target)
-    assert local.any() and (~local).any()
+    i, e, target, local = frontier_targets(owner, frontier)
     got = sorted_rows(targets, parents)
     want = sorted_rows(target[~local], owner.offset + frontier[i[~local]])
     np.testing.assert_array_equal(got[0], want[0])
@@ -304,9 +308,7 @@ def test_bfs_expand_step_on_second_owner(index_dtype):
 
 @pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
 def test_sssp_relax_step_on_second_owner(index_dtype):
-    n = 300
-    src, dst, w = random_edges(7, n=n, directed=False)
-    _, owner = split(src, dst, w, n, 2, index_dtype)
+    owner = second_owner(7, index_dtype)
     rng = np.random.default_rng(1)
     frontier = rng.choice(owner.n_local, 25, replace=False).astype(np.int64)
     dist = np.where(rng.random(owner.n_local) < 0.5, rng.uniform(0, 12, owner.n_local), np.inf)
@@ -319,11 +321,8 @@ def test_sssp_relax_step_on_second_owner(index_dtype):
         owner.indptr, owner.indices, owner.weights, owner.offset, frontier, frontier_dist.copy(),
         dist, parent, True)
 
-    i, e = frontier_edges(owner, frontier).T
-    target = owner.indices[e].astype(np.int64)
+    i, e, target, local = frontier_targets(owner, frontier)
     cand = frontier_dist[i] + owner.weights[e]
-    local = owned_by(owner, target)
-    assert local.any() and (~local).any()
     got = sorted_rows(targets, cands, parents)
     want = sorted_rows(target[~local], cand[~local], owner.offset + frontier[i[~local]])
     for g, x in zip(got, want):
@@ -377,9 +376,7 @@ SWITCHES = [(15, 18), (1e9, 1e-9), (1e9, 1e9), (1e-9, 18)]
 @pytest.mark.parametrize("seed,directed,index_dtype", CASES)
 def test_direction_optimizing_bfs_matches_scipy(seed, directed, index_dtype, alpha, beta):
     n = 300
-    src, dst, w = random_edges(seed, n=n, m=900, directed=directed)
-    graph = scipy_graph(src, dst, w, n)
-    indptr, indices, _ = csr_rows(src, dst, w, 0, n, index_dtype)
+    (src, dst, w), graph, (indptr, indices, _) = random_graph(seed, n, index_dtype, m=900, directed=directed)
     in_indptr, in_indices = (indptr, indices) if not directed else transpose(indptr, indices, n)
     unit = np.ones_like(w)
     for sources in (np.array([7]), np.array([3, 150, 3, 299])):
@@ -452,9 +449,7 @@ def test_bfs_large_enough_for_parallel_top_down_steps():
 @pytest.mark.parametrize("seed,directed,index_dtype", CASES)
 def test_delta_stepping_matches_scipy(seed, directed, index_dtype, delta):
     n = 300
-    src, dst, w = random_edges(seed, n=n, directed=directed)
-    graph = scipy_graph(src, dst, w, n)
-    indptr, indices, weights = csr_rows(src, dst, w, 0, n, index_dtype)
+    (src, dst, w), graph, (indptr, indices, weights) = random_graph(seed, n, index_dtype, directed=directed)
     for sources in (np.array([7]), np.array([3, 150, 3, 299])):
         expected = scipy_sssp_dist(graph, sources)
         dist, parent = cpu.delta_stepping(indptr, indices, weights, sources, delta)

@@ -20,13 +20,9 @@ import functools
 import numpy as np
 import pytest
 
-cupy = pytest.importorskip("cupy", exc_type=ImportError)
-try:
-    _DEVICES = cupy.cuda.runtime.getDeviceCount()
-except Exception:  # CUDARuntimeError, or a CUDA driver that fails to load
-    _DEVICES = 0
-if _DEVICES == 0:
-    pytest.skip("no CUDA device", allow_module_level=True)
+from conftest import cupy_or_skip
+
+cupy = cupy_or_skip()
 
 pytest.importorskip("scipy.sparse")  # kernel_graphs needs SciPy
 pytest.importorskip("scipy.sparse.csgraph")
@@ -37,7 +33,7 @@ from gpipe.compute import gpu  # noqa: E402
 from kernel_graphs import (INDEX_DTYPES, OWNER_WIDTHS, assert_build_csr_rows, assert_owner_pieces,  # noqa: E402
                            assert_tree, assert_unique, build_csr_cases, check_owner_far_pile, in_pieces,
                            check_owner_merge, check_owner_pruning, csr_rows, drive_owner_sssp,
-                           host_rows, local_sources, numpy_rows, owned_by, scipy_bfs_dist,
+                           driver_start, host_rows, numpy_rows, owned_by, scipy_bfs_dist,
                            scipy_graph, scipy_sssp_dist)
 
 pytestmark = pytest.mark.gpu
@@ -180,11 +176,7 @@ def checked_sssp_step(owner, frontier, dist, parent, remote):
 def drive_bfs(owners, sources):
     """BFS over owners; remote candidates claimed by their owner, first one wins. Host results."""
     remote = len(owners) > 1
-    dist = [cupy.full(o.n_local, -1, dtype=cupy.int32) for o in owners]
-    parent = [cupy.full(o.n_local, -1, dtype=cupy.int64) for o in owners]
-    frontier = [local_sources(o, sources) for o in owners]
-    for d, f in zip(dist, frontier):
-        d[cupy.asarray(f)] = 0
+    dist, parent, frontier = driver_start(cupy, owners, sources, -1, cupy.int32)
     level = 0
     while any(f.size for f in frontier):
         steps = [checked_bfs_step(o, cupy.asarray(f), d, p, level, remote)
@@ -208,11 +200,7 @@ def drive_bfs(owners, sources):
 def drive_sssp(owners, sources, max_rounds):
     """Frontier Bellman-Ford over owners; remote candidates pruned to the lightest per target."""
     remote = len(owners) > 1
-    dist = [cupy.full(o.n_local, cupy.inf) for o in owners]
-    parent = [cupy.full(o.n_local, -1, dtype=cupy.int64) for o in owners]
-    frontier = [local_sources(o, sources) for o in owners]
-    for d, f in zip(dist, frontier):
-        d[cupy.asarray(f)] = 0.0
+    dist, parent, frontier = driver_start(cupy, owners, sources, cupy.inf, cupy.float64)
     rounds = 0
     while any(f.size for f in frontier):
         rounds += 1

@@ -17,7 +17,7 @@ from conftest import multigpu_devices
 from gpipe import traverse
 from gpipe.owners import bfs as owners_bfs
 from gpipe import graph as graphs
-from test_api import BFS_CASES, SSSP_CASES, check_frame, run_bfs, run_sssp, sorted_frame
+from test_api import BFS_CASES, check_frame, run_bfs, run_sssp, sorted_frame, sssp_case
 from test_peers import MIXED, check_directions, check_tree
 
 pytestmark = [pytest.mark.multigpu, pytest.mark.timeout(300)]
@@ -48,12 +48,7 @@ def test_bfs_depth_limit(multigpu_engine, depth_limit):
                                   "zero-weights-duplicates-self-loops", "multi-source",
                                   "negative-weights-dag"])
 def test_sssp(multigpu_engine, name):
-    case = SSSP_CASES[name]
-    edges = reference.random_edges(seed=len(name), **case["graph"])
-    if case.get("widest"):
-        sources = reference.widest_source(edges, directed=case["directed"])
-    else:
-        sources = reference.pick_sources(edges, case.get("sources", 1), seed=9)
+    case, edges, sources = sssp_case(name)
     run_sssp(multigpu_engine, edges, sources, directed=case["directed"], npartitions=4)
 
 

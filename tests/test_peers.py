@@ -17,7 +17,7 @@ from gpipe import execution, traverse
 from gpipe.owners import bfs as owners_bfs
 from gpipe.owners import messages, peers
 from gpipe import graph as graphs
-from test_api import SSSP_CASES, run_sssp
+from test_api import SSSP_CASES, run_sssp, sssp_case
 
 
 def test_take_returns_payloads_in_sender_order_once_all_are_in():
@@ -341,12 +341,7 @@ def test_three_owners_agree_with_scipy(over_three):
 def test_three_owners_sssp_cases(over_three, name):
     """tests/test_api.py's SSSP cases (directed and undirected, integer-valued and real weights,
     zero weights, repeats, several sources, negative weights) over three owners."""
-    case = SSSP_CASES[name]
-    edges = reference.random_edges(seed=len(name), **case["graph"])
-    if case.get("widest"):
-        sources = reference.widest_source(edges, directed=case["directed"])
-    else:
-        sources = reference.pick_sources(edges, case.get("sources", 1), seed=9)
+    case, edges, sources = sssp_case(name)
     run_sssp(Engine("cluster", over_three), edges, sources, directed=case["directed"],
              npartitions=case.get("npartitions", 3))
 

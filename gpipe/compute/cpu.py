@@ -91,6 +91,7 @@ from gpipe.compute.cpu_bfs_owners import (  # noqa: F401 (the contract: BFS over
     BITMAP_BITS, BITMAP_DTYPE, FRONTIER, FRONTIER_EDGES, NEXT, NEXT_EDGES, QUEUES,
     bfs_owner_bottom_up, bfs_owner_claim, bfs_owner_top_down, bitmap_to_frontier,
     frontier_to_bitmap)
+from gpipe.compute.cpu_bfs_owners import bitmap_to_ids, ids_to_bitmap
 from gpipe.compute.cpu_batch import (  # noqa: F401 (the contract: per-source batches)
     BFS_BATCH_WIDTH, SSSP_BATCH_WIDTH, bfs_batch, bfs_batch_parents, sssp_batch)
 from gpipe.compute.cpu_delta import default_delta, delta_stepping  # noqa: F401
@@ -301,25 +302,10 @@ def _bottom_up_step(in_indptr, in_indices, level, dist, parent, front, next_fron
     return awake
 
 
-@kernel((INT64S, INT64S))
-def _queue_to_bitmap(frontier, bitmap):
-    bitmap[:] = 0
-    for i in range(frontier.shape[0]):
-        v = frontier[i]
-        bitmap[v >> 6] |= np.int64(1) << (v & 63)
-
-
 @kernel((INT64S, INT64))
 def _bitmap_to_queue(bitmap, size):
     frontier = np.empty(size, dtype=np.int64)
-    k = 0
-    for w in range(bitmap.shape[0]):
-        word = bitmap[w]
-        if word != 0:
-            for b in range(64):
-                if (word >> b) & 1:
-                    frontier[k] = w * 64 + b
-                    k += 1
+    bitmap_to_ids(bitmap, frontier)
     return frontier
 
 
@@ -346,7 +332,7 @@ def _bfs_direction_optimizing(indptr, indices, in_indptr, in_indices, sources, d
     while (frontier.shape[0] > 0 and (depth_limit < 0 or level < depth_limit)
            and (target < 0 or dist[target] < 0)):
         if bottom_up and scout * alpha > edges_to_check:
-            _queue_to_bitmap(frontier, front)
+            ids_to_bitmap(frontier, front)
             awake = frontier.shape[0]
             while True:
                 previous = awake

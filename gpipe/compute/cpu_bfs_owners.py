@@ -168,7 +168,8 @@ def _bottom_up_step(indptr, indices, dist, parent, level, front, next_front):
 
 
 @kernel((INT64S, INT64S))
-def _frontier_to_bitmap(frontier, bitmap):
+def ids_to_bitmap(frontier, bitmap):
+    """Clear `bitmap` (int64 words) and set the bits of the ids in `frontier`."""
     bitmap[:] = 0
     for i in range(frontier.shape[0]):
         v = frontier[i]
@@ -176,7 +177,7 @@ def _frontier_to_bitmap(frontier, bitmap):
 
 
 @kernel((INT64S, INT64S))
-def _bitmap_to_frontier(bitmap, out):
+def bitmap_to_ids(bitmap, out):
     """Write the ids of the set bits into `out`, ascending; return how many."""
     k = 0
     for w in range(bitmap.shape[0]):
@@ -298,10 +299,10 @@ def bfs_owner_bottom_up(indptr, indices, dist, parent, level, front, next_front,
 
 def frontier_to_bitmap(frontier, bitmap):
     """Clear `bitmap` (int64 words) and set the bits of the local ids in `frontier`."""
-    _frontier_to_bitmap(frontier, bitmap)
+    ids_to_bitmap(frontier, bitmap)
 
 
 def bitmap_to_frontier(bitmap, out, counters):
     """Write the local ids set in `bitmap` into `out`, ascending, and their number into
     ``counters[NEXT]`` (the other counters untouched)."""
-    counters[NEXT] = _bitmap_to_frontier(bitmap, out)
+    counters[NEXT] = bitmap_to_ids(bitmap, out)

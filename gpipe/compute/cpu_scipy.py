@@ -55,8 +55,8 @@ NEGATIVE_CYCLE = "a negative-weight cycle is reachable from the source"
 # and name; of each, the signature for the partition's index dtype.
 QUERY_KERNELS = {
     "bfs": (("gpipe.compute.cpu", ("_claim_sources", "_frontier_degree", "_top_down_serial",
-                                   "top_down_parallel", "_bottom_up_step", "_queue_to_bitmap",
-                                   "_bitmap_to_queue")),),
+                                   "top_down_parallel", "_bottom_up_step", "_bitmap_to_queue")),
+            ("gpipe.compute.cpu_bfs_owners", ("ids_to_bitmap", "bitmap_to_ids"))),
     "sssp": (("gpipe.compute.cpu_delta", ("_delta_stepping",)),),
     "sssp-negative": (("gpipe.compute.cpu", ("_frontier_degree", "_relax_step")),),
 }

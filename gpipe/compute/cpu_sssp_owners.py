@@ -93,6 +93,18 @@ def _lower(values, index, value):
 
 
 @_inline
+def onto_pile(v, d, min_slot, mark, out, slot, counts, values):
+    """Fold d into values[min_slot], a pile's minimum, and put v on the pile (out, its length
+    in counts[slot]) unless mark[v] says it is there already."""
+    if d < values[min_slot]:
+        values[min_slot] = d
+    if mark[v] == 0:
+        mark[v] = 1
+        out[counts[slot]] = v
+        counts[slot] += 1
+
+
+@_inline
 def _list_improved(v, d, local_threshold, threshold, fill_round, near_mark, mid_mark, far_mark,
                    near_out, mid_out, mid_slot, far_out, far_slot, counts, values):
     """list_improved: queue local vertex v, just improved to (or found at) distance d: near
@@ -104,19 +116,9 @@ def _list_improved(v, d, local_threshold, threshold, fill_round, near_mark, mid_
             near_out[counts[NEAR]] = v
             counts[NEAR] += 1
     elif d < threshold:
-        if d < values[MID_MIN]:
-            values[MID_MIN] = d
-        if mid_mark[v] == 0:
-            mid_mark[v] = 1
-            mid_out[counts[mid_slot]] = v
-            counts[mid_slot] += 1
+        onto_pile(v, d, MID_MIN, mid_mark, mid_out, mid_slot, counts, values)
     else:
-        if d < values[FAR_MIN]:
-            values[FAR_MIN] = d
-        if far_mark[v] == 0:
-            far_mark[v] = 1
-            far_out[counts[far_slot]] = v
-            counts[far_slot] += 1
+        onto_pile(v, d, FAR_MIN, far_mark, far_out, far_slot, counts, values)
 
 
 # ---------------------------------------------------------------------------------------------

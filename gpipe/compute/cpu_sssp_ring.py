@@ -116,12 +116,7 @@ def _list(v, d, threshold, delta, vertex, next_, head, tail, count, cursor, far_
         _append(v, max(_bucket(d, delta), cursor[CUR]), vertex, next_, head, tail, count, cursor,
                 counts)
     else:
-        if d < values[FAR_MIN]:
-            values[FAR_MIN] = d
-        if far_mark[v] == 0:
-            far_mark[v] = 1
-            far_out[counts[far_slot]] = v
-            counts[far_slot] += 1
+        twin.onto_pile(v, d, FAR_MIN, far_mark, far_out, far_slot, counts, values)
 
 
 @kernel(*each_index(lambda indices: (

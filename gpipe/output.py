@@ -173,7 +173,7 @@ class OutputExists(InputError):
     """The output path exists and no overwrite was asked for; ``path`` names it.
 
     ``how`` says how the caller asks for an overwrite: ``pass overwrite=True`` in Python, a
-    flag on a command line (:func:`pipelines.traverse_parquet.run` names its own).
+    flag on a command line (:func:`gpipe.pipeline.run` names its own).
     """
 
     def __init__(self, path, how="pass overwrite=True"):

@@ -1,6 +1,5 @@
 """Ready-made gpipe jobs, driven by a YAML file under ``conf/pipelines/``.
 
-Run one from a checkout with ``python -m pipelines.traverse_parquet --config FILE``, or from
-any installed gpipe with ``gpipe run FILE`` (installed wheels carry this package as
-``gpipe.pipelines``).
+Run one from a checkout with ``python -m pipelines.traverse_parquet --config FILE``; any
+installed gpipe runs the same job as ``gpipe run FILE`` (:mod:`gpipe.pipeline`).
 """

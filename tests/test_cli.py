@@ -389,7 +389,7 @@ def test_run_rejects_bad_configs_naming_the_key(graph, tmp_path, capsys, changes
 def test_shipped_pipeline_configs_are_valid_and_follow_the_demo():
     from gpipe.tools.demo import demo_hub
     from gpipe.generators import kronecker_edges
-    from pipelines.traverse_parquet import _validate, load_config
+    from gpipe.pipeline import _validate, load_config
 
     demo_source, _ = demo_hub(kronecker_edges(16, weights=True))
     for name in ("bfs", "sssp"):

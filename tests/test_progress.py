@@ -115,7 +115,7 @@ def test_the_command_line_logs_progress_lines(tmp_path, capsys):
 
 @pytest.mark.parametrize("done", [False, True])
 def test_a_terminal_gets_one_line_rewritten_in_place(capsys, done):
-    from pipelines.traverse_parquet import _ProgressLine
+    from gpipe.pipeline import _ProgressLine
 
     event = {"traversal": "t", "algorithm": "sssp", "owner": 1, "owners": 2, "level": 7,
              "frontier": 3, "reached": 1234, "elapsed_s": 1.5, "done": done}

@@ -19,7 +19,7 @@
 GPU is usable), so that the first query of a later process compiles nothing; see
 :mod:`gpipe.tools.warmup`.
 
-``bfs`` and ``sssp`` are the pipeline of ``pipelines/traverse_parquet.py`` with its settings
+``bfs`` and ``sssp`` run the job of :mod:`gpipe.pipeline` (as ``gpipe run`` does) with its settings
 taken from the options: read the edges, traverse, write the result atomically. Without
 ``--cluster`` they run in this process (no Dask cluster); with it, on the cluster that the
 file describes (``conf/cluster/*.yaml``). Step timings are logged to stderr; ``-q``
@@ -38,7 +38,6 @@ checkable without the data (depth limit, partitions) before the edges are read.
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import sys
 
@@ -63,7 +62,8 @@ def main(argv=None):
     try:
         args = make_parser().parse_args(argv)
         phase("imports")
-        pipeline = _pipeline()  # NumPy, pandas, Dask, gpipe: the first second of a command
+        from gpipe import pipeline  # NumPy, pandas, Dask, gpipe: the first second of a command
+
         pipeline.configure_logging(logging.WARNING if args.quiet else logging.INFO)
         status = args.command(args, pipeline)
         if status == 0:
@@ -184,15 +184,6 @@ def _bench(args, pipeline):
 
     return bench.main(args)
 
-
-def _pipeline():
-    """The traverse_parquet pipeline module: packaged in a wheel, or at the checkout's root."""
-    try:
-        return importlib.import_module("gpipe.pipelines.traverse_parquet")  # installed wheel
-    except ModuleNotFoundError as error:
-        if error.name not in ("gpipe.pipelines", "gpipe.pipelines.traverse_parquet"):
-            raise
-    return importlib.import_module("pipelines.traverse_parquet")  # checkout / editable install
 
 
 class _Parser(argparse.ArgumentParser):

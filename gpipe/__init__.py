@@ -16,7 +16,7 @@ __version__ = "0.1.0"
 # Imported at first use, so that ``import gpipe`` (the command line's first step) costs no
 # NumPy, pandas or Dask, and a Ctrl-C during those imports finds the command's handling in place.
 _LAZY = {"bfs": "gpipe.api", "bfs_each": "gpipe.api", "sssp": "gpipe.api", "sssp_each": "gpipe.api",
-         "Graph": "gpipe.graph", "read_edges": "gpipe.io", "dashboard_link": "gpipe.dashboard",
+         "Graph": "gpipe.graph", "read_edges": "gpipe.io", "dashboard_link": "gpipe.watch.dashboard",
          "to_parquet": "gpipe.output"}
 
 
@@ -27,6 +27,10 @@ def __getattr__(name):
         value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value
         return value
+    if name == "progress":  # a public module whose code lives in a layer below
+        import importlib
+
+        return importlib.import_module("gpipe.progress")
     raise AttributeError(f"module 'gpipe' has no attribute {name!r}")
 
 

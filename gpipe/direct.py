@@ -76,7 +76,7 @@ def _run_on_worker(worker, fn, values, query=None):
     and :func:`gpipe.progress.current_query` the client's ``query``."""
     from distributed.worker import _worker_cvar
 
-    from gpipe import progress
+    from gpipe.watch import progress
 
     _worker_cvar.set(worker)  # this thread's own copy of the context
     progress.set_query(query)
@@ -100,7 +100,7 @@ def request(client, address, fn, args, key):
     """The coroutine that asks the worker at ``address`` for ``fn(*args)`` under ``key``
     (futures among ``args`` go as :class:`Held`); it returns ``"OK"``, :data:`MISSING` or
     ``{FAILED: error}``. The query's :func:`gpipe.progress.current_query` goes along."""
-    from gpipe import progress
+    from gpipe.watch import progress
 
     held = [Held(a.key) if isinstance(a, Future) else a for a in args]
     return getattr(client.rpc(address), HANDLER)(fn=to_serialize(fn), args=to_serialize(held),

@@ -168,7 +168,7 @@ class OnCluster(Executor):
     worker in sorted address order."""
 
     def __init__(self, client, workers=None):
-        from gpipe import dashboard
+        from gpipe.watch import dashboard
 
         self.client = client
         dashboard.install(client)  # once per client: the scheduler's gpipe page
@@ -190,8 +190,8 @@ class OnCluster(Executor):
         self.n_owners = len(self.workers)
 
     def submit(self, fn, *args, owner=None):
-        from gpipe import progress
         from gpipe.tasks import run_query_task
+        from gpipe.watch import progress
 
         key = f"{task_name(fn, args)}-{'' if owner is None else f'{owner}-'}{uuid.uuid4().hex}"
         query = progress.current_query()  # within a query: its progress events say which

@@ -6,10 +6,11 @@ import numpy as np
 
 from gpipe import backend as backends
 from gpipe import build as builder
-from gpipe import execution, progress, result, traverse, validate
+from gpipe import execution, result, traverse, validate
 from gpipe import paths as path_rows
 from gpipe import sources as source_ids
 from gpipe.errors import GraphLost, InputError, NegativeCycleError, NoPath, on_undirected, plain
+from gpipe.watch import progress
 
 
 class Graph:

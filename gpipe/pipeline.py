@@ -53,12 +53,13 @@ from collections.abc import Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from gpipe import dashboard, execution, progress, sizing, validate
+from gpipe import execution, sizing, validate
 from gpipe.cluster import connect, disconnect, silenced_logging
 from gpipe.errors import InputError, report_or_raise
 from gpipe.graph import Graph
 from gpipe.interrupts import phase
 from gpipe.io import read_edges
+from gpipe.watch import dashboard, progress
 from gpipe.output import (OutputExists, check_writable, refuse_over_edges, restore_interrupted, summarize,
                           write_parquet)
 

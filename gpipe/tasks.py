@@ -41,8 +41,8 @@ def run_task(fn, *args):
     names the partition it was working on; a traversal that raises reports its failed end
     (:func:`gpipe.progress.ending_on_error`)."""
     from gpipe.errors import OutOfMemory
-    from gpipe.progress import ending_on_error
     from gpipe.threads import kernel_threads
+    from gpipe.watch.progress import ending_on_error
 
     try:
         with ending_on_error(), kernel_threads(whole_pool=getattr(fn, "__name__", None) in ALONE_ON_HOST):
@@ -89,7 +89,7 @@ def _worker_address() -> str | None:
 def run_query_task(query, fn, *args):
     """:func:`run_task` as a Dask task of a query: its traversal's progress events carry
     ``query`` (:func:`gpipe.progress.query`), as a direct query's do."""
-    from gpipe import progress
+    from gpipe.watch import progress
 
     with progress.query(query):
         return run_task(fn, *args)

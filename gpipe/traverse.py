@@ -23,10 +23,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpipe import backend as backends
-from gpipe import progress, validate
 from gpipe import sources as source_ids
-from gpipe.errors import NegativeCycleError
+from gpipe import validate
 from gpipe.compute import cpu_scipy
+from gpipe.errors import NegativeCycleError
+from gpipe.watch import progress
 from gpipe.outcome import (cycle_check_due, has_parent_cycle, raise_if_negative_loop_reached,
                            report_end)
 from gpipe.owners import run as owners

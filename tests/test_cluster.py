@@ -102,7 +102,7 @@ def test_an_interrupted_query_stops_its_owners(dask_client2, tmp_path):
     import numpy as np
     import pandas as pd
 
-    from gpipe import progress
+    from gpipe.watch import progress
 
     ids = np.arange(40_000)
     edges = pd.DataFrame({"src": ids, "dst": ids + 1, "weight": -1.0})

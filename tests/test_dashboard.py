@@ -1,5 +1,5 @@
-"""Watching a traversal: gpipe's page on the Dask dashboard (gpipe/dashboard.py), its data
-endpoint and spans, and ``gpipe.progress.bar()`` (gpipe/progress_bar.py)."""
+"""Watching a traversal: gpipe's page on the Dask dashboard (gpipe/watch/dashboard.py), its data
+endpoint and spans, and ``gpipe.progress.bar()`` (gpipe/watch/progress_bar.py)."""
 
 import io
 import json
@@ -13,7 +13,7 @@ import pytest
 
 import gpipe
 import reference
-from gpipe import dashboard
+from gpipe.watch import dashboard
 
 
 def _queries(client) -> list:

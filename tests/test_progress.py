@@ -1,5 +1,5 @@
 """Progress while a traversal runs: log records in this process, Dask worker events from a
-cluster's owners (gpipe/progress.py), and the command line's progress lines."""
+cluster's owners (gpipe/watch/progress.py), and the command line's progress lines."""
 
 import logging
 import time
@@ -10,7 +10,7 @@ import pytest
 
 import gpipe
 import reference
-from gpipe import progress
+from gpipe.watch import progress
 
 
 def test_an_in_process_traversal_logs_its_end_with_levels_and_reached(caplog):

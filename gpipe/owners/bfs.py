@@ -20,13 +20,13 @@ import dask
 import numpy as np
 
 from gpipe import backend as backends
-from gpipe import progress
 from gpipe.errors import InputError
 from gpipe.outcome import report_end
 from gpipe.owners import messages
 from gpipe.owners.connect import open_transport
 from gpipe.partition import Layout, Partition
 from gpipe.result import BFS, owner_frame
+from gpipe.watch import progress
 
 DIRECTION_KEY = "gpipe.bfs-direction"
 

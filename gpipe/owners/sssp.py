@@ -23,9 +23,9 @@ import time
 import numpy as np
 
 from gpipe import backend as backends
-from gpipe import progress
-from gpipe.errors import NegativeCycleError
 from gpipe.compute import owner_state
+from gpipe.errors import NegativeCycleError
+from gpipe.watch import progress
 from gpipe.outcome import (cycle_check_due, has_parent_cycle, raise_if_negative_loop_reached,
                            report_end)
 from gpipe.owners import messages

@@ -30,7 +30,7 @@ from importlib import resources
 
 from distributed.diagnostics.plugin import SchedulerPlugin
 
-from gpipe.progress import TOPIC
+from gpipe.watch.progress import TOPIC
 
 PATH = "/gpipe"
 API_PATH = "/gpipe/api/queries"
@@ -219,7 +219,7 @@ def _list_among_pages(scheduler) -> None:
 
 
 def _page() -> str:
-    return (resources.files("gpipe") / "dashboard.html").read_text().replace(
+    return (resources.files("gpipe.watch") / "dashboard.html").read_text().replace(
         "{{POLL_MS}}", str(POLL_MS))
 
 

@@ -10,7 +10,7 @@
 3. *Shuffle*: each input partition cuts its edges (both directions when undirected, self-loops
    dropped) into one bucket per owner of the source vertex. Vertices with a self-loop of
    negative weight, a negative cycle of one edge, go to their owner as a list of their own.
-4. *Build*: each owner writes its CSR from its buckets as they are (:func:`gpipe.partition.build_partition`).
+4. *Build*: each owner writes its CSR from its buckets as they are (:func:`gpipe.engine.partition.build_partition`).
 """
 
 from __future__ import annotations
@@ -19,11 +19,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from gpipe import backend as backends
-from gpipe import footers, in_memory, sizing, validate
+from gpipe import footers, sizing, validate
+from gpipe.engine import backend as backends
+from gpipe.engine import in_memory
+from gpipe.engine.owners import nccl
+from gpipe.engine.partition import Layout, build_partition
 from gpipe.errors import InputError
-from gpipe.owners import nccl
-from gpipe.partition import Layout, build_partition
 
 # Keep ids as they are while max id + 1 <= IDENTITY_SLACK * rows + IDENTITY_EXTRA: then the
 # arrays indexed by id stay within a small multiple of the edge list.
@@ -59,7 +60,7 @@ class Built:
     layout: Layout
     parts: list  # handles to Partition, one per owner
     ids: object  # handle to the sorted distinct input ids, or None when ids are kept as they are
-    executor: object  # runs owner p's work on its worker (gpipe.execution.Executor)
+    executor: object  # runs owner p's work on its worker (gpipe.engine.execution.Executor)
     # Per owner, its vertices' presence in the edge list as host bits (np.packbits, little bit
     # order), so that sources are checked here; None when ids are renumbered (all present).
     present_bits: list | None
@@ -72,7 +73,7 @@ class Built:
     # its own (parts[0] first), over which per-source batches spread (gpipe.each); else None.
     replicas: list | None = None
     # A multi-owner GPU graph whose owners talk over NCCL: the key of its communicator on the
-    # owners' workers (gpipe.owners.nccl); None where they use Dask's comms.
+    # owners' workers (gpipe.engine.owners.nccl); None where they use Dask's comms.
     transport: str | None = None
     # Several owners with renumbered ids: per owner, a handle to its own copy of ``ids`` (each
     # owner maps its parents, which may be any owner's vertices, back to input ids). An owner

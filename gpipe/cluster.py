@@ -24,8 +24,8 @@ import threading
 import time
 from collections.abc import Mapping
 
+from gpipe.engine.interrupts import deferred_interrupt, phase
 from gpipe.errors import InputError
-from gpipe.interrupts import deferred_interrupt, phase
 
 __all__ = ["start_local_cluster", "local_cluster_kind", "cuda_protocol", "connect", "disconnect",
            "start_apart_from_sigint", "silenced_logging", "CLUSTER_KINDS"]
@@ -244,7 +244,7 @@ def _local_cpu_cluster(options):
     """A LocalCluster of single-threaded worker processes (unless ``options`` say otherwise).
 
     Each worker gets Numba's pool of all the machine's cores, and its kernels take as many
-    threads as the worker has Dask threads (:mod:`gpipe.threads`), so that workers side by side
+    threads as the worker has Dask threads (:mod:`gpipe.engine.threads`), so that workers side by side
     do not oversubscribe the cores; a traversal alone on the machine (a graph with one owner)
     takes every core, as it would without a cluster.
     """
@@ -252,7 +252,7 @@ def _local_cpu_cluster(options):
 
     from distributed import LocalCluster
 
-    from gpipe.threads import SHARE_ENV
+    from gpipe.engine.threads import SHARE_ENV
 
     options = dict(options)
     options.setdefault("processes", True)
@@ -333,7 +333,7 @@ def disconnect(client):
     """Close `client` and, if it was started on a local cluster, that cluster.
 
     A remote scheduler and its workers keep running. Safe to call on a closed client. A
-    Ctrl-C meanwhile takes effect once both are closed (:func:`gpipe.interrupts.deferred_interrupt`).
+    Ctrl-C meanwhile takes effect once both are closed (:func:`gpipe.engine.interrupts.deferred_interrupt`).
     """
     cluster = getattr(client, "cluster", None)
     with deferred_interrupt():
@@ -384,7 +384,7 @@ def _ucx_available() -> bool:
 
 
 def _cuda_cluster_available() -> bool:
-    from gpipe.backend import gpu_available
+    from gpipe.engine.backend import gpu_available
 
     try:
         import dask_cuda  # noqa: F401

@@ -3,7 +3,7 @@
 The sources are cut into batches of the kernels' width (``BFS_BATCH_WIDTH``; SSSP:
 ``SSSP_BATCH_WIDTH`` where the backend has one). Each batch is one Dask task, named
 ``gpipe-bfs-each`` or ``gpipe-sssp-each`` (:func:`dask.utils.key_split`), that traverses from
-every source of the batch in one kernel call (gpipe/compute/__init__.py has the contract) and
+every source of the batch in one kernel call (gpipe/engine/compute/__init__.py has the contract) and
 returns the batch's rows in long form: ``source, vertex, distance[, parent]``. The result is a
 Dask DataFrame with one partition per batch, built lazily: nothing is traversed until a
 partition is computed, so ``to_parquet`` of many sources holds one batch per worker thread at a
@@ -27,12 +27,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from gpipe import backend as backends
-from gpipe import sources as source_ids
 from gpipe import validate
+from gpipe.engine import backend as backends
+from gpipe.engine import sources as source_ids
+from gpipe.engine.result import BFS, SSSP
+from gpipe.engine.tasks import run_task
 from gpipe.errors import InputError, NegativeCycleError, on_undirected, plain
-from gpipe.result import BFS, SSSP
-from gpipe.tasks import run_task
 
 NAMES = {BFS: "gpipe-bfs-each", SSSP: "gpipe-sssp-each"}
 DISTANCE = backends.DISTANCE_DTYPE  # float64 for both kinds, as gpipe.bfs and gpipe.sssp
@@ -147,7 +147,7 @@ def global_targets(built, executor, values) -> np.ndarray:
 
 
 def _object_values(values) -> np.ndarray:
-    """Python ints or strs, as :func:`gpipe.sources.locate` compares them."""
+    """Python ints or strs, as :func:`gpipe.engine.sources.locate` compares them."""
     return np.array(values.tolist(), dtype=object)
 
 
@@ -255,7 +255,7 @@ def _empty_ids(vertex_dtype) -> pd.Series:
 
 
 def _nullable_ids(series, vertex_dtype):
-    """The parent column's pandas dtype (:func:`gpipe.backend.parent_dtype`): NumPy integers'
+    """The parent column's pandas dtype (:func:`gpipe.engine.backend.parent_dtype`): NumPy integers'
     Arrow twins (``int64[pyarrow]``...), strings and extension dtypes as they are."""
     return series.astype(backends.parent_dtype(vertex_dtype))
 
@@ -353,7 +353,7 @@ def batch_rows(part, ids, sources, dist, parent, reached, query: Query):
     sources_dev = xp.asarray(sources)
     parents = None
     if query.targets is None and be.name == backends.CPU:
-        from gpipe.compute.cpu_batch import reached_rows
+        from gpipe.engine.compute.cpu_batch import reached_rows
 
         source, vertex, distance, parents = reached_rows(dist, sources, parent if query.parents else None)
         missing = None
@@ -452,8 +452,8 @@ class MultiOwnerBatch:
         turns, only orders them."""
         from distributed import Future, worker_client
 
-        from gpipe import traverse
-        from gpipe.execution import OnCluster
+        from gpipe.engine import traverse
+        from gpipe.engine.execution import OnCluster
 
         stub = self.stub
         pieces = []

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpipe import backend as backends
 from gpipe import build as builder
-from gpipe import execution, result, traverse, validate
 from gpipe import paths as path_rows
-from gpipe import sources as source_ids
+from gpipe import validate
+from gpipe.engine import backend as backends
+from gpipe.engine import execution, result, traverse
+from gpipe.engine import sources as source_ids
 from gpipe.errors import GraphLost, InputError, NegativeCycleError, NoPath, on_undirected, plain
 from gpipe.watch import progress
 
@@ -553,7 +554,7 @@ class Graph:
         return found
 
     def _query_sources(self, source, what="source"):
-        """What a query's traversal takes as its sources (:mod:`gpipe.sources`): global ids, or
+        """What a query's traversal takes as its sources (:mod:`gpipe.engine.sources`): global ids, or
         for a one-owner graph with renumbered ids the input ids, which its traversal looks up
         where it runs (no extra round trip; a source not in the graph fails the query with
         InputError all the same)."""
@@ -600,7 +601,7 @@ def built_of(graph: Graph):
 
 
 def executor_of(graph: Graph):
-    """The :class:`gpipe.execution.Executor` that runs ``graph``'s work on its owners."""
+    """The :class:`gpipe.engine.execution.Executor` that runs ``graph``'s work on its owners."""
     return graph._executor
 
 

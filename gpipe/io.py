@@ -16,9 +16,9 @@ import glob
 import os
 from contextlib import contextmanager
 
-from gpipe import backend as backends
 from gpipe import footers as footer_sizes
 from gpipe import origin as origins
+from gpipe.engine import backend as backends
 from gpipe.errors import InputError
 from gpipe.output import restore_interrupted
 

@@ -53,8 +53,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpipe.engine.interrupts import deferred_interrupt, phase
 from gpipe.errors import InputError
-from gpipe.interrupts import deferred_interrupt, phase
 
 __all__ = ["to_parquet", "write_parquet", "check_writable", "refuse_over_edges", "restore_interrupted",
            "summarize", "OutputExists"]

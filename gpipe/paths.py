@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from gpipe import backend as backends
+from gpipe.engine import backend as backends
 from gpipe.validate import numpy_dtype
 
 COLUMNS = ("target", "step", "vertex")
@@ -50,7 +50,7 @@ def chains(steps: list, source) -> tuple:
 def owner_paths(part, kind, source, targets, negative_weights, vertex_dtype):
     """The paths frame of a one-owner graph, traversed and walked in this task.
 
-    ``source`` and ``targets``: global ids, or :class:`gpipe.sources.InputIds` (looked up here;
+    ``source`` and ``targets``: global ids, or :class:`gpipe.engine.sources.InputIds` (looked up here;
     InputError naming a source or target not in the graph). Targets not reached have no rows.
     """
     be = backends.get(part.backend)
@@ -74,9 +74,9 @@ def owner_path(part, kind, source, target, negative_weights, vertex_dtype) -> li
 def _owner_rows(part, kind, source, targets, negative_weights) -> tuple:
     """``(targets, column, step, vertex)``: the targets' global ids (host) and the rows of
     :func:`chains` for the reached ones, ``column`` indexing ``targets``."""
-    from gpipe import sources as source_ids
-    from gpipe import outcome, traverse
-    from gpipe.result import BFS
+    from gpipe.engine import outcome, traverse
+    from gpipe.engine import sources as source_ids
+    from gpipe.engine.result import BFS
 
     be = backends.get(part.backend)
     source = source_ids.global_ids(part.backend, part.ids, source)

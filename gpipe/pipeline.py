@@ -53,11 +53,12 @@ from collections.abc import Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from gpipe import execution, sizing, validate
+from gpipe import sizing, validate
 from gpipe.cluster import connect, disconnect, silenced_logging
+from gpipe.engine import execution
+from gpipe.engine.interrupts import phase
 from gpipe.errors import InputError, report_or_raise
 from gpipe.graph import Graph
-from gpipe.interrupts import phase
 from gpipe.io import read_edges
 from gpipe.watch import dashboard, progress
 from gpipe.output import (OutputExists, check_writable, refuse_over_edges, restore_interrupted, summarize,

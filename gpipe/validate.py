@@ -11,8 +11,8 @@ import numbers
 
 import numpy as np
 
-from gpipe import in_memory
-from gpipe.backend import is_string_dtype
+from gpipe.engine import in_memory
+from gpipe.engine.backend import is_string_dtype
 from gpipe.errors import InputError, plain
 
 

@@ -236,7 +236,7 @@ def assert_build_csr_rows(build_csr, index_dtype, input_dtype, weighted, symmetr
 
 
 # ---------------------------------------------------------------------------------------------
-# The level steps of a BFS over several owners (gpipe/compute/cpu_bfs_owners.py and its CUDA
+# The level steps of a BFS over several owners (gpipe/engine/compute/cpu_bfs_owners.py and its CUDA
 # twin), checked against a plain NumPy reading of their contract. Each check takes the kernel
 # module and two converters, `device` (NumPy -> the backend's arrays) and `host` (back), so
 # that tests/test_kernels_cpu.py and tests/test_kernels_gpu.py run the same cases.
@@ -464,7 +464,7 @@ def check_frontier_bitmap_round_trip(kernels, device, host):
 # SSSP over several owners with the owner kernels (sssp_owner_*), either backend
 # ---------------------------------------------------------------------------------------------
 
-FIRST_THRESHOLD = float(np.nextafter(0.0, 1.0))  # as gpipe.owners.sssp: the first window is distance 0
+FIRST_THRESHOLD = float(np.nextafter(0.0, 1.0))  # as gpipe.engine.owners.sssp: the first window is distance 0
 # (local bucket width, window width): narrow and wide, equal, one that jumps, and Bellman-Ford-like.
 OWNER_WIDTHS = [(1.0, 3.0), (0.5, 20.0), (2.0, 1e9), (np.inf, np.inf)]
 
@@ -472,14 +472,14 @@ OWNER_WIDTHS = [(1.0, 3.0), (0.5, 20.0), (2.0, 1e9), (np.inf, np.inf)]
 def drive_owner_sssp(kernels, xp, owners, n, sources, negative, widths=(1.0, 3.0), max_steps=10_000,
                      bound=np.inf):
     """A whole multi-owner SSSP through `kernels`' sssp_owner_* functions, with the loop of
-    gpipe.owners.sssp.sssp_owner_arrays (no messages: every bucket handed over in this process)
+    gpipe.engine.owners.sssp.sssp_owner_arrays (no messages: every bucket handed over in this process)
     and fixed widths. `owners` hold the CSR rows as `xp` arrays; `bound` is the owner states'
     cutoff (max_distance). Returns host (dist, parent, steps).
 
     Checks on the way what every step promises: what a peer gets has one row per target, only
     its own targets, parents of the sender, and no candidate that is not below what the same
     sender sent before for that target."""
-    from gpipe.compute import owner_state
+    from gpipe.engine.compute import owner_state
 
     parts = len(owners)
     chunk = -(-n // parts)
@@ -537,7 +537,7 @@ def _host(array):
 
 
 def _owner_state(xp, owner, n, parts, sources, threshold):
-    from gpipe.compute import owner_state
+    from gpipe.engine.compute import owner_state
 
     return owner_state.new_state(xp, n, owner.offset, owner.n_local, -(-n // parts), parts,
                                  np.asarray(sources, dtype=np.int64), threshold)
@@ -617,7 +617,7 @@ def check_owner_merge(kernels, xp, owner_class):
 
 
 def ring_vertices(ring):
-    """The vertex of every entry of a CPU bucket ring (gpipe/compute/cpu_sssp_ring.py)."""
+    """The vertex of every entry of a CPU bucket ring (gpipe/engine/compute/cpu_sssp_ring.py)."""
     found = []
     for e in ring.head.tolist():
         while e >= 0:
@@ -658,7 +658,7 @@ def check_owner_far_pile(kernels, xp, owner_class):
 
 # ---------------------------------------------------------------------------------------------
 # Batch kernels (bfs_batch, bfs_batch_parents, sssp_batch): one check per case, for either
-# backend. `kernels` is gpipe.compute.cpu or .gpu; `device(a)` puts a host array where the
+# backend. `kernels` is gpipe.engine.compute.cpu or .gpu; `device(a)` puts a host array where the
 # kernels want it and `host(a)` brings a result back.
 # ---------------------------------------------------------------------------------------------
 
@@ -779,7 +779,7 @@ def _cut_differs(src, dst, w, n, sources, bound, bounded):
 
 
 def check_sssp_relax_bound(kernels, device, host, index_dtype):
-    """Frontier Bellman-Ford rounds of sssp_relax with `bound` (as gpipe.traverse.bellman_ford)
+    """Frontier Bellman-Ford rounds of sssp_relax with `bound` (as gpipe.engine.traverse.bellman_ford)
     == the bounded reference; the parents form a tree of reached vertices."""
     n = 200
     src, dst, w = random_edges(21, n=n, m=800, dag=True, integer=True)

@@ -1,10 +1,10 @@
-"""Numba atomics (gpipe/compute/atomics.py): exact under contention from parallel threads."""
+"""Numba atomics (gpipe/engine/compute/atomics.py): exact under contention from parallel threads."""
 
 import numba
 import numpy as np
 import pytest
 
-from gpipe.compute.atomics import compare_and_swap, fetch_add, fetch_or, try_lock, unlock
+from gpipe.engine.compute.atomics import compare_and_swap, fetch_add, fetch_or, try_lock, unlock
 
 
 @numba.njit(parallel=True)

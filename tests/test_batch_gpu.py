@@ -1,4 +1,4 @@
-"""Tests of the GPU batch kernels of issue 16 (gpipe.compute.gpu_batch: kernels/bfs_batch.cu,
+"""Tests of the GPU batch kernels of issue 16 (gpipe.engine.compute.gpu_batch: kernels/bfs_batch.cu,
 kernels/sssp_batch.cu) against scipy.sparse.csgraph, one source at a time.
 
 Every row of every distance table is compared with SciPy's answer for that source alone, and
@@ -30,7 +30,7 @@ from scipy.sparse import csgraph  # noqa: E402
 
 import kernel_graphs  # noqa: E402
 from gpipe.errors import NegativeCycleError  # noqa: E402
-from gpipe.compute import gpu  # noqa: E402
+from gpipe.engine.compute import gpu  # noqa: E402
 from kernel_graphs import INDEX_DTYPES, assert_tree, csr_rows, scipy_graph  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -509,7 +509,7 @@ def test_shared_sssp_batch_negative_max_distance_checks(index_dtype):
 
 _FIRST_BATCH = """
 import cupy
-from gpipe.compute import gpu
+from gpipe.engine.compute import gpu
 indptr = cupy.array([0, 2, 3, 4, 4], dtype=cupy.int64)
 indices = cupy.array([1, 2, 3, 0], dtype=cupy.int32)
 weights = cupy.array([1.0, 4.0, 1.0, 1.0])
@@ -548,7 +548,7 @@ def test_a_first_batch_call_compiles_nothing(tmp_path):
 def test_compiled_at_first_use_gives_the_shipped_answers(monkeypatch):
     """Where no shipped binary serves the device, the sources compile at first use (CuPy's
     NVRTC) and give the same tables."""
-    from gpipe.compute import cuda, cuda_sources
+    from gpipe.engine.compute import cuda, cuda_sources
 
     graph = random_graph(14, False, n=500, m=3000)
     sources = cupy.asarray(pick_sources(graph, 64, 14))

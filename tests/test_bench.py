@@ -16,10 +16,11 @@ import pandas as pd
 import pytest
 
 import gpipe
-from gpipe import generators, traverse
+from gpipe import generators
+from gpipe import graph as graphs
+from gpipe.engine import traverse
 from gpipe.tools import bench, bench_checks, bench_graphs, cli
 from gpipe.tools.verify import check_traversal_arrays
-from gpipe import graph as graphs
 
 REPORT_KEYS = {"machine", "command", "options", "graph", "build", "results"}
 RESULT_KEYS = {"algo", "backend", "workers", "owners", "warmup_s", "sources", "median_s", "median_ms",

@@ -733,7 +733,7 @@ def test_sigint_during_a_cluster_query_is_one_line_and_exit_130(tmp_path):
     assert [name for name in os.listdir(tmp_path) if name.startswith(".")] == []
     left = [p.name for p in scratch.rglob("*") if p.is_dir() and p.name.startswith(("worker-", "scheduler-"))]
     assert left == []
-# Ctrl-C at each phase of a command (gpipe/interrupts.py: GPIPE_PHASES marks the phases on
+# Ctrl-C at each phase of a command (gpipe/engine/interrupts.py: GPIPE_PHASES marks the phases on
 # stderr and pauses at the one it names). Where the phase lasts long enough by itself (the
 # imports, a local cluster's start), the signal is sent as the phase begins, with no pause.
 INTERRUPTS = [

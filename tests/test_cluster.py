@@ -6,8 +6,8 @@ import pytest
 
 import gpipe
 from gpipe import cluster
+from gpipe.engine.owners import peers
 from gpipe.tools import bench
-from gpipe.owners import peers
 
 
 @pytest.mark.parametrize("installed, asked, chosen", [

@@ -1,11 +1,11 @@
-"""gpipe.computed: a Dask DataFrame over frames this process holds already (no client)."""
+"""gpipe.engine.computed: a Dask DataFrame over frames this process holds already (no client)."""
 
 import dask
 import dask.dataframe as dd
 import pandas as pd
 import pytest
 
-from gpipe.computed import computed_frame
+from gpipe.engine.computed import computed_frame
 
 
 @pytest.fixture
@@ -43,7 +43,7 @@ def test_len_is_known_without_running_anything(parts):
 
 
 def test_worker_frame_len_asks_no_scheduler(dask_client2):
-    from gpipe.computed import worker_frame
+    from gpipe.engine.computed import worker_frame
 
     frames = [pd.DataFrame({"vertex": range(k)}) for k in (3, 0, 4)]
     futures = dask_client2.scatter(frames)

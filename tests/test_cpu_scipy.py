@@ -1,4 +1,4 @@
-"""First queries answered by SciPy while Numba compiles (gpipe/compute/cpu_scipy.py, issue 23 item 7).
+"""First queries answered by SciPy while Numba compiles (gpipe/engine/compute/cpu_scipy.py, issue 23 item 7).
 
 The SciPy answers against the Numba kernels and plain references on small random graphs:
 equal distances and valid trees (parents as global ids, -1 and +inf where unreached), with
@@ -24,8 +24,8 @@ import pytest
 import gpipe
 import kernel_graphs as kg
 import reference
-from gpipe import traverse
-from gpipe.compute import cpu, cpu_scipy
+from gpipe.engine import traverse
+from gpipe.engine.compute import cpu, cpu_scipy
 
 ROOT = Path(__file__).resolve().parents[1]
 N = 300
@@ -152,7 +152,7 @@ def test_no_vertex_no_source_and_isolated_sources():
 
 
 def _partition(indptr, indices, weights):
-    from gpipe.partition import Partition
+    from gpipe.engine.partition import Partition
 
     n = indptr.shape[0] - 1
     return Partition("cpu", 0, 0, n, n, indptr, indices, weights, None)
@@ -177,13 +177,13 @@ def test_ready_kernels_keep_the_numba_path(monkeypatch):
 
 
 def cpu_scipy_index_type(dtype):
-    from gpipe.compute import cpu_jit
+    from gpipe.engine.compute import cpu_jit
 
     return cpu_jit.INT64S if np.dtype(dtype) == np.int64 else cpu_jit.INT32S
 
 
 def test_each_kind_names_declared_kernels():
-    from gpipe.compute import cpu_jit
+    from gpipe.engine.compute import cpu_jit
 
     declared = {id(d): signatures for d, signatures in cpu_jit.ENTRY_POINTS}
     for kind in cpu_scipy.QUERY_KERNELS:
@@ -293,7 +293,7 @@ FRESH = textwrap.dedent(r"""
     import numpy as np
     import pandas as pd
     import gpipe
-    from gpipe.compute import cpu_scipy
+    from gpipe.engine.compute import cpu_scipy
 
     edges = pd.DataFrame({"src": [0, 1, 2, 0], "dst": [1, 2, 3, 3], "weight": [1.0, 2.0, 1.0, 5.0]})
     graph = gpipe.Graph.from_edges(edges, directed=True, weight="weight")

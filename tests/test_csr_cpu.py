@@ -1,9 +1,9 @@
-"""CPU CSR construction (gpipe/compute/cpu_csr.py): the same rows as a sort would give."""
+"""CPU CSR construction (gpipe/engine/compute/cpu_csr.py): the same rows as a sort would give."""
 
 import numpy as np
 from kernel_graphs import assert_build_csr_rows, assert_owner_pieces, build_csr_cases, host_rows, in_pieces
 
-from gpipe.compute import cpu
+from gpipe.engine.compute import cpu
 
 
 @build_csr_cases

@@ -2,12 +2,12 @@
 promises, built from the sources as they are now, and chosen right for a device.
 
 These run without a GPU: a stale binary fails here, in CI, before any GPU sees it. After
-editing a ``kernels/*.cu`` file, rebuild them: ``python -m gpipe.compute.cuda_build`` (README).
+editing a ``kernels/*.cu`` file, rebuild them: ``python -m gpipe.engine.compute.cuda_build`` (README).
 """
 
 import pytest
 
-from gpipe.compute import cuda_build, cuda_sources
+from gpipe.engine.compute import cuda_build, cuda_sources
 
 PROMISED = ("sm_80", "sm_90", "sm_100", "sm_120")  # issue 14: at least these, plus PTX
 
@@ -15,7 +15,7 @@ PROMISED = ("sm_80", "sm_90", "sm_100", "sm_120")  # issue 14: at least these, p
 @pytest.fixture(scope="module")
 def manifest():
     manifest = cuda_sources.read_manifest()
-    assert manifest is not None, "kernels/bin/manifest.json is missing: run python -m gpipe.compute.cuda_build"
+    assert manifest is not None, "kernels/bin/manifest.json is missing: run python -m gpipe.engine.compute.cuda_build"
     return manifest
 
 
@@ -28,7 +28,7 @@ def test_every_promised_architecture_and_a_ptx_is_built(manifest):
 
 def test_no_binary_is_stale_or_missing(manifest):
     stale = cuda_sources.stale_sources(manifest)
-    assert not stale, f"stale CUDA binaries for {stale}: run python -m gpipe.compute.cuda_build"
+    assert not stale, f"stale CUDA binaries for {stale}: run python -m gpipe.engine.compute.cuda_build"
     folder = cuda_sources.binary_dir()
     for source, entry in manifest["sources"].items():
         assert set(entry["binaries"]) == set(manifest["targets"]), source

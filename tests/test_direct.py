@@ -1,4 +1,4 @@
-"""gpipe.direct: one-owner queries sent straight to the owner's worker."""
+"""gpipe.engine.direct: one-owner queries sent straight to the owner's worker."""
 
 import gc
 import time
@@ -10,7 +10,7 @@ import pytest
 
 import gpipe
 import reference
-from gpipe import execution
+from gpipe.engine import execution
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ import pytest
 from scipy.sparse import csgraph
 
 import gpipe
-import gpipe.compute.cpu
+import gpipe.engine.compute.cpu
 import kernel_graphs
 import reference
 from gpipe.errors import InputError, NegativeCycleError
@@ -322,7 +322,7 @@ def test_each_batch_is_one_lazy_partition_named_for_gpipe():
     sources = sources_of(edges, 150, seed=9)
     graph = gpipe.Graph.from_edges(edges)
     result = graph.bfs_each(sources)
-    width = gpipe.compute.cpu.BFS_BATCH_WIDTH
+    width = gpipe.engine.compute.cpu.BFS_BATCH_WIDTH
     assert result.npartitions == -(-len(sources) // width)
     names = {key_split(k) for k in dict(result.__dask_graph__())}
     assert "gpipe-bfs-each" in names
@@ -414,10 +414,10 @@ def test_a_worker_killed_during_a_batch_is_recomputed_from_lineage(tmp_path):
 def _gpu_kernels():
     import cupy
 
-    from gpipe.compute import gpu
+    from gpipe.engine.compute import gpu
 
     if not hasattr(gpu, "bfs_batch"):
-        pytest.skip("gpipe.compute.gpu has no batch kernels yet")
+        pytest.skip("gpipe.engine.compute.gpu has no batch kernels yet")
     return gpu, cupy.asarray, cupy.asnumpy
 
 

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gpipe import execution
+from gpipe.engine import execution
 
 
 def test_persist_keeps_every_partition(engine):
@@ -34,13 +34,13 @@ def test_in_process_persist_does_not_hash_the_rows(monkeypatch):
     held = execution.InProcess().persist(frame)
     assert hashed == []
     assert len(held.compute()) == 1000 and len(held) == 1000 and len(held.partitions[1].compute()) == 500
-    assert hashed == []  # nor computing it or its length (gpipe.computed)
+    assert hashed == []  # nor computing it or its length (gpipe.engine.computed)
     frame.persist()  # the check can fail: Dask's own persist does hash the partitions
     assert hashed
 
 
 def test_held_shares_say_which_worker_holds_how_much_of_the_input(dask_client2):
-    from gpipe.execution import InProcess, OnCluster
+    from gpipe.engine.execution import InProcess, OnCluster
 
     workers = sorted(dask_client2.scheduler_info()["workers"])
     small = dask_client2.scatter(np.zeros(1_000), workers=[workers[0]])

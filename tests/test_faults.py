@@ -71,7 +71,7 @@ def _slow_query(part, seconds):
 
 
 def test_an_owner_killed_during_a_direct_query_is_a_lost_graph(client):
-    """A one-owner query goes straight to the owner's worker (gpipe/direct.py): its worker
+    """A one-owner query goes straight to the owner's worker (gpipe/engine/direct.py): its worker
     killed while it runs ends the request in GraphLost within seconds (which a query answers
     by rebuilding), not in a bare connection error or a hang."""
     import threading
@@ -127,7 +127,7 @@ def test_a_restarted_client_with_persisted_input_raises_graph_lost(client):
 
 
 def test_tasks_are_named_for_their_step_and_grouped_in_a_span(client):
-    """Queries are tasks when direct queries are off (gpipe/direct.py)."""
+    """Queries are tasks when direct queries are off (gpipe/engine/direct.py)."""
     import dask
 
     edges = reference.random_edges(n=100, m=300, seed=25)
@@ -142,7 +142,7 @@ def test_tasks_are_named_for_their_step_and_grouped_in_a_span(client):
 
 
 def test_running_out_of_memory_in_a_task_names_the_partition(client):
-    from gpipe import tasks
+    from gpipe.engine import tasks
 
     edges = reference.random_edges(n=100, m=300, seed=26)
     graph = gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=2), directed=False)

@@ -1,4 +1,4 @@
-"""gpipe.in_memory: edge frames this process holds go into the build as they are.
+"""gpipe.engine.in_memory: edge frames this process holds go into the build as they are.
 
 A plain pandas (cuDF) frame, ``dd.from_pandas`` of one (either ``sort=``) and a Parquet file
 of the same rows must build the same graph: the frames handed to the build are the rows Dask
@@ -20,7 +20,7 @@ import pytest
 
 import gpipe
 import reference
-from gpipe import in_memory
+from gpipe.engine import in_memory
 
 
 @pytest.fixture(params=[pytest.param("cpu", id="pandas"), pytest.param("gpu", id="cudf", marks=pytest.mark.gpu)])

@@ -1,7 +1,7 @@
-"""Tests of gpipe.compute.cpu against scipy.sparse.csgraph, on random graphs and one written out by hand.
+"""Tests of gpipe.engine.compute.cpu against scipy.sparse.csgraph, on random graphs and one written out by hand.
 
 The step kernels (bfs_expand, sssp_relax) are turned into whole traversals by a small driver
-below that plays the part of gpipe/traverse.py: one owner with remote=False, or several owners
+below that plays the part of gpipe/engine/traverse.py: one owner with remote=False, or several owners
 with remote=True whose remote lists are routed and pruned here, level by level.
 """
 
@@ -10,7 +10,7 @@ import pytest
 from scipy.sparse import csgraph
 
 import kernel_graphs
-from gpipe.compute import cpu, cpu_delta, cpu_sssp_owners, owner_state
+from gpipe.engine.compute import cpu, cpu_delta, cpu_sssp_owners, owner_state
 from kernel_graphs import (INDEX_DTYPES, OWNER_WIDTHS, Owner, assert_tree, assert_unique,
                            check_owner_far_pile, check_owner_merge, check_owner_pruning, csr_rows,
                            drive_owner_sssp, driver_start, owned_by, random_edges, scipy_bfs_dist,

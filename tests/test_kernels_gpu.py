@@ -1,10 +1,10 @@
-"""Tests of gpipe.compute.gpu (kernels/bfs.cu, kernels/sssp.cu) against scipy.sparse.csgraph.
+"""Tests of gpipe.engine.compute.gpu (kernels/bfs.cu, kernels/sssp.cu) against scipy.sparse.csgraph.
 
 Every step of every traversal is also checked edge by edge against a plain NumPy reading of the
 kernel contract (ARCHITECTURE.md): which targets a BFS step claims, the exact minimum a
 relaxation leaves, which vertices count as improved, which parents are allowed, and the raw
 remote lists. The step kernels are turned into whole traversals by a small test-local driver
-that plays the part of gpipe/traverse.py: one owner with remote=False, or several owners with
+that plays the part of gpipe/engine/traverse.py: one owner with remote=False, or several owners with
 remote=True whose remote lists are routed and pruned here, level by level.
 
 The cases follow tests/test_kernels_cpu.py (random graphs with repeated pairs and zero weights,
@@ -29,7 +29,7 @@ pytest.importorskip("scipy.sparse.csgraph")
 
 import gpipe  # noqa: E402
 import kernel_graphs  # noqa: E402
-from gpipe.compute import gpu  # noqa: E402
+from gpipe.engine.compute import gpu  # noqa: E402
 from kernel_graphs import (INDEX_DTYPES, OWNER_WIDTHS, assert_build_csr_rows, assert_owner_pieces,  # noqa: E402
                            assert_tree, assert_unique, build_csr_cases, check_owner_far_pile, in_pieces,
                            check_owner_merge, check_owner_pruning, csr_rows, drive_owner_sssp,
@@ -383,7 +383,7 @@ def test_empty_frontier_and_no_edges(index_dtype):
 
 
 def test_source_dir_prefers_packaged_sources_then_checkout(tmp_path, monkeypatch):
-    from gpipe.compute import cuda_sources
+    from gpipe.engine.compute import cuda_sources
 
     checkout = gpu.source_dir()
     assert (checkout / "bfs.cu").is_file() and (checkout / "sssp.cu").is_file()
@@ -404,7 +404,7 @@ def test_source_dir_prefers_packaged_sources_then_checkout(tmp_path, monkeypatch
 
 
 def test_modules_load_once_per_device():
-    from gpipe.compute import cuda
+    from gpipe.engine.compute import cuda
 
     device = cupy.cuda.runtime.getDevice()
     first = cuda.loaded_module("bfs.cu", device)
@@ -414,7 +414,7 @@ def test_modules_load_once_per_device():
 def test_shipped_binaries_serve_this_device_and_match_the_jit(monkeypatch):
     """This device loads a shipped binary of every source, and a kernel loaded from it gives
     what the same source compiled at first use gives."""
-    from gpipe.compute import cuda, cuda_sources
+    from gpipe.engine.compute import cuda, cuda_sources
 
     major, minor = cuda.device_capability(cupy.cuda.runtime.getDevice())
     for source in cuda_sources.MODULES:
@@ -467,7 +467,7 @@ def check_sssp(src, dst, w, n, sources, index_dtype, delta=None, exact=True, sym
 def record_parents(request, monkeypatch):
     """Parents recorded during the relaxation (then checked), or none recorded, so that every
     parent comes from the repair pass (row scan when symmetric, all-edges pass otherwise)."""
-    from gpipe.compute import gpu_sssp
+    from gpipe.engine.compute import gpu_sssp
 
     monkeypatch.setattr(gpu_sssp, "_RECORD_PARENTS", request.param)
     return request.param
@@ -488,7 +488,7 @@ def test_near_far_sssp_matches_scipy(seed, directed, index_dtype, delta, record_
 
 
 def test_near_far_sssp_repairs_are_counted(record_parents):
-    from gpipe.compute import gpu_sssp
+    from gpipe.engine.compute import gpu_sssp
 
     n = 300
     src, dst, w = random_edges(2, n=n, directed=False)
@@ -567,15 +567,15 @@ def test_near_far_sssp_edge_cases():
 
 def gpu_backend_without_cudf(monkeypatch):
     """The GPU backend with CuPy and the GPU kernels only (these tests need no cuDF frames)."""
-    from gpipe import backend as backends
+    from gpipe.engine import backend as backends
 
     monkeypatch.setattr(backends, "gpu_backend",
-                        lambda: backends.Backend(backends.GPU, cupy, None, "gpipe.compute.gpu", "gpipe.strings_gpu"))
+                        lambda: backends.Backend(backends.GPU, cupy, None, "gpipe.engine.compute.gpu", "gpipe.engine.strings_gpu"))
 
 
 def test_sssp_arrays_uses_near_far(monkeypatch):
-    from gpipe import traverse
-    from gpipe.partition import Partition
+    from gpipe.engine import traverse
+    from gpipe.engine.partition import Partition
 
     gpu_backend_without_cudf(monkeypatch)
     n = 300
@@ -638,7 +638,7 @@ def test_build_csr_owner_rows_and_empty_input():
 
 
 def test_build_partition_uses_build_csr(monkeypatch):
-    from gpipe.partition import Layout, build_partition
+    from gpipe.engine.partition import Layout, build_partition
 
     gpu_backend_without_cudf(monkeypatch)
     rng = np.random.default_rng(8)
@@ -821,7 +821,7 @@ def test_owner_steps_with_many_warps_and_long_rows(path):
     # against the NumPy twin (the CPU kernels) step by step. The top-down step's two paths:
     # the frontier's length read on the device (a bound the host knows), or on the host
     # (no bound, a buffer longer than one block scans: CuPy's scan).
-    from gpipe.compute import cpu, gpu_bfs_owners
+    from gpipe.engine.compute import cpu, gpu_bfs_owners
 
     n, chunk = 300_000, 100_032  # three owners; chunk a multiple of 64
     src, dst, _ = hub_edges(12, n, 1_500_000)
@@ -887,7 +887,7 @@ def test_owner_edge_end_scans_in_one_block(k):
     # bfs_owner_edge_end: the frontier's length read on the device (counters[NEXT]), recorded
     # with its out-degree sum, the other counters zeroed, and the inclusive prefix sum of the
     # degrees, tile by tile in one block (8192 slots a tile): what the top-down step starts from.
-    from gpipe.compute import gpu_bfs_owners
+    from gpipe.engine.compute import gpu_bfs_owners
 
     rng = np.random.default_rng(k)
     n_local = 70_000
@@ -983,7 +983,7 @@ def test_owner_far_pile_waits_for_its_window():
 def test_every_kernel_loads_for_both_index_types():
     """Every instantiation the table lists loads: both index types, or the module's own
     template arguments (kernels/util.cu)."""
-    from gpipe.compute import cuda, cuda_sources
+    from gpipe.engine.compute import cuda, cuda_sources
 
     for source, module in cuda_sources.MODULES.items():
         for name in module.entry_points:
@@ -1011,7 +1011,7 @@ def test_a_fresh_machine_compiles_none_of_our_kernels(tmp_path):
     import subprocess
     import sys
 
-    from gpipe.compute import cuda_sources
+    from gpipe.engine.compute import cuda_sources
 
     cache = tmp_path / "cupy-cache"
     env = {**os.environ, "CUPY_CACHE_DIR": str(cache), "CUPY_CACHE_SAVE_CUDA_SOURCE": "1"}
@@ -1028,15 +1028,15 @@ def test_a_fresh_machine_compiles_none_of_our_kernels(tmp_path):
 def test_a_fresh_machine_compiles_nothing_for_a_first_build_bfs_and_sssp(tmp_path):
     """A first build, undirected BFS and SSSP of a small weighted graph, with an empty CuPy
     cache, make CuPy compile nothing at all (issue 14): neither our kernels (shipped compiled)
-    nor any kernel CuPy generates (gpipe.compute.gpu_arrays replaces every elementwise kernel,
+    nor any kernel CuPy generates (gpipe.engine.compute.gpu_arrays replaces every elementwise kernel,
     index expression and boolean reduction on this path; min/max/sum/cumsum are CUB's and sort
     Thrust's, shipped compiled in CuPy; cuDF compiles nothing for what the path asks of it).
     The script collects its results with ``len`` only.
 
     Not removed, hence kept off this path: the renumbering of ids that are not small
-    non-negative integers (``cupy.unique``/``searchsorted`` in gpipe.build and gpipe.sources),
+    non-negative integers (``cupy.unique``/``searchsorted`` in gpipe.build and gpipe.engine.sources),
     the progress report of a one-owner traversal while a dashboard listens
-    (the end of gpipe.traverse's one-owner traversals), negative weights (self-loop and cycle checks), and the
+    (the end of gpipe.engine.traverse's one-owner traversals), negative weights (self-loop and cycle checks), and the
     multi-owner paths (owner_of, argsort buckets, the level loops' edge_end).
     """
     import os
@@ -1096,7 +1096,7 @@ def _assert_same(ours, theirs):
 
 @pytest.fixture(scope="module")
 def arrays():
-    from gpipe.compute import gpu_arrays
+    from gpipe.engine.compute import gpu_arrays
 
     return gpu_arrays
 
@@ -1257,7 +1257,7 @@ def test_bfs_without_parents(symmetric):
 
 
 def test_bfs_level_loop_target_and_no_parents():
-    from gpipe.compute.gpu_bfs import bfs_level_loop
+    from gpipe.engine.compute.gpu_bfs import bfs_level_loop
 
     def bfs(indptr, indices, sources, depth_limit, symmetric, target=-1, parents=True, stats=None):
         return bfs_level_loop(indptr, indices, sources, depth_limit, target, parents, stats)

@@ -14,9 +14,9 @@ import pytest
 import gpipe
 import reference
 from conftest import multigpu_devices
-from gpipe import traverse
-from gpipe.owners import bfs as owners_bfs
 from gpipe import graph as graphs
+from gpipe.engine import traverse
+from gpipe.engine.owners import bfs as owners_bfs
 from test_api import BFS_CASES, check_frame, run_bfs, run_sssp, sorted_frame, sssp_case
 from test_peers import MIXED, check_directions, check_tree
 
@@ -130,7 +130,7 @@ def test_sssp_grid_across_owners(multigpu_engine):
 
 @pytest.mark.parametrize("name", ["sparse-int64-ids", "directed"])
 def test_one_owner_queries_go_straight_to_the_worker(multigpu, monkeypatch, name):
-    """A graph that fits one GPU worker: its queries are direct requests (gpipe/direct.py),
+    """A graph that fits one GPU worker: its queries are direct requests (gpipe/engine/direct.py),
     cuDF frames kept on that worker, as right as the multi-owner path's."""
     import dask
 

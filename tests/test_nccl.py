@@ -1,4 +1,4 @@
-"""NCCL between GPU owners (gpipe/owners/nccl.py) on the multi-GPU cluster of tests/conftest.py.
+"""NCCL between GPU owners (gpipe/engine/owners/nccl.py) on the multi-GPU cluster of tests/conftest.py.
 
 With ``gpipe.transport: auto`` (the default, set again here) and distinct devices
 (``GPIPE_TEST_CUDA_DEVICES=0,1`` or ``0,1,2,3``) every multi-owner graph gets a communicator and
@@ -16,8 +16,8 @@ import pytest
 import gpipe
 import reference
 from conftest import multigpu_devices
-from gpipe.owners import nccl
 from gpipe import graph as graphs
+from gpipe.engine.owners import nccl
 
 pytestmark = [pytest.mark.multigpu, pytest.mark.timeout(300)]
 
@@ -135,7 +135,7 @@ def test_many_graphs_and_traversals_over_one_communicator(multigpu):
 
 def _one_step(channel, group, n_owners, held):
     """One NCCL step of an owner whose argument ``held`` its worker may have fetched first."""
-    from gpipe.owners.connect import open_transport
+    from gpipe.engine.owners.connect import open_transport
 
     with open_transport(channel, group, n_owners, "gpu") as transport:
         counts, _ = transport.exchange("check", [float(held.size)], [None] * n_owners, ())

@@ -4,9 +4,9 @@ partition and worker, and the bytes asked for."""
 import numpy as np
 import pytest
 
+from gpipe.engine.partition import Partition
+from gpipe.engine.tasks import run_task
 from gpipe.errors import OutOfMemory, bytes_asked, memory_kind
-from gpipe.partition import Partition
-from gpipe.tasks import run_task
 
 
 def cupy_error(text):

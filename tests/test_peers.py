@@ -13,10 +13,10 @@ import pytest
 import gpipe
 import reference
 from conftest import Engine
-from gpipe import execution, traverse
-from gpipe.owners import bfs as owners_bfs
-from gpipe.owners import messages, peers
 from gpipe import graph as graphs
+from gpipe.engine import execution, traverse
+from gpipe.engine.owners import bfs as owners_bfs
+from gpipe.engine.owners import messages, peers
 from test_api import SSSP_CASES, run_sssp, sssp_case
 
 
@@ -367,7 +367,7 @@ def _grid(side, seed):
 
 
 def _sssp_with_stats(graph, source):
-    from gpipe import traverse
+    from gpipe.engine import traverse
 
     stats = []
     executor = graphs.executor_of(graph)

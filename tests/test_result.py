@@ -1,4 +1,4 @@
-"""gpipe.result: an owner's traversal arrays turned into its rows of the result.
+"""gpipe.engine.result: an owner's traversal arrays turned into its rows of the result.
 
 Hand-made partitions and arrays, answers written out: which rows there are (present vertices
 only), their input ids (kept or renumbered, any integer dtype, an offset for later owners),
@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gpipe import result
-from gpipe.partition import Partition
+from gpipe.engine import result
+from gpipe.engine.partition import Partition
 
 BACKENDS = [pytest.param("cpu", id="cpu"), pytest.param("gpu", id="gpu", marks=pytest.mark.gpu)]
 NA = None  # a null, in the lists below

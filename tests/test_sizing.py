@@ -204,7 +204,7 @@ def test_a_read_edges_frame_is_sized_with_the_input_it_reads(tmp_path, monkeypat
 
     import gpipe
     from gpipe import build as builds
-    from gpipe.execution import InProcess
+    from gpipe.engine.execution import InProcess
 
     path = tmp_path / "edges.parquet"
     pd.DataFrame({"src": [0, 1, 2], "dst": [1, 2, 0]}).astype("int32").to_parquet(path)

@@ -1,4 +1,4 @@
-"""String vertex ids (gpipe/strings_cpu.py, gpipe/strings_gpu.py) through the whole API.
+"""String vertex ids (gpipe/engine/strings_cpu.py, gpipe/engine/strings_gpu.py) through the whole API.
 
 A graph with string ids is the integer graph of tests/reference.py with each id turned into a
 string; its answers are the integer twin's from SciPy once the result's strings are mapped
@@ -17,7 +17,7 @@ import pytest
 
 import gpipe
 import reference
-from gpipe import backend as backends
+from gpipe.engine import backend as backends
 from gpipe.tools.verify import check_bfs_tree, check_sssp_tree
 
 pytestmark = pytest.mark.timeout(180)

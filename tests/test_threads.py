@@ -1,12 +1,12 @@
-"""gpipe.threads: the CPU kernels' threads in a task on a worker of a local CPU cluster."""
+"""gpipe.engine.threads: the CPU kernels' threads in a task on a worker of a local CPU cluster."""
 
 import os
 
 import numba
 import pytest
 
-from gpipe import tasks
-from gpipe.threads import SHARE_ENV, kernel_threads
+from gpipe.engine import tasks
+from gpipe.engine.threads import SHARE_ENV, kernel_threads
 
 
 def threads_in_task(whole_pool):

@@ -1,4 +1,4 @@
-"""The owners' transport interface (gpipe/owners/transport.py): the Dask-comms implementation
+"""The owners' transport interface (gpipe/engine/owners/transport.py): the Dask-comms implementation
 over an in-process channel, how a graph chooses its transport, and a lost NCCL communicator
 made again. The NCCL implementation itself runs in tests/test_nccl.py (several GPUs)."""
 
@@ -10,13 +10,13 @@ import pandas as pd
 import pytest
 
 import gpipe
-from gpipe.owners import messages, nccl, peers
-from gpipe.owners import run as owners_run
-from gpipe.owners.dask_comms import DaskTransport
-from gpipe.owners.connect import open_transport
-from gpipe.owners.transport import TransportLost
-from gpipe.partition import Layout
 from gpipe import graph as graphs
+from gpipe.engine.owners import messages, nccl, peers
+from gpipe.engine.owners import run as owners_run
+from gpipe.engine.owners.connect import open_transport
+from gpipe.engine.owners.dask_comms import DaskTransport
+from gpipe.engine.owners.transport import TransportLost
+from gpipe.engine.partition import Layout
 from test_traverse import ThreadChannel
 
 

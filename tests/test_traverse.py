@@ -3,7 +3,7 @@ a BFS over several owners (its owners run as threads here), against SciPy."""
 
 import numpy as np
 
-from gpipe.outcome import cycle_check_due as _cycle_check_due, has_parent_cycle as _has_parent_cycle
+from gpipe.engine.outcome import cycle_check_due as _cycle_check_due, has_parent_cycle as _has_parent_cycle
 
 
 def test_forest_has_no_parent_cycle():
@@ -22,7 +22,7 @@ def test_cycle_checks_run_at_powers_of_two():
 
 
 # ---------------------------------------------------------------------------------------------
-# BFS over several owners: the real owner loop (gpipe.owners.bfs.bfs_owner_arrays), its owners
+# BFS over several owners: the real owner loop (gpipe.engine.owners.bfs.bfs_owner_arrays), its owners
 # run in threads of this process that pass their messages through a peers.Mailbox (the
 # DaskTransport over an in-process channel), against SciPy.
 # ---------------------------------------------------------------------------------------------
@@ -33,16 +33,16 @@ import pytest  # noqa: E402
 
 import kernel_graphs  # noqa: E402
 from gpipe import InputError  # noqa: E402
-from gpipe.owners import bfs as owners_bfs  # noqa: E402
-from gpipe.owners import peers  # noqa: E402
-from gpipe.owners.dask_comms import DaskTransport  # noqa: E402
-from gpipe.partition import Layout, build_partition  # noqa: E402
+from gpipe.engine.owners import bfs as owners_bfs  # noqa: E402
+from gpipe.engine.owners import peers  # noqa: E402
+from gpipe.engine.owners.dask_comms import DaskTransport  # noqa: E402
+from gpipe.engine.partition import Layout, build_partition  # noqa: E402
 
 MIXED = {"alpha": 1e9, "beta": 1e-9, "gamma": 1e9}  # change direction at every chance
 
 
 class ThreadChannel:
-    """What DaskTransport needs of a gpipe.owners.peers.Channel, for owners that are threads."""
+    """What DaskTransport needs of a gpipe.engine.owners.peers.Channel, for owners that are threads."""
 
     def __init__(self, mailbox, owner, n_owners):
         self.mailbox, self.owner = mailbox, owner
@@ -95,7 +95,7 @@ def owner_bfs(src, dst, n, n_owners, directed, sources, depth_limit=None, direct
 
 
 def gpipe_backend(name):
-    from gpipe import backend as backends
+    from gpipe.engine import backend as backends
 
     return backends.get(name)
 
@@ -225,10 +225,10 @@ def test_bfs_thresholds_from_dask_config():
 def gpu_arrays(monkeypatch):
     """The GPU backend with CuPy and the GPU kernels only (no cuDF frames are needed here)."""
     cupy = pytest.importorskip("cupy")
-    from gpipe import backend as backends
+    from gpipe.engine import backend as backends
 
     monkeypatch.setattr(backends, "gpu_backend",
-                        lambda: backends.Backend(backends.GPU, cupy, None, "gpipe.compute.gpu", "gpipe.strings_gpu"))
+                        lambda: backends.Backend(backends.GPU, cupy, None, "gpipe.engine.compute.gpu", "gpipe.engine.strings_gpu"))
 
 
 @pytest.mark.parametrize("seed,directed,n_owners,direction", owner_bfs_cases("gpu"))

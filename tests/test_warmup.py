@@ -7,7 +7,7 @@ negative weights; one owner and, on a cluster of threads, two), listening to Num
 ``numba:compile`` events, which fire only for a real compilation (a function found in the
 cache fires none). Any compilation fails the test with the function's name and argument
 types: a caller that passes another type than the declared signatures
-(gpipe/compute/cpu_jit.py) shows here. The process also counts the cache hits of gpipe's
+(gpipe/engine/compute/cpu_jit.py) shows here. The process also counts the cache hits of gpipe's
 kernels, so that a query that never reached Numba could not pass for a warm one.
 """
 
@@ -40,8 +40,8 @@ class Compiles(event.Listener):
 event.register("numba:compile", Compiles())
 
 import gpipe
+from gpipe.engine.compute import cpu_jit
 from gpipe.generators import kronecker_edges
-from gpipe.compute import cpu_jit
 
 edges = kronecker_edges(8, weights=True, seed=3)
 source = int(edges["src"].iloc[0])

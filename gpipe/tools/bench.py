@@ -6,8 +6,8 @@ What is timed (all clocks are ``time.perf_counter`` in the process that runs the
   already in memory (persisted), with the peak device memory of the build.
 * **Per source, graph built**: one traversal with distances and parents from one source.
   With one owner (no Dask client, or one worker) the timed call is
-  :func:`gpipe.traverse.bfs_arrays` (direction-optimizing, since the graph is undirected) /
-  :func:`~gpipe.traverse.sssp_arrays` on the partition,
+  :func:`gpipe.engine.traverse.bfs_arrays` (direction-optimizing, since the graph is undirected) /
+  :func:`~gpipe.engine.traverse.sssp_arrays` on the partition,
   run where the partition lives, followed by a device synchronization on GPU; a first
   traversal (compilation, caches) is timed apart as the warm-up. With several owners the
   timed call is the driver behind ``graph.bfs(...)``/``graph.sssp(...)`` up to the point where
@@ -64,14 +64,15 @@ import uuid
 
 import numpy as np
 
-from gpipe import backend as backends
-from gpipe.tools import bench_checks, bench_clusters, bench_graphs, bench_memory, bench_report, bench_timing
-from gpipe import execution, generators
-from gpipe.errors import InputError
+from gpipe import generators
 from gpipe import graph as graphs
+from gpipe.engine import backend as backends
+from gpipe.engine import execution
+from gpipe.errors import InputError
 from gpipe.graph import Graph
+from gpipe.tools import bench_checks, bench_clusters, bench_graphs, bench_memory, bench_report, bench_timing
 from gpipe.tools.bench_report import TARGETS, format_table  # noqa: F401 (the bench's own API)
-from gpipe.result import BFS, SSSP
+from gpipe.engine.result import BFS, SSSP
 
 __all__ = ["run", "main", "format_table", "TARGETS"]
 
@@ -81,7 +82,7 @@ log = logging.getLogger("gpipe.tools.bench")
 def _kernels_only(function):
     """``function`` run with ``GPIPE_FIRST_QUERIES=numba`` (unless set otherwise), restored after:
     a benchmark times gpipe's kernels, never SciPy's stand-ins for them while they compile
-    (gpipe/compute/cpu_scipy.py); a cold cache's compiling is the warm-up's, as before, and
+    (gpipe/engine/compute/cpu_scipy.py); a cold cache's compiling is the warm-up's, as before, and
     workers started meanwhile inherit the setting."""
 
     @functools.wraps(function)

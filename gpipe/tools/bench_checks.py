@@ -8,10 +8,10 @@ import time
 
 import numpy as np
 
-from gpipe import backend as backends
 from gpipe import graph as graphs
+from gpipe.engine import backend as backends
+from gpipe.engine.result import BFS, SSSP
 from gpipe.tools import verify
-from gpipe.result import BFS, SSSP
 
 
 SCIPY_CHECK_MAX_VERTICES = 2**22

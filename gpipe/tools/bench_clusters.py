@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 
-from gpipe import backend as backends
+from gpipe.engine import backend as backends
 
 
 @contextlib.contextmanager

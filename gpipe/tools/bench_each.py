@@ -30,11 +30,11 @@ import time
 
 import numpy as np
 
-from gpipe import backend as backends
 from gpipe import generators
-from gpipe.tools import bench_clusters, bench_memory
 from gpipe import graph as graphs
+from gpipe.engine import backend as backends
 from gpipe.graph import Graph
+from gpipe.tools import bench_clusters, bench_memory
 
 REPEAT = 3  # timed runs of each query after a first one (compilation, first-touch memory); median
 RSS_SAMPLE_S = 0.01

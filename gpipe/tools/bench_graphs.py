@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpipe import backend as backends
 from gpipe import generators
+from gpipe.engine import backend as backends
 
 
 # From this scale on, Kronecker graphs are generated with int32 ids and without the edge

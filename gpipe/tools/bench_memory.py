@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 
-from gpipe import backend as backends
+from gpipe.engine import backend as backends
 from gpipe.graph import executor_of
 
 SAMPLE_S = 0.005

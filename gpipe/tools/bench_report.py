@@ -12,7 +12,7 @@ import subprocess
 
 import numpy as np
 
-from gpipe import backend as backends
+from gpipe.engine import backend as backends
 
 
 # The targets the benchmark is used to check: (graph, algorithm, backend) -> (figure, bound).

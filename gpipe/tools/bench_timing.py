@@ -12,11 +12,11 @@ import time
 
 import numpy as np
 
-from gpipe import backend as backends
-from gpipe import traverse
-from gpipe.tools import bench_checks, bench_memory, verify
 from gpipe import graph as graphs
-from gpipe.result import BFS, SSSP
+from gpipe.engine import backend as backends
+from gpipe.engine import traverse
+from gpipe.engine.result import BFS, SSSP
+from gpipe.tools import bench_checks, bench_memory, verify
 
 
 # Dask's client sends to the scheduler at most once per 10 ms (its BatchedSend): a query made
@@ -160,7 +160,7 @@ def parents_memory(part, kind, source, negative_weights) -> dict:
 
 def owner_steps(graph, kind, global_sources):
     """Per owner, what one more (untimed) traversal did step by step: its
-    :class:`gpipe.owners.messages.OwnerSteps` as a dict, with ``steps`` (exchanges) and the
+    :class:`gpipe.engine.owners.messages.OwnerSteps` as a dict, with ``steps`` (exchanges) and the
     seconds summed (``kernel_s``, ``wait_s``)."""
     ex, built = graphs.executor_of(graph), graphs.built_of(graph)
     handles = []

@@ -30,7 +30,7 @@ gpipe errors such as a negative cycle, and for memory running out anywhere in th
 machine or on a worker (one line naming memory, no traceback; :func:`gpipe.errors.out_of_memory`),
 130 for SIGINT (Ctrl-C, at any moment from the imports to the exit: the one line ``gpipe:
 interrupted``; a local cluster's workers never see SIGINT and are closed with it, or killed
-while it starts, and the output's temporary directory is removed: :mod:`gpipe.interrupts`). Outputs
+while it starts, and the output's temporary directory is removed: :mod:`gpipe.engine.interrupts`). Outputs
 (``--out``, ``bench --json``) are checked for writability before any work, and options
 checkable without the data (depth limit, partitions) before the edges are read.
 """
@@ -42,8 +42,8 @@ import logging
 import sys
 
 from gpipe import __version__
+from gpipe.engine.interrupts import phase
 from gpipe.errors import report_or_raise
-from gpipe.interrupts import phase
 
 __all__ = ["main", "command"]
 

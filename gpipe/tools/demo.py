@@ -59,7 +59,7 @@ def run_demo(scale=16, out="out/demo", *, cpu=False, edge_factor=16, seed=0, n_w
 
     import gpipe
     from gpipe.cluster import disconnect, local_cluster_kind, silenced_logging, start_local_cluster
-    from gpipe.interrupts import phase
+    from gpipe.engine.interrupts import phase
     from gpipe.generators import kronecker_edges
     from gpipe.output import check_writable, summarize, write_parquet
 

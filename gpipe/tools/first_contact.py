@@ -33,7 +33,7 @@ Per query the report gives the seconds of the first and second call, the Numba c
 the first one triggered on the calling thread (``numba:compile`` events: gpipe's kernels and
 the NumPy functions they use, each compiled or none) and the seconds spent in them (outermost
 events only), and who answered each call: ``scipy`` where the kernels were not compiled yet
-and :mod:`gpipe.compute.cpu_scipy` answered while a background thread compiled them, else
+and :mod:`gpipe.engine.compute.cpu_scipy` answered while a background thread compiled them, else
 ``kernels``. On the CPU the scenario then waits for that thread and reports when the kernels
 were ready (seconds after the first query started), what it compiled, and each query once more
 (on the kernels).
@@ -115,9 +115,9 @@ def child(scale: int, order: list, backend: str = "cpu", form: str = "from_panda
         figures[name] = {"first_s": first, "second_s": time.perf_counter() - t0, **done,
                          "first_by": by_first, "second_by": answered()}
     if backend == "cpu":
-        # What the background compiler (gpipe/compute/cpu_scipy.py) left to do, and the
+        # What the background compiler (gpipe/engine/compute/cpu_scipy.py) left to do, and the
         # queries once it is done: the Numba kernels' own times.
-        from gpipe.compute import cpu_scipy
+        from gpipe.engine.compute import cpu_scipy
 
         cpu_scipy.wait_compiled()
         figures["kernels_ready_s"] = time.perf_counter() - started
@@ -132,10 +132,10 @@ def child(scale: int, order: list, backend: str = "cpu", form: str = "from_panda
 
 def _scipy_answered(backend):
     """A function saying who answered the queries since its last call: "scipy" where
-    :mod:`gpipe.compute.cpu_scipy` did, else "kernels"."""
+    :mod:`gpipe.engine.compute.cpu_scipy` did, else "kernels"."""
     if backend != "cpu":
         return lambda: "kernels"
-    from gpipe.compute import cpu_scipy
+    from gpipe.engine.compute import cpu_scipy
 
     seen = [sum(cpu_scipy.ANSWERED.values())]
 
@@ -152,7 +152,7 @@ def _compile_log(event):
     """A numba event listener that keeps the compilations since its last ``take()`` and their time.
 
     Only the main thread's count: the compilations of gpipe's background compiler (the kernels
-    compiled while SciPy answers, gpipe/compute/cpu_scipy.py) add up in ``background`` and
+    compiled while SciPy answers, gpipe/engine/compute/cpu_scipy.py) add up in ``background`` and
     ``background_s`` instead."""
     import threading
 

@@ -1,6 +1,6 @@
 """Slow, obviously-correct checkers for BFS and SSSP results.
 
-The fast kernels in :mod:`gpipe.traverse` prove nothing about themselves; these functions
+The fast kernels in :mod:`gpipe.engine.traverse` prove nothing about themselves; these functions
 check a computed result against the edge list it came from, the plain way, so that tests
 and the benchmark can trust (or refute) it. They do not recompute distances with a second
 algorithm. Instead they check the certificate a shortest-path tree carries with it:
@@ -376,7 +376,7 @@ def check_traversal_arrays(xp, indptr, indices, weights, dist, parent, sources, 
     """Check one traversal's distances and parents against a CSR; raise AssertionError on a fault.
 
     The array twin of :func:`check_bfs_tree` / :func:`check_sssp_tree`, for the arrays that
-    :func:`gpipe.traverse.bfs_arrays` and :func:`gpipe.traverse.sssp_arrays` return. It runs
+    :func:`gpipe.engine.traverse.bfs_arrays` and :func:`gpipe.engine.traverse.sssp_arrays` return. It runs
     where the arrays live (NumPy or CuPy, whichever ``xp`` is), never copies the graph to the
     host and never loops over vertices or edges in Python: the edges are scanned in
     vectorized chunks of ``chunk`` edges, the row of each edge found by ``searchsorted`` on

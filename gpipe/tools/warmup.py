@@ -1,7 +1,7 @@
 """``gpipe warmup``: compile every kernel ahead of time, so that no query of a later process does.
 
 The CPU kernels are Numba functions compiled on first call and cached on disk
-(:mod:`gpipe.compute.cpu_jit`); :func:`warmup` compiles every signature gpipe calls them with
+(:mod:`gpipe.engine.compute.cpu_jit`); :func:`warmup` compiles every signature gpipe calls them with
 into that cache, so that a container image can bake the cache in::
 
     RUN pip install gpipe && gpipe warmup
@@ -49,7 +49,7 @@ def warmup(report=None) -> Warmed:
     kernel modules (or Numba's user-wide cache where that folder is read-only); run warmup with
     the same setting, and as the same user, as the queries that should find it.
     """
-    from gpipe.compute import cpu, cpu_jit  # noqa: F401 (cpu: declares every CPU kernel)
+    from gpipe.engine.compute import cpu, cpu_jit  # noqa: F401 (cpu: declares every CPU kernel)
 
     started = time.perf_counter()
     warmed = Warmed(cpu=cpu_jit.compile_all(report), cache_dir=_cache_dir(cpu_jit))
@@ -65,15 +65,15 @@ def _cache_dir(cpu_jit) -> str | None:
 
 
 def _warm_gpu() -> str:
-    from gpipe import backend
+    from gpipe.engine import backend
 
     if not backend.gpu_available():
         return "skipped: no usable GPU"
-    from gpipe.compute import gpu
+    from gpipe.engine.compute import gpu
 
     gpu_warmup = getattr(gpu, "warmup", None)
     if gpu_warmup is None:
-        return "skipped: gpipe.compute.gpu has no warmup()"
+        return "skipped: gpipe.engine.compute.gpu has no warmup()"
     started = time.perf_counter()
     gpu_warmup()
     _warm_cupy_for_dask()

@@ -1,6 +1,6 @@
 """gpipe's page on the Dask dashboard: the traversals running now and the recent ones.
 
-Traversals of a graph that fits one worker run as direct queries (:mod:`gpipe.direct`), not
+Traversals of a graph that fits one worker run as direct queries (:mod:`gpipe.engine.direct`), not
 as tasks, so Dask's task stream and progress bars never see them. Their owners send progress
 events (:mod:`gpipe.progress`) to the scheduler all the same: :class:`Traversals`, a scheduler
 plugin that gpipe installs when it first runs on a client, keeps the last :data:`KEEP` of them

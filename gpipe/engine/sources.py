@@ -1,0 +1,79 @@
+"""A query's sources: the input ids a user names, as the graph's global ids.
+
+Where a graph kept its input ids (small non-negative integers), a source's global id is the id
+itself, checked against the owners' presence bits on the client. Where ids were renumbered,
+the global id is the id's rank in the sorted distinct ids, which live on a worker: a one-owner
+graph's traversal looks its sources up itself (:class:`InputIds`), so that a query costs no
+extra round trip; several owners need them on the client first, to hand each its own. String
+ids are always renumbered, and looked up the same way (a hash lookup in the backend's
+``strings``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpipe.engine import backend as backends
+from gpipe.errors import InputError, plain
+
+
+@dataclass(frozen=True)
+class InputIds:
+    """Sources as input ids (``values``, from :func:`gpipe.validate.sources`), to be looked up
+    in the sorted ids where the traversal runs."""
+
+    values: np.ndarray
+
+
+def global_ids(backend_name, ids, sources, what: str = "source") -> np.ndarray:
+    """``sources`` as global ids: as they are, or :class:`InputIds` looked up in the sorted
+    ``ids``. Raises InputError naming the first one (a ``what``) that is not in the graph."""
+    if not isinstance(sources, InputIds):
+        return sources
+    return checked(sources.values, locate(backend_name, ids, sources.values), what)
+
+
+def checked(values, found, what: str = "source") -> np.ndarray:
+    """``found``, the global ids of ``values`` (-1 where absent); InputError naming the first
+    value not in the graph (a ``what``: source, target)."""
+    missing = np.flatnonzero(found < 0)
+    if missing.size:
+        raise InputError(f"{what} vertex {plain(values[missing[0]])!r} is not in the graph")
+    return found
+
+
+def locate(backend_name, ids, values) -> np.ndarray:
+    """Rank of each value in the sorted ``ids``, -1 where absent."""
+    be = backends.get(backend_name)
+    if be.strings.holds(ids):
+        return be.strings.find(ids, values)
+    info = np.iinfo(ids.dtype)
+    inside = np.array([info.min <= v <= info.max for v in values])
+    keys = np.array([v if ok else 0 for v, ok in zip(values, inside)], dtype=ids.dtype)
+    pos = be.to_host(be.xp.searchsorted(ids, be.xp.asarray(keys))).astype(np.int64)
+    pos = np.minimum(pos, len(ids) - 1)
+    hit = be.to_host(ids[be.xp.asarray(pos)]) == keys
+    return np.where(inside & hit, pos, -1)
+
+
+def input_id(backend_name, ids, position):
+    """The input id (a Python int or str) of global id ``position`` in the sorted ``ids``."""
+    strings = backends.get(backend_name).strings
+    return strings.at(ids, position) if strings.holds(ids) else ids[position].item()
+
+
+def present(layout, present_bits, values) -> np.ndarray:
+    """``values`` as global ids where a graph kept its input ids as they are, -1 for those not
+    in the edge list (out of the ids' range, or no edge's end): ``present_bits`` are the
+    owners' packed presence bits (``Built.present_bits``)."""
+    inside = np.array([0 <= v < layout.n for v in values], dtype=bool)
+    found = np.where(inside, np.array([v if ok else 0 for v, ok in zip(values, inside)], dtype=np.int64), -1)
+    owners = layout.owner_of(np.maximum(found, 0))
+    for p in np.unique(owners[inside]).tolist():
+        at = np.flatnonzero(inside & (owners == p))
+        local = found[at] - layout.offset(p)
+        bits = (present_bits[p][local >> 3] >> (local & 7)) & 1
+        found[at[bits == 0]] = -1
+    return found

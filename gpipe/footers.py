@@ -2,7 +2,7 @@
 
 ``read_edges`` reads every local file's footer anyway (to check the columns); the row counts
 and the id columns' min/max statistics there give the figures the sizing needs
-(:class:`gpipe.sizing.GraphSize`), so that a graph no owners can hold is refused with
+(:class:`gpipe.partitioning.sizing.GraphSize`), so that a graph no owners can hold is refused with
 ``GraphTooLarge`` before the edges are read. Kept with the frame's other read facts
 (:class:`gpipe.origin.Origin`), and used only when the build is handed that frame as
 ``read_edges`` returned it: a frame derived from it (filtered, joined) may hold fewer edges,

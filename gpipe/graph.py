@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpipe import build as builder
 from gpipe import paths as path_rows
 from gpipe import validate
 from gpipe.engine import backend as backends
 from gpipe.engine import execution, result, traverse
 from gpipe.engine import sources as source_ids
 from gpipe.errors import GraphLost, InputError, NegativeCycleError, NoPath, on_undirected, plain
+from gpipe.partitioning import build as builder
 from gpipe.watch import progress
 
 
@@ -55,13 +55,13 @@ class Graph:
             How many workers own a part of the graph. None (the default, or Dask config
             ``gpipe.partitions``): the fewest workers whose memory holds it, so a graph that
             fits one worker is traversed there with the one-owner kernels, without messages
-            between workers (:mod:`gpipe.sizing` has the rule). An integer forces that many
+            between workers (:mod:`gpipe.partitioning.sizing` has the rule). An integer forces that many
             owners, at most the number of workers.
         replicas : int or None
             A graph with one owner on a cluster: how many workers hold a copy of its partition
             (the owner included), so that the batches of :meth:`bfs_each` and
             :meth:`sssp_each` run on all of them. None (the default, or Dask config
-            ``gpipe.replicas``): every worker with room for it (:mod:`gpipe.sizing`); 1: the
+            ``gpipe.replicas``): every worker with room for it (:mod:`gpipe.partitioning.sizing`); 1: the
             owner only. Single-source queries run on the owner either way.
 
         Returns
@@ -596,7 +596,7 @@ class Graph:
 
 
 def built_of(graph: Graph):
-    """What ``graph`` was built into (:class:`gpipe.build.Built`: partitions, layout, ids)."""
+    """What ``graph`` was built into (:class:`gpipe.partitioning.build.Built`: partitions, layout, ids)."""
     return graph._built
 
 

@@ -53,13 +53,14 @@ from collections.abc import Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from gpipe import sizing, validate
+from gpipe import validate
 from gpipe.cluster import connect, disconnect, silenced_logging
 from gpipe.engine import execution
 from gpipe.engine.interrupts import phase
 from gpipe.errors import InputError, report_or_raise
 from gpipe.graph import Graph
 from gpipe.io import read_edges
+from gpipe.partitioning import sizing
 from gpipe.watch import dashboard, progress
 from gpipe.output import (OutputExists, check_writable, refuse_over_edges, restore_interrupted, summarize,
                           write_parquet)

@@ -2,7 +2,7 @@
 
 Each failure raises :class:`gpipe.InputError` with a message that names the column, value or
 vertex at fault. Checks that need the data (NaN weights, empty lists) run per partition in
-:mod:`gpipe.build`, through :func:`check_partition`.
+:mod:`gpipe.partitioning.build`, through :func:`check_partition`.
 """
 
 from __future__ import annotations

@@ -5,10 +5,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gpipe import build
 from gpipe.engine import execution
 from gpipe.engine.partition import Layout
 from gpipe.errors import InputError
+from gpipe.partitioning import build
 
 
 def _edges(src, dst, npartitions=2, **extra):

@@ -193,7 +193,7 @@ def test_a_cuda_worker_killed_mid_traversal(cuda_client):
 
 @pytest.mark.multigpu
 def test_a_graph_larger_than_the_gpus_is_refused_before_building(cuda_client):
-    from gpipe import sizing
+    from gpipe.partitioning import sizing
 
     free = cuda_client.run(sizing.free_bytes_here, "gpu")
     assert all(value > 2**30 for value in free.values())  # device memory, not host memory

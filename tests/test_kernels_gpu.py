@@ -1034,7 +1034,7 @@ def test_a_fresh_machine_compiles_nothing_for_a_first_build_bfs_and_sssp(tmp_pat
     The script collects its results with ``len`` only.
 
     Not removed, hence kept off this path: the renumbering of ids that are not small
-    non-negative integers (``cupy.unique``/``searchsorted`` in gpipe.build and gpipe.engine.sources),
+    non-negative integers (``cupy.unique``/``searchsorted`` in gpipe.partitioning.build and gpipe.engine.sources),
     the progress report of a one-owner traversal while a dashboard listens
     (the end of gpipe.engine.traverse's one-owner traversals), negative weights (self-loop and cycle checks), and the
     multi-owner paths (owner_of, argsort buckets, the level loops' edge_end).

@@ -1,4 +1,4 @@
-"""How many owners a graph gets (gpipe/sizing.py): the fewest workers whose memory holds it,
+"""How many owners a graph gets (gpipe/partitioning/sizing.py): the fewest workers whose memory holds it,
 a forced count, and the refusal, before building, of a graph too large for its owners."""
 
 import dask
@@ -7,9 +7,9 @@ import pytest
 
 import gpipe
 import reference
-from gpipe import sizing
-from gpipe.sizing import GraphSize, WorkerMemory
 from gpipe import graph as graphs
+from gpipe.partitioning import sizing
+from gpipe.partitioning.sizing import GraphSize, WorkerMemory
 
 GIB = 2**30
 
@@ -100,7 +100,7 @@ def test_the_size_guard_raises_before_anything_is_built(dask_client2, monkeypatc
     """A tiny memory budget: the build must stop at the guard, with no partition task run."""
     edges = reference.random_edges(n=300, m=1200, seed=3)
     built = []
-    monkeypatch.setattr("gpipe.build.build_partition", lambda *a: built.append(a))
+    monkeypatch.setattr("gpipe.partitioning.build.build_partition", lambda *a: built.append(a))
     with dask_client2.as_current(), dask.config.set({sizing.FRACTION_KEY: 1e-9}):
         with pytest.raises(gpipe.GraphTooLarge, match="the graph needs about"):
             gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=2))
@@ -123,7 +123,8 @@ def test_read_edges_frames_are_refused_before_a_row_is_read(tmp_path, monkeypatc
     """Parquet footers give the rows and the id range (gpipe/footers.py): a graph too large is
     refused before any partition is read; one that fits is sized the same way as after its
     survey."""
-    from gpipe import build, footers, io
+    from gpipe import footers, io
+    from gpipe.partitioning import build
 
     edges = reference.random_edges(n=300, m=1200, seed=5, ids=ids if ids != "string" else "dense")
     if ids == "string":
@@ -203,8 +204,8 @@ def test_a_read_edges_frame_is_sized_with_the_input_it_reads(tmp_path, monkeypat
     import pandas as pd
 
     import gpipe
-    from gpipe import build as builds
     from gpipe.engine.execution import InProcess
+    from gpipe.partitioning import build as builds
 
     path = tmp_path / "edges.parquet"
     pd.DataFrame({"src": [0, 1, 2], "dst": [1, 2, 0]}).astype("int32").to_parquet(path)

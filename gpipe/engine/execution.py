@@ -79,7 +79,7 @@ class Executor:
         raise NotImplementedError
 
     def memory(self, backend_name) -> list:
-        """:class:`gpipe.sizing.WorkerMemory` of each worker that could own a partition."""
+        """:class:`gpipe.partitioning.sizing.WorkerMemory` of each worker that could own a partition."""
         raise NotImplementedError
 
     def for_owners(self, workers: list):
@@ -149,7 +149,7 @@ class InProcess(Executor):
         return list(dask.compute(*frame.to_delayed()))
 
     def memory(self, backend_name):
-        from gpipe import sizing
+        from gpipe.partitioning import sizing
 
         return [sizing.in_process_memory(backend_name)]
 
@@ -342,7 +342,7 @@ class OnCluster(Executor):
         return worker_frame(handles, meta, lengths)
 
     def memory(self, backend_name):
-        from gpipe import sizing
+        from gpipe.partitioning import sizing
 
         return [m for m in sizing.cluster_memory(self.client, backend_name) if m.address in self.workers]
 

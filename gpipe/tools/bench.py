@@ -610,7 +610,7 @@ def _owner_peaks(graph, peaks: dict) -> list:
 
 def _build_estimate(graph) -> int | None:
     """What the sizing expected an owner's build to peak at, for this graph on its owners
-    (:func:`gpipe.sizing.owner_need`, recorded by the build)."""
+    (:func:`gpipe.partitioning.sizing.owner_need`, recorded by the build)."""
     return graphs.built_of(graph).owner_build_estimate
 
 

@@ -19,12 +19,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from gpipe import footers, sizing, validate
+from gpipe import footers, validate
 from gpipe.engine import backend as backends
 from gpipe.engine import in_memory
 from gpipe.engine.owners import nccl
 from gpipe.engine.partition import Layout, build_partition
 from gpipe.errors import InputError
+from gpipe.partitioning import sizing
 
 # Keep ids as they are while max id + 1 <= IDENTITY_SLACK * rows + IDENTITY_EXTRA: then the
 # arrays indexed by id stay within a small multiple of the edge list.
@@ -80,7 +81,7 @@ class Built:
     # that lacked them would fetch them from a peer's worker while that peer waits in the
     # traversal: over NCCL, on the device the fetch must read. None otherwise.
     owner_ids: list | None = None
-    # The bytes the sizing expected an owner's build to peak at (gpipe.sizing.owner_need).
+    # The bytes the sizing expected an owner's build to peak at (gpipe.partitioning.sizing.owner_need).
     owner_build_estimate: int | None = None
 
 
@@ -88,7 +89,7 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
     """Validate, number, shuffle and build ``edges`` into one partition per owner.
 
     ``partitions``: the number of owners, or None for the fewest workers whose memory holds
-    the graph (:mod:`gpipe.sizing`). Raises GraphTooLarge, before any partition is built, when
+    the graph (:mod:`gpipe.partitioning.sizing`). Raises GraphTooLarge, before any partition is built, when
     the owners' memory cannot hold it.
     """
     requested = sizing.requested_partitions(partitions)
@@ -340,7 +341,7 @@ def _split(backend_name, frame, ids, columns, layout: Layout, directed: bool, tr
     self-loops kept, each undirected edge once; ``build_csr`` leaves the loops out and stores
     both directions of an undirected edge), so neither a filtered nor a doubled list is ever
     made (nor a kernel that CuPy would compile at its first use). Otherwise self-loops are
-    dropped and undirected edges doubled here, :data:`gpipe.sizing.SPLIT_ROWS` rows at a
+    dropped and undirected edges doubled here, :data:`gpipe.partitioning.sizing.SPLIT_ROWS` rows at a
     time, an owner's piece of them at a time: besides the buckets (which the owner builds from
     as they are, never joined), the split holds a few masks and one index array of at most
     SPLIT_ROWS, and the distinct ids seen so far whose presence it carries.

@@ -16,8 +16,8 @@ __version__ = "0.1.0"
 # Imported at first use, so that ``import gpipe`` (the command line's first step) costs no
 # NumPy, pandas or Dask, and a Ctrl-C during those imports finds the command's handling in place.
 _LAZY = {"bfs": "gpipe.api", "bfs_each": "gpipe.api", "sssp": "gpipe.api", "sssp_each": "gpipe.api",
-         "Graph": "gpipe.graph", "read_edges": "gpipe.io", "dashboard_link": "gpipe.watch.dashboard",
-         "to_parquet": "gpipe.output"}
+         "Graph": "gpipe.graph", "read_edges": "gpipe.io.read", "dashboard_link": "gpipe.watch.dashboard",
+         "to_parquet": "gpipe.io.write"}
 
 
 def __getattr__(name):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gpipe import validate
 from gpipe.graph import Graph
+from gpipe.io import validate
 
 
 def bfs(edges, source, *, directed=True, depth_limit=None, src=None, dst=None, partitions=None,
@@ -224,8 +224,8 @@ def _weighted_columns(edges, src, dst, weight, call):
     """``(src, dst, weight)`` of a weighted call: as given, else as :func:`gpipe.read_edges`
     was given them for ``edges``, else ``"src"``, ``"dst"``, ``"weight"``. ``weight=False``
     is an InputError: the call needs weights."""
-    from gpipe import origin
     from gpipe.errors import InputError
+    from gpipe.io import origin
 
     if weight is False:
         raise InputError(f"{call} needs a weight column: pass weight='<column>'")

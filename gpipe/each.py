@@ -27,12 +27,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from gpipe import validate
 from gpipe.engine import backend as backends
 from gpipe.engine import sources as source_ids
 from gpipe.engine.result import BFS, SSSP
 from gpipe.engine.tasks import run_task
 from gpipe.errors import InputError, NegativeCycleError, on_undirected, plain
+from gpipe.io import validate
 
 NAMES = {BFS: "gpipe-bfs-each", SSSP: "gpipe-sssp-each"}
 DISTANCE = backends.DISTANCE_DTYPE  # float64 for both kinds, as gpipe.bfs and gpipe.sssp

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from gpipe import paths as path_rows
-from gpipe import validate
 from gpipe.engine import backend as backends
 from gpipe.engine import execution, result, traverse
 from gpipe.engine import sources as source_ids
 from gpipe.errors import GraphLost, InputError, NegativeCycleError, NoPath, on_undirected, plain
+from gpipe.io import validate
 from gpipe.partitioning import build as builder
 from gpipe.watch import progress
 
@@ -92,7 +92,7 @@ class Graph:
         >>> g.sssp(1).compute().sort_values("vertex")["distance"].tolist()
         [0.0, 0.5, 2.5]
         """
-        from gpipe import origin
+        from gpipe.io import origin
 
         if weight is False:
             src, dst, _ = origin.columns(edges, src, dst)
@@ -535,10 +535,10 @@ class Graph:
         return self._recorded(self._executor.to_frame(frames, meta, built.rows))
 
     def _recorded(self, frame):
-        """``frame``, a result, with the graph's input paths recorded for it (:mod:`gpipe.origin`),
+        """``frame``, a result, with the graph's input paths recorded for it (:mod:`gpipe.io.origin`),
         so that :func:`gpipe.to_parquet` refuses to write it over them."""
         if self.inputs:
-            from gpipe import origin
+            from gpipe.io import origin
 
             origin.record(frame, origin.Origin(paths=self.inputs))
         return frame

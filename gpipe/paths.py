@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from gpipe.engine import backend as backends
-from gpipe.validate import numpy_dtype
+from gpipe.io.validate import numpy_dtype
 
 COLUMNS = ("target", "step", "vertex")
 

@@ -10,7 +10,7 @@ What ``gpipe run CONFIG`` and ``gpipe bfs|sssp`` do, and what the ready job
 
 Steps, each timed and logged: connect to the cluster the configuration names, read the
 edges (:func:`gpipe.read_edges`), build the graph (:meth:`gpipe.Graph.from_edges`), traverse
-(``bfs`` or ``sssp``), write the result with :func:`gpipe.output.write_parquet` (readers of
+(``bfs`` or ``sssp``), write the result with :func:`gpipe.io.write.write_parquet` (readers of
 the output path see the previous result or the new one, never a mix), report what was reached.
 
 Exit status of :func:`run_file`: 0 on success; 2 with a one-line message on stderr when the
@@ -53,17 +53,17 @@ from collections.abc import Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from gpipe import validate
 from gpipe.cluster import connect, disconnect, silenced_logging
 from gpipe.engine import execution
 from gpipe.engine.interrupts import phase
 from gpipe.errors import InputError, report_or_raise
 from gpipe.graph import Graph
-from gpipe.io import read_edges
+from gpipe.io import validate
+from gpipe.io.read import read_edges
 from gpipe.partitioning import sizing
 from gpipe.watch import dashboard, progress
-from gpipe.output import (OutputExists, check_writable, refuse_over_edges, restore_interrupted, summarize,
-                          write_parquet)
+from gpipe.io.write import (OutputExists, check_writable, refuse_over_edges, restore_interrupted, summarize,
+                            write_parquet)
 
 __all__ = ["ALGORITHMS", "coerce_source", "configure_logging", "load_config", "run", "run_file"]
 
@@ -159,7 +159,7 @@ def run(config, *, how_to_overwrite="set output.overwrite to true"):
     gpipe.InputError
         If a key is missing, unknown or of the wrong type (the message names it), or the
         edges, a column or a source are unusable, or the output exists without ``overwrite``,
-        or cannot be written (:func:`gpipe.output.check_writable`, checked before the read),
+        or cannot be written (:func:`gpipe.io.write.check_writable`, checked before the read),
         or the output path is the edges path, contains it or lies inside it (after resolving
         symbolic links; ``overwrite`` or not).
     gpipe.NegativeCycleError

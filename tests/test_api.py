@@ -20,7 +20,7 @@ import pytest
 
 import gpipe
 import reference
-from gpipe import validate
+from gpipe.io import validate
 from gpipe.tools.verify import check_bfs_tree, check_sssp_tree
 
 pytestmark = pytest.mark.timeout(180)
@@ -148,7 +148,7 @@ def test_bfs_depth_limit_beyond_eccentricity_changes_nothing(engine):
 @pytest.mark.parametrize("limit", [2**63, 2**31, -1, True, 2.0, np.int64(-2), np.uint64(2**63), "3"],
                          ids=["2**63", "2**31", "negative", "bool", "float", "np.int64", "np.uint64", "str"])
 def test_bfs_depth_limits_out_of_range_fail_alike_with_any_owners(cpu_engine, limit):
-    """The one check of gpipe.validate.depth_limit, with one owner (local) and two (cluster):
+    """The one check of gpipe.io.validate.depth_limit, with one owner (local) and two (cluster):
     the same InputError and message, from Graph.bfs and, before its build, from gpipe.bfs."""
     edges = reference.random_edges(60, 120, seed=8)
     source = int(edges["src"].iloc[0])

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import gpipe
-from gpipe import io
+from gpipe.io import read as io
 
 
 def edges(**columns):
@@ -228,7 +228,7 @@ def test_the_read_keeps_its_name_in_dasks_task_names(tmp_path, ids, convert_stri
     import dask
     from dask.utils import key_split
 
-    from gpipe import validate
+    from gpipe.io import validate
 
     frame = edges(weight=[1.0, 2.0, 3.0])
     if ids == "strings":

@@ -1,4 +1,4 @@
-"""gpipe.output.write_parquet: all-or-nothing Parquet writes; gpipe.output.summarize."""
+"""gpipe.io.write.write_parquet: all-or-nothing Parquet writes; gpipe.io.write.summarize."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 
 import gpipe
-import gpipe.origin
-from gpipe import output
-from gpipe.output import summarize, write_parquet
+import gpipe.io.origin
+from gpipe.io import write as output
+from gpipe.io.write import summarize, write_parquet
 
 
 def frame(values, npartitions=2):
@@ -140,7 +140,7 @@ def test_summarize_bfs_and_sssp_shaped_results():
 WRITER = """
 import os, signal, sys, time
 import dask.dataframe as dd, pandas as pd
-from gpipe import output
+from gpipe.io import write as output
 
 target, mode, go = sys.argv[1:4]
 frame = dd.from_pandas(pd.DataFrame({"vertex": [7, 8], "distance": [7, 8]}), npartitions=2)
@@ -312,7 +312,7 @@ def edges_folder(tmp_path):
     lambda edges: gpipe.Graph.from_edges(edges).bfs_each([0, 1]),
     lambda edges: gpipe.bfs(edges, 0).query("distance > 0")[["vertex"]],
     lambda edges: edges,
-    lambda edges: gpipe.bfs(dd.read_parquet(gpipe.origin.input_paths(edges)[0]), 0),
+    lambda edges: gpipe.bfs(dd.read_parquet(gpipe.io.origin.input_paths(edges)[0]), 0),
 ], ids=["bfs", "sssp-persisted", "bfs_each", "derived", "the-edges", "dd.read_parquet"])
 @pytest.mark.parametrize("where", ["is", "inside", "contains"])
 def test_to_parquet_refuses_the_edges_path(edges_folder, make, where):

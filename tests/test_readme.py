@@ -44,7 +44,7 @@ def demo_folder(tmp_path_factory):
     import dask.dataframe as dd
 
     from gpipe.generators import kronecker_edges
-    from gpipe.output import write_parquet
+    from gpipe.io.write import write_parquet
 
     folder = tmp_path_factory.mktemp("readme")
     edges = kronecker_edges(16, 16, seed=0, weights=True)

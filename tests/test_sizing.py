@@ -120,10 +120,10 @@ def test_the_cli_refuses_partitions_without_a_cluster(tmp_path):
 
 @pytest.mark.parametrize("ids", ["dense", "sparse", "string"])
 def test_read_edges_frames_are_refused_before_a_row_is_read(tmp_path, monkeypatch, ids):
-    """Parquet footers give the rows and the id range (gpipe/footers.py): a graph too large is
+    """Parquet footers give the rows and the id range (gpipe/io/footers.py): a graph too large is
     refused before any partition is read; one that fits is sized the same way as after its
     survey."""
-    from gpipe import footers, io
+    from gpipe.io import footers, read as io
     from gpipe.partitioning import build
 
     edges = reference.random_edges(n=300, m=1200, seed=5, ids=ids if ids != "string" else "dense")
@@ -151,7 +151,7 @@ def test_read_edges_frames_are_refused_before_a_row_is_read(tmp_path, monkeypatc
 
 
 def test_a_frame_derived_from_read_edges_is_sized_after_its_survey(tmp_path):
-    from gpipe import footers
+    from gpipe.io import footers
 
     edges = reference.random_edges(n=50, m=100, seed=6)
     edges.to_parquet(tmp_path / "edges.parquet")
@@ -166,7 +166,7 @@ def test_a_one_owner_graph_of_parquet_is_read_on_its_owner(dask_client2, tmp_pat
     nothing); the answer is the same."""
     from distributed import get_task_stream
 
-    from gpipe.io import READ_LABEL
+    from gpipe.io.read import READ_LABEL
 
     edges = reference.random_edges(n=400, m=1600, seed=7, ids="sparse")
     for i in range(4):

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 import gpipe
-from gpipe import validate
+from gpipe.io import validate
 
 pytestmark = pytest.mark.timeout(120)
 

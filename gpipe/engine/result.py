@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpipe.engine import backend as backends
-from gpipe.validate import numpy_dtype
+from gpipe.io.validate import numpy_dtype
 
 BFS = "bfs"
 SSSP = "sssp"

@@ -21,7 +21,7 @@ from gpipe.errors import InputError, plain
 
 @dataclass(frozen=True)
 class InputIds:
-    """Sources as input ids (``values``, from :func:`gpipe.validate.sources`), to be looked up
+    """Sources as input ids (``values``, from :func:`gpipe.io.validate.sources`), to be looked up
     in the sorted ids where the traversal runs."""
 
     values: np.ndarray

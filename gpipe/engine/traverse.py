@@ -22,7 +22,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpipe import validate
 from gpipe.engine import backend as backends
 from gpipe.engine import sources as source_ids
 from gpipe.engine.compute import cpu_scipy
@@ -32,6 +31,7 @@ from gpipe.engine.owners.bfs import bfs_thresholds
 from gpipe.engine.partition import Partition
 from gpipe.engine.result import BFS, SSSP, owner_frame
 from gpipe.errors import NegativeCycleError
+from gpipe.io import validate
 from gpipe.watch import progress
 
 @dataclass

@@ -1,7 +1,7 @@
 """From an edge DataFrame to partitions on their owners: survey, number, shuffle, build.
 
 1. *Survey* each input partition where it lies: row count, id range, negative weights, and
-   the data checks of :func:`gpipe.validate.check_partition`. The id range settles the id
+   the data checks of :func:`gpipe.io.validate.check_partition`. The id range settles the id
    dtype when the two id columns differ (uint64 and int64: the one that holds every id).
 2. *Number* the vertices ``0..n-1``. Ids that are already small non-negative integers are kept
    as they are (no sort; ids that never occur are masked out later). Other ids are replaced by
@@ -19,12 +19,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from gpipe import footers, validate
 from gpipe.engine import backend as backends
 from gpipe.engine import in_memory
 from gpipe.engine.owners import nccl
 from gpipe.engine.partition import Layout, build_partition
 from gpipe.errors import InputError
+from gpipe.io import footers, validate
 from gpipe.partitioning import sizing
 
 # Keep ids as they are while max id + 1 <= IDENTITY_SLACK * rows + IDENTITY_EXTRA: then the
@@ -208,7 +208,7 @@ def _vertex_bound(rows: int, low: int | None = None, high: int | None = None) ->
 
 def footer_size(survey, directed: bool, weighted: bool):
     """The :class:`sizing.GraphSize` that a read_edges frame's Parquet footers give
-    (:mod:`gpipe.footers`), as the survey of its rows would; None where they cannot tell the
+    (:mod:`gpipe.io.footers`), as the survey of its rows would; None where they cannot tell the
     vertex count (integer ids without statistics) or there are none."""
     if survey is None or survey.rows == 0 or (not survey.strings and survey.low is None):
         return None
@@ -263,7 +263,7 @@ def _arrays(backend_name, frame, columns: Columns):
     """The id and weight arrays of one input partition, with its data checks; both id arrays
     of ``columns.id_dtype`` when it is set, the backend's string arrays when the ids are
     strings. Returns ``(xp, src, dst, weights, weight_range)``, ``weight_range`` from
-    :func:`gpipe.validate.check_partition`."""
+    :func:`gpipe.io.validate.check_partition`."""
     be = backends.get(backend_name)
     src_name, dst_name, weight_name = columns.src, columns.dst, columns.weight
     for name in (src_name, dst_name):

@@ -251,7 +251,7 @@ def main(args) -> int:
 
     Writes the full report as JSON to ``args.json`` when given. Returns the exit status (0).
     """
-    from gpipe.output import check_writable
+    from gpipe.io.write import check_writable
 
     if args.json:
         check_writable(args.json)  # before the run, not after it

@@ -291,7 +291,7 @@ def main(args) -> int:
 
         raise InputError("gpipe bench --each needs --scale (a generated Kronecker graph)")
     if args.json:
-        from gpipe.output import check_writable
+        from gpipe.io.write import check_writable
 
         check_writable(args.json)  # before any work, as gpipe bench does
     report = run(scale=args.scale, each=args.each, targets=args.targets or 0, algo=args.algo,

@@ -61,7 +61,7 @@ def run_demo(scale=16, out="out/demo", *, cpu=False, edge_factor=16, seed=0, n_w
     from gpipe.cluster import disconnect, local_cluster_kind, silenced_logging, start_local_cluster
     from gpipe.engine.interrupts import phase
     from gpipe.generators import kronecker_edges
-    from gpipe.output import check_writable, summarize, write_parquet
+    from gpipe.io.write import check_writable, summarize, write_parquet
 
     file = sys.stdout if file is None else file
     out = Path(out)

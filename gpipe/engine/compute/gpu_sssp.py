@@ -138,7 +138,7 @@ def sssp(indptr, indices, weights, sources, *, delta=None, symmetric=False, targ
         Target id of each edge, in ``[0, n)``. Repeated pairs are allowed (the lightest counts).
     weights : cupy.ndarray of float64, shape (nnz,)
         Edge weights; must be non-negative and not NaN (zeros are allowed). Not checked here:
-        :mod:`gpipe.validate` and the caller's ``negative_weights`` flag guard this.
+        :mod:`gpipe.io.validate` and the caller's ``negative_weights`` flag guard this.
     sources : cupy.ndarray or sequence of int
         Source ids in ``[0, n)``; repeats are ignored. Distances are to the nearest source.
     delta : float, optional

@@ -5,8 +5,8 @@ CSV, a truncated file or a missing column is an :class:`gpipe.InputError` naming
 before any work starts. Errors that only show in the data pages surface when a partition is
 read, as an InputError naming the file too.
 
-A missing path that an overwrite by :func:`gpipe.output.write_parquet` left set aside when its
-writer was killed is put back first (:func:`gpipe.output.restore_interrupted`).
+A missing path that an overwrite by :func:`gpipe.io.write.write_parquet` left set aside when its
+writer was killed is put back first (:func:`gpipe.io.write.restore_interrupted`).
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ import glob
 import os
 from contextlib import contextmanager
 
-from gpipe import footers as footer_sizes
-from gpipe import origin as origins
 from gpipe.engine import backend as backends
 from gpipe.errors import InputError
-from gpipe.output import restore_interrupted
+from gpipe.io import footers as footer_sizes
+from gpipe.io import origin as origins
+from gpipe.io.write import restore_interrupted
 
 WEIGHT = "weight"  # the weight column read_edges keeps when it is asked for none in particular
 BLOCK_BYTES = 256 * 2**20  # CPU: a file larger than this (uncompressed) is read as several partitions
@@ -53,7 +53,7 @@ def read_edges(path, *, src="src", dst="dst", weight=None, backend="auto"):
     -------
     dask.dataframe.DataFrame
         Lazily read, with only the named columns (and ``weight`` if found). The frame
-        remembers ``path`` and its column names (:mod:`gpipe.origin`): the calls given it
+        remembers ``path`` and its column names (:mod:`gpipe.io.origin`): the calls given it
         (:func:`gpipe.bfs`, :func:`gpipe.sssp`, :meth:`gpipe.Graph.from_edges`, ...) take their
         ``src``, ``dst`` and ``weight`` from here unless given them, and
         :func:`gpipe.to_parquet` refuses to write its results over ``path``. Local files are

@@ -34,7 +34,7 @@ class Origin:
     """What gpipe knows of a frame: ``paths``, the edges it came from (as given, local paths
     or URLs), and, for a frame of :func:`gpipe.read_edges`, its column names (``weight``:
     the weight column it read, None when it read none) and what its Parquet footers say of
-    its size (``footers``: a :class:`gpipe.footers.FooterSurvey`, None for a URL)."""
+    its size (``footers``: a :class:`gpipe.io.footers.FooterSurvey`, None for a URL)."""
 
     paths: tuple = ()
     src: str | None = None

@@ -4,7 +4,7 @@
 and the id columns' min/max statistics there give the figures the sizing needs
 (:class:`gpipe.partitioning.sizing.GraphSize`), so that a graph no owners can hold is refused with
 ``GraphTooLarge`` before the edges are read. Kept with the frame's other read facts
-(:class:`gpipe.origin.Origin`), and used only when the build is handed that frame as
+(:class:`gpipe.io.origin.Origin`), and used only when the build is handed that frame as
 ``read_edges`` returned it: a frame derived from it (filtered, joined) may hold fewer edges,
 and is sized after its survey as any other.
 """
@@ -54,7 +54,7 @@ def survey(footers: dict, src: str, dst: str) -> FooterSurvey:
 
 def of(frame) -> FooterSurvey | None:
     """The footer survey of ``frame`` if read_edges returned it as it is (or persisted), else None."""
-    from gpipe import origin
+    from gpipe.io import origin
 
     found = origin.edges_origin(frame)
     return None if found is None else found.footers

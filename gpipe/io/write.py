@@ -76,7 +76,7 @@ def to_parquet(frame, path, *, overwrite=False):
     holds the edges is overwritten by result rows (the next read fails or reads results as
     edges). This function is :func:`write_parquet` (a hidden sibling directory renamed into
     place when complete) after :func:`refuse_over_edges` for every edge path the frame was
-    computed from (:func:`gpipe.origin.input_paths`: a frame of :func:`gpipe.read_edges`, any
+    computed from (:func:`gpipe.io.origin.input_paths`: a frame of :func:`gpipe.read_edges`, any
     result of a graph built from one, frames derived from them, and Dask Parquet reads).
 
     Parameters
@@ -115,7 +115,7 @@ def to_parquet(frame, path, *, overwrite=False):
         ...
     gpipe.errors.InputError: output '...' is the edges path '...'; write the result elsewhere
     """
-    from gpipe import origin
+    from gpipe.io import origin
 
     if not hasattr(frame, "expr") and not hasattr(frame, "dask"):  # pandas or cuDF, in memory
         import dask.dataframe as dd

@@ -1,13 +1,15 @@
 """The package's structure, read from its own imports (ARCHITECTURE.md, "Where things are"):
-no import circle among gpipe's modules, the library never imports its tools (gpipe/tools/) nor
-the package ``gpipe`` itself, no module uses another gpipe module's private names, and no
-module is over MAX_LINES lines."""
+no import circle among gpipe's modules, imports run down the layers (at most MAX_UPWARD run
+up), the library never imports its tools (gpipe/tools/) nor the package ``gpipe`` itself, no
+module uses another gpipe module's private names, no module is over MAX_LINES lines, and the
+map in ARCHITECTURE.md names every folder and module of the layers."""
 
 from __future__ import annotations
 
 import ast
 import functools
 import pathlib
+import re
 
 import pytest
 
@@ -115,3 +117,50 @@ def test_no_module_takes_another_modules_private_names(name):
 @pytest.mark.parametrize("name", sorted(MODULES))
 def test_no_module_is_over_the_line_limit(name):
     assert len(MODULES[name].read_text().splitlines()) <= MAX_LINES
+
+
+# Folders name the layers, top to bottom (ARCHITECTURE.md, "Where things are"): a module imports
+# its own layer and those below it. gpipe.errors imports nothing and lies beneath them all.
+LAYERS = ("gpipe.tools", "gpipe", "gpipe.partitioning", "gpipe.io", "gpipe.engine", "gpipe.watch")
+BENEATH_ALL = ("gpipe.errors",)
+MAX_UPWARD = 3  # the issue's bound (issue 24); ARCHITECTURE.md names the ones there are
+
+
+def layer(name: str) -> str:
+    """The layer of module ``name``: the longest of :data:`LAYERS` it lies in."""
+    if name == "gpipe.__main__":  # python -m gpipe: the command line
+        return "gpipe.tools"
+    return max((p for p in LAYERS if name == p or name.startswith(p + ".")), key=len)
+
+
+def upward_imports() -> list:
+    rank = {name: i for i, name in enumerate(LAYERS)}
+    return sorted((n, t) for n, targets in edges().items() for t in targets
+                  if t not in BENEATH_ALL and rank[layer(t)] < rank[layer(n)])
+
+
+def test_imports_run_down_the_layers():
+    assert len(upward_imports()) <= MAX_UPWARD, upward_imports()
+
+
+def test_what_lies_beneath_all_layers_imports_nothing_of_gpipe():
+    assert {name: edges()[name] for name in BENEATH_ALL} == {name: set() for name in BENEATH_ALL}
+
+
+def test_the_architecture_map_names_every_folder_and_module_of_the_layers():
+    text = (PACKAGE.parent / "ARCHITECTURE.md").read_text()
+    where = text.split("## Where things are", 1)[1].split("\n## ", 1)[0]
+    folders = [p for p in sorted(PACKAGE.iterdir()) if (p / "__init__.py").is_file()]
+    unnamed = [f"gpipe/{p.name}/" for p in folders if f"`gpipe/{p.name}/`" not in where]
+    for folder in [PACKAGE] + [p for p in folders if p.name != "tools"]:
+        unnamed += [str(f.relative_to(PACKAGE.parent)) for f in sorted(folder.glob("*.py"))
+                    if f.name != "__init__.py" and f"`{f.name}`" not in where]
+    assert unnamed == []
+
+
+def test_the_gpipe_paths_the_documents_name_exist():
+    root = PACKAGE.parent
+    missing = sorted({(doc, path) for doc in ("README.md", "ARCHITECTURE.md")
+                      for path in re.findall(r"(?<![\w./-])gpipe/[\w./-]*[\w/]", (root / doc).read_text())
+                      if not path.startswith("gpipe/_cuda") and not (root / path).exists()})
+    assert missing == []

@@ -1,6 +1,6 @@
 // Atomics CUDA lacks, built from the ones it has.
 //
-// Written for NVRTC (cupy.RawModule, -std=c++17): no standard headers. gpipe/compute/cuda.py
+// Written for NVRTC (cupy.RawModule, -std=c++17): no standard headers. gpipe/engine/compute/cuda.py
 // inlines it once per translation unit; everything lives in an anonymous namespace.
 #pragma once
 

@@ -7,7 +7,8 @@
 //       dist[v] = level + 1, parent[v] = offset + u, and v - offset is appended to next_frontier;
 //     * v remote and `remote` != 0: (v, offset + u) is appended to the remote lists, raw
 //       (one entry per edge, not deduplicated: the driver prunes before the exchange).
-//   gpipe/compute/gpu_bfs.py (bfs_expand) launches it; gpipe/compute/cpu.py holds its Numba twin;
+//   gpipe/engine/compute/gpu_bfs.py (bfs_expand) launches it; gpipe/engine/compute/cpu.py holds
+//   its Numba twin;
 //   tests/test_kernels_gpu.py checks whole traversals built from it against scipy.sparse.csgraph.
 //
 // Technique: edge-parallel expansion, load-balanced by prefix sum + binary search

@@ -6,7 +6,7 @@
 //   bfs_batch_dist after the level loop; and, on request, parent[i * n + v] = some u with an
 //   edge u -> v and dist[i, u] == dist[i, v] - 1 (-1 for sources and unreached), by
 //   bfs_batch_parents_pull (in-edges: the CSR itself when symmetric, else an in-CSR) or
-//   bfs_batch_parents_push (out-edges, any graph). gpipe/compute/gpu_batch.py (bfs_batch,
+//   bfs_batch_parents_push (out-edges, any graph). gpipe/engine/compute/gpu_batch.py (bfs_batch,
 //   bfs_batch_parents) drives them; tests/test_batch_gpu.py checks every source's row against
 //   scipy.sparse.csgraph and validates every parent.
 //

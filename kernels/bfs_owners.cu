@@ -35,7 +35,7 @@
 //   frontier_to_bitmap<Index>, bitmap_to_frontier<Index>   an owner's frontier as local ids <->
 //       its bitmap slice (at a change of direction). Index is unused: it only names the
 //       instantiation, like the other entry points'.
-//   gpipe/compute/gpu_bfs_owners.py launches them; gpipe/compute/cpu_bfs_owners.py holds the
+//   gpipe/engine/compute/gpu_bfs_owners.py launches them; gpipe/engine/compute/cpu_bfs_owners.py holds the
 //   Numba twins (same names without the template, same counters, same results up to which
 //   parent wins a race); tests/test_kernels_gpu.py runs the CPU tests' cases on both.
 //

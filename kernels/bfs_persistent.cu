@@ -9,8 +9,9 @@
 //   sync: only a distance <= the level counts, so a claim made during the level, which other
 //   threads may or may not see yet, never splits the grid's decision). Every parent edge u->v
 //   exists and dist[u] + 1 == dist[v]. With parent_lo and parent null no parent is written
-//   (distances only; the launcher then passes a queue of its own). gpipe/compute/gpu_bfs.py (bfs) launches it; the slow, obviously-correct
-//   twin is the host level loop over bfs_expand (bfs.cu) in gpipe/traverse.py, and
+//   (distances only; the launcher then passes a queue of its own).
+//   gpipe/engine/compute/gpu_bfs.py (bfs) launches it; the slow, obviously-correct
+//   twin is the host level loop over bfs_expand (bfs.cu) in gpipe/engine/traverse.py, and
 //   tests/test_kernels_gpu.py checks both against scipy.sparse.csgraph.
 //
 // Technique

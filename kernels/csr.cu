@@ -7,7 +7,7 @@
 //   dst -> src; then dst must lie in [0, n_local) too), so the doubled edge list is never
 //   built. With `skip_loops`, edges with src == dst are left out (counted nowhere).
 //   Within a row the order is NOT sorted and not deterministic (atomic cursors): rows are
-//   multisets. gpipe/compute/gpu_csr.py (build_csr) launches the passes;
+//   multisets. gpipe/engine/compute/gpu_csr.py (build_csr) launches the passes;
 //   tests/test_kernels_gpu.py compares the rows, as multisets, with a NumPy argsort CSR.
 //
 // Technique: counting sort by source without the sort, in three passes

@@ -3,7 +3,7 @@
 // binary search", the warp-aggregated queue append, and the frontier-bitmap test and parent
 // search of a bottom-up BFS step.
 //
-// Written for NVRTC (cupy.RawModule, -std=c++17): no standard headers. gpipe/compute/cuda.py
+// Written for NVRTC (cupy.RawModule, -std=c++17): no standard headers. gpipe/engine/compute/cuda.py
 // inlines it (and warp.cuh, which it includes) once per translation unit; everything lives in
 // an anonymous namespace.
 #pragma once

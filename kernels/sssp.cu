@@ -1,7 +1,7 @@
 // sssp.cu -- one round of edge-parallel Bellman-Ford relaxation over one owner's CSR.
 //
 // What it computes
-//   One call of sssp_relax (gpipe/compute/gpu_sssp.py) relaxes every out-edge of the frontier once,
+//   One call of sssp_relax (gpipe/engine/compute/gpu_sssp.py) relaxes every out-edge of the frontier once,
 //   from the snapshot frontier_dist (never from dist[u], which may drop during the round):
 //     cand = frontier_dist[i] + w(u->v); a cand above `bound` (the cutoff, max_distance; +inf:
 //     none) is dropped, local or remote, as Dijkstra's cutoff drops it (so a kept vertex's
@@ -12,7 +12,7 @@
 //       `improved`. Parents change only on strict improvement, which keeps the parent graph
 //       acyclic when no negative cycle exists.
 //     * v remote and `remote` != 0: (v, cand, offset + u) is appended to the remote lists, raw.
-//   gpipe/compute/cpu.py holds its Numba twin; tests/test_kernels_gpu.py checks whole
+//   gpipe/engine/compute/cpu.py holds its Numba twin; tests/test_kernels_gpu.py checks whole
 //   traversals built from it against scipy.sparse.csgraph and validates the parent tree.
 //
 // Technique: two edge-parallel passes over the same frontier edges

@@ -11,7 +11,7 @@
 //   the relaxation, checked by sssp_batch_check, and repaired where a race spoiled it by
 //   sssp_batch_repair_pull (symmetric graphs: v's own row holds the twins of its in-edges) or
 //   sssp_batch_repair_push (any graph: the out-edges of every vertex, for the rows of sources
-//   with a failure). gpipe/compute/gpu_batch.py (sssp_batch) drives the passes from the host;
+//   with a failure). gpipe/engine/compute/gpu_batch.py (sssp_batch) drives the passes from the host;
 //   tests/test_batch_gpu.py checks every row against scipy.sparse.csgraph.dijkstra and
 //   validates every parent.
 //
@@ -61,7 +61,7 @@
 //   holds vertices, each with a 64-bit mask of the sources whose pair is queued, so one read of
 //   a vertex's row relaxes it for all of them (MS-BFS's shared scans, for weights); the far
 //   pile, marks of pairs, stamps and parents are the same. Which variant is faster depends on
-//   how much the sources' frontiers overlap; gpipe.compute.gpu_batch_check times both.
+//   how much the sources' frontiers overlap; gpipe.tools.gpu_batch_check times both.
 //   Negative weights (negative != 0): frontier Bellman-Ford passes (the launcher sets
 //   delta = inf, so every lowered pair is near), the minimum by a compare-and-swap loop on
 //   doubles (atomics.cuh), and no skipping of stale slots: pass r has then found every path

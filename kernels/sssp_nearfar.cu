@@ -14,9 +14,9 @@
 //   Candidates above max_distance are dropped, so farther vertices stay +inf and the far pile
 //   runs dry where the distances pass it. With stamp, parent and parent_edge null no parent
 //   is recorded (distances only) and the check and repair kernels are not launched.
-//   gpipe/compute/gpu_sssp.py (sssp) launches them; tests/test_kernels_gpu.py checks them
+//   gpipe/engine/compute/gpu_sssp.py (sssp) launches them; tests/test_kernels_gpu.py checks them
 //   against scipy.sparse.csgraph.dijkstra and validates the tree. The slow, obviously right
-//   twin is the frontier Bellman-Ford of sssp.cu driven round by round (gpipe/traverse.py).
+//   twin is the frontier Bellman-Ford of sssp.cu driven round by round (gpipe/engine/traverse.py).
 //
 // Technique: near-far work-efficient SSSP (A. Davidson, S. Baxter, M. Garland, J. Owens,
 // "Work-Efficient Parallel GPU Methods for Single-Source Shortest Paths", IPDPS 2014), a GPU

@@ -3,10 +3,10 @@
 // the mid and far piles, and the outbox.
 //
 // What it computes
-//   gpipe/compute/gpu_sssp_owners.py launches these kernels for gpipe/traverse.py's
+//   gpipe/engine/compute/gpu_sssp_owners.py launches these kernels for gpipe/engine/traverse.py's
 //   _sssp_owner: delta-stepping across owners (non-negative weights) or Bellman-Ford (any
 //   weights), exchanging candidates worker to worker once per step. All arrays live for the
-//   whole traversal (gpipe/compute/owner_state.py documents each one); no kernel allocates,
+//   whole traversal (gpipe/engine/compute/owner_state.py documents each one); no kernel allocates,
 //   sorts or deduplicates, and the host reads `counters` once per round.
 //     sssp_owner_frontier      per frontier slot: the snapshot distance and the degree (the
 //                              host scans the degrees); empties the near queue about to fill.
@@ -28,7 +28,7 @@
 //                              there (relaxed from the near queue since).
 //     sssp_owner_pack          one peer's outbox segment as (target, sent_best, send_parent);
 //                              dequeued.
-//   gpipe/compute/cpu_sssp_owners.py is the line-by-line Numba twin (each of its functions
+//   gpipe/engine/compute/cpu_sssp_owners.py is the line-by-line Numba twin (each of its functions
 //   names the kernel it mirrors); tests/test_kernels_cpu.py checks the twin and
 //   tests/test_kernels_gpu.py these kernels, step by step and as whole traversals, against
 //   scipy.sparse.csgraph.
@@ -59,19 +59,20 @@
 //   sent_best float64, send_parent int64, queued int32 [n - n_local], by remote index
 //   r = v (v < offset) or v - n_local; outbox int64[n - n_local], owner q's segment at
 //   outbox_start[q], its length in counters[kSent + q].
-//   counters uint64[kSent + n_owners] (layout: gpipe/compute/owner_state.py); the *_MIN slots
+//   counters uint64[kSent + n_owners] (layout: gpipe/engine/compute/owner_state.py); the *_MIN slots
 //   hold float64 bit patterns, +inf when empty.
 //
 // Written for NVRTC (cupy.RawModule, -std=c++17): no standard headers; atomics.cuh holds the
 // double-precision atomic min (shared with sssp.cu), frontier.cuh and warp.cuh the edge search,
-// queue append and warp reductions. Every kernel is a template on Index so that gpipe/compute/cuda.py instantiates the file as it does the others.
+// queue append and warp reductions. Every kernel is a template on Index so that
+// gpipe/engine/compute/cuda.py instantiates the file as it does the others.
 
 #include "atomics.cuh"
 #include "frontier.cuh"
 
 namespace {
 
-// Slots of `counters` (gpipe/compute/owner_state.py: NEAR, MID_MIN, FAR_MIN, SENT_MIN,
+// Slots of `counters` (gpipe/engine/compute/owner_state.py: NEAR, MID_MIN, FAR_MIN, SENT_MIN,
 // RELAXED, SENT).
 constexpr int kNear = 0;
 constexpr int kMidMin = 5;

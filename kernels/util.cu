@@ -6,7 +6,7 @@
 //   and compiles it with NVRTC at its first use (about 0.1 s each, 2 to 3 s for a CUB
 //   reduction of a boolean): `cupy.full`, `a.take(i)`, `a[i] = v`, `a.astype(t)`, `a < 0`,
 //   `cupy.flatnonzero`, `cupy.packbits`, `cupy.unique`. These are their twins, each one
-//   CuPy's semantics exactly (gpipe/compute/gpu_arrays.py wraps them and states the
+//   CuPy's semantics exactly (gpipe/engine/compute/gpu_arrays.py wraps them and states the
 //   promise; tests/test_kernels_gpu.py checks each against the CuPy call it replaces).
 //
 //   fill<T>            out[i] = value

@@ -2,7 +2,7 @@
 // reductions over the 32 lanes, by register shuffles; the warp-uniform grid-stride loop; the
 // scan of one lane's row by the whole warp.
 //
-// Written for NVRTC (cupy.RawModule, -std=c++17): no standard headers. gpipe/compute/cuda.py
+// Written for NVRTC (cupy.RawModule, -std=c++17): no standard headers. gpipe/engine/compute/cuda.py
 // inlines it once per translation unit; everything lives in an anonymous namespace. Every
 // function here must be reached by all 32 lanes of the warp together.
 #pragma once

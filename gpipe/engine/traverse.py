@@ -78,8 +78,8 @@ def sssp(executor, built, sources: np.ndarray, stats: list | None = None, *,
     cycle is raised only when this bounded search reaches it.
 
     With several owners and a ``stats`` list, one handle per owner to its
-    :class:`gpipe.engine.owners.messages.OwnerSteps` is appended to it (for benchmarks; each costs a small task on the owner's worker). One
-    owner appends nothing.
+    :class:`gpipe.engine.owners.messages.OwnerSteps` is appended to it (for benchmarks; each
+    costs a small task on the owner's worker). One owner appends nothing.
     """
     if built.layout.n_owners == 1:
         return [executor.query(_sssp_one_owner, built.parts[0], sources, built.negative_weights,

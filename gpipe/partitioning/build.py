@@ -341,10 +341,10 @@ def _split(backend_name, frame, ids, columns, layout: Layout, directed: bool, tr
     self-loops kept, each undirected edge once; ``build_csr`` leaves the loops out and stores
     both directions of an undirected edge), so neither a filtered nor a doubled list is ever
     made (nor a kernel that CuPy would compile at its first use). Otherwise self-loops are
-    dropped and undirected edges doubled here, :data:`gpipe.partitioning.sizing.SPLIT_ROWS` rows at a
-    time, an owner's piece of them at a time: besides the buckets (which the owner builds from
-    as they are, never joined), the split holds a few masks and one index array of at most
-    SPLIT_ROWS, and the distinct ids seen so far whose presence it carries.
+    dropped and undirected edges doubled here, :data:`gpipe.partitioning.sizing.SPLIT_ROWS`
+    rows at a time, an owner's piece of them at a time: besides the buckets (which the owner
+    builds from as they are, never joined), the split holds a few masks and one index array of
+    at most SPLIT_ROWS, and the distinct ids seen so far whose presence it carries.
     """
     xp, src, dst, weights, _ = _arrays(backend_name, frame, columns)
     if columns.strings:  # ranks of the whole partition: string columns are not cut in chunks

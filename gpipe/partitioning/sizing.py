@@ -33,9 +33,9 @@ TRAVERSAL_BYTES_PER_VERTEX = 48
 # Bytes per global vertex id of a multi-owner traversal's exchange state: the sent bitmap or
 # the best distance sent, and the per-peer candidate queues.
 EXCHANGE_BYTES_PER_VERTEX = 32
-# Rows of an input partition that the shuffle's split (gpipe.partitioning.build) cuts at a time, and the
-# bytes per row it holds for them besides the buckets: its masks, one int64 index array, and
-# the ids cast to the index dtype.
+# Rows of an input partition that the shuffle's split (gpipe.partitioning.build) cuts at a
+# time, and the bytes per row it holds for them besides the buckets: its masks, one int64
+# index array, and the ids cast to the index dtype.
 SPLIT_ROWS = 2**26
 SPLIT_BYTES_PER_ROW = 24
 

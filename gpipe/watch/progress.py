@@ -5,8 +5,9 @@ end. Each call becomes a ``logging`` record under the ``gpipe.progress`` logger 
 that runs the owner (the worker's log, or this process without a cluster) and, on a Dask
 worker, an event on the topic :data:`TOPIC` (``distributed.Worker.log_event``), which the
 scheduler keeps and forwards to subscribed clients: :func:`follow` subscribes, and gpipe's
-page on the Dask dashboard (:mod:`gpipe.watch.dashboard`) lists them. Levels are reported at most every :data:`EVERY_S` seconds per
-owner (and always the last), so a traversal of many short levels sends few events.
+page on the Dask dashboard (:mod:`gpipe.watch.dashboard`) lists them. Levels are reported at
+most every :data:`EVERY_S` seconds per owner (and always the last), so a traversal of many
+short levels sends few events.
 
 An event is a dict: ``traversal`` (the id of one call), ``algorithm`` (``"bfs"``/``"sssp"``),
 ``owner``, ``owners``, ``level``, ``frontier`` (vertices active on this owner), ``reached``

@@ -385,11 +385,13 @@ class OnCluster(Executor):
         original's key (making a copy moved the original to the copy's worker too, and the
         memory manager would drop one of its two replicas, maybe the owner's), and the copies
         that failed from ``copies``."""
-        from distributed import wait
+        from distributed import as_completed
 
         try:
-            with self.client.as_current():  # this thread's wait finds the graph's client
-                wait(copies[1:])
+            # Not distributed.wait: it asks for a default client, which this thread lacks, and
+            # Client.as_current would set Dask's scheduler in the process-wide config.
+            for _ in as_completed(copies[1:], loop=self.client.loop):
+                pass
             self.client.run_on_scheduler(_keep_only_on, copies[0].key, owner)
             for copy in [c for c in copies[1:] if c.status == "error"]:
                 copies.remove(copy)

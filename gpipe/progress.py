@@ -5,9 +5,5 @@ README.md tells users to call ``gpipe.progress.follow(client, callback)`` and
 with what a user watches, in ``gpipe/watch/progress.py``.
 """
 
-from gpipe.watch.progress import (add_listener, bar, current_query, describe, DONE_DELAY_S,
-                                  ending_on_error, EVERY_S, follow, log, query, remove_listener,
-                                  Reporter, set_query, TOPIC)
-
-__all__ = ["add_listener", "bar", "current_query", "describe", "DONE_DELAY_S", "ending_on_error",
-           "EVERY_S", "follow", "log", "query", "remove_listener", "Reporter", "set_query", "TOPIC"]
+from gpipe.watch.progress import *  # noqa: F401,F403 (its __all__: the public names)
+from gpipe.watch.progress import __all__  # noqa: F401

@@ -96,24 +96,31 @@ def test_a_graph_too_large_is_refused_before_its_files_are_read(multigpu, tmp_pa
 
         return getattr(read, "_test_reads", 0)
 
-    def count_reads():
+    def count_reads(on: bool):
         from gpipe.io import read
 
+        if not on:  # the session's cluster reads as before for the tests after this one
+            read._read_cudf = read._read_cudf.original
+            return
         original = read._read_cudf
 
         def counted(*args, **kwargs):
             read._test_reads = getattr(read, "_test_reads", 0) + 1
             return original(*args, **kwargs)
 
+        counted.original = original
         read._read_cudf = counted
 
     edges = reference.random_edges(2_000, 9_000, seed=13)
     path = _write(edges, tmp_path / "edges", 2)
-    multigpu.run(count_reads)
-    before = multigpu.run(reads_so_far)
-    with dask.config.set({sizing.FRACTION_KEY: 1e-9}):
-        with pytest.raises(gpipe.GraphTooLarge, match=r"the graph needs about .* on each of"):
-            gpipe.Graph.from_edges(gpipe.read_edges(path), directed=False, partitions=2)
-    assert multigpu.run(reads_so_far) == before
-    gpipe.Graph.from_edges(gpipe.read_edges(path), directed=False, partitions=2)  # the counter counts
-    assert sum(multigpu.run(reads_so_far).values()) > sum(before.values())
+    multigpu.run(count_reads, True)
+    try:
+        before = multigpu.run(reads_so_far)
+        with dask.config.set({sizing.FRACTION_KEY: 1e-9}):
+            with pytest.raises(gpipe.GraphTooLarge, match=r"the graph needs about .* on each of"):
+                gpipe.Graph.from_edges(gpipe.read_edges(path), directed=False, partitions=2)
+        assert multigpu.run(reads_so_far) == before
+        gpipe.Graph.from_edges(gpipe.read_edges(path), directed=False, partitions=2)  # the counter counts
+        assert sum(multigpu.run(reads_so_far).values()) > sum(before.values())
+    finally:
+        multigpu.run(count_reads, False)

@@ -383,17 +383,11 @@ def _split(backend_name, frame, ids, columns, layout: Layout, directed: bool, tr
             buckets[q] += [(*_owned_by(arrays, layout, q, keep, rows, targets, w), None, False, None)
                            for rows, targets in ends]
     present = _by_owner(backend_name, present, layout)
-    negative_loops = _by_owner(backend_name, _joined_ids(xp, loops_below_zero), layout)
+    negative_loops = _by_owner(backend_name, xp.concatenate(loops_below_zero) if negative_weights else None,
+                               layout)
     for q, bucket in enumerate(buckets):
         bucket[0] = (*bucket[0][:3], present[q], False, negative_loops[q])
     return buckets
-
-
-def _joined_ids(xp, arrays):
-    """One array of the chunks' ``arrays`` (None when there are none)."""
-    if not arrays:
-        return None
-    return arrays[0] if len(arrays) == 1 else xp.concatenate(arrays)
 
 
 def _owned_by(arrays, layout: Layout, owner: int, keep, rows, targets, weights) -> tuple:

@@ -368,7 +368,7 @@ class _Bench:
             "time_s": builds[-1]["time_s"],
             "peak_device_bytes": peak,
             "owner_peaks_sampled": builds[-1]["owner_peaks_sampled"],
-            "owner_estimate_bytes": _build_estimate(graph),
+            "owner_estimate_bytes": graphs.built_of(graph).owner_build_estimate,
             # The input each worker held before the build (persisted), in neither the sampled
             # peaks (growth from the start) nor the sizing's estimate (input_resident).
             "owner_input_bytes": input_bytes // graph.num_partitions,
@@ -606,12 +606,6 @@ def _owner_peaks(graph, peaks: dict) -> list:
     if list(peaks) == [None]:
         return [peaks[None]]
     return [peaks.get(address) for address in graphs.executor_of(graph).workers[:graph.num_partitions]]
-
-
-def _build_estimate(graph) -> int | None:
-    """What the sizing expected an owner's build to peak at, for this graph on its owners
-    (:func:`gpipe.partitioning.sizing.owner_need`, recorded by the build)."""
-    return graphs.built_of(graph).owner_build_estimate
 
 
 def _sync_all(graph):

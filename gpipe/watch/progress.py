@@ -37,6 +37,10 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+# What gpipe.progress, the public name of this module, hands out.
+__all__ = ["add_listener", "bar", "current_query", "describe", "DONE_DELAY_S", "ending_on_error",
+           "EVERY_S", "follow", "log", "query", "remove_listener", "Reporter", "set_query", "TOPIC"]
+
 TOPIC = "gpipe-progress"
 EVERY_S = 0.5
 DONE_DELAY_S = 0.005  # how long after its call an owner's "done" event leaves a worker

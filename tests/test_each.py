@@ -341,10 +341,10 @@ def cluster_client(dask_client2):
         yield dask_client2
 
 
-def test_copies_are_made_after_the_build_and_the_owner_keeps_the_original(cluster_client):
-    """The build returns before its copies are made; once they are, the original's key stays
-    on the owner alone, past a round of the scheduler's memory manager (every 2 s), which
-    would otherwise drop one of its two replicas, maybe the owner's."""
+def test_the_owner_keeps_the_original_once_the_copies_are_made(cluster_client):
+    """Once the copies are made, the original's key stays on the owner alone, past a round of
+    the scheduler's memory manager (every 2 s), which would otherwise drop one of its two
+    replicas, maybe the owner's."""
     import time
 
     import distributed
@@ -405,7 +405,6 @@ def _dying_batch(marker):
 def test_a_worker_killed_during_a_batch_is_recomputed_from_lineage(tmp_path):
     """The worker of the partition's copy dies in its first batch: Dask makes the copy again
     from the owner's partition and runs the batch once more; the answer is whole and right."""
-    import distributed
     from distributed import Client, LocalCluster
 
     edges = reference.random_edges(n=400, m=1600, seed=20, weights="positive")
@@ -418,7 +417,6 @@ def test_a_worker_killed_during_a_batch_is_recomputed_from_lineage(tmp_path):
         assert graph.replicas == 2
         result = graph.sssp_each(sources, parents=True)
         copy = graphs.built_of(graph).replicas[1]  # the owner keeps the original, whose loss loses the graph
-        distributed.wait([copy])  # made in the background after the build
         (copy_worker,) = client.who_has([copy])[copy.key]
         client.run(_dying_batch, str(tmp_path / "killed"), workers=[copy_worker])
         got = result.compute()

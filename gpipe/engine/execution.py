@@ -14,7 +14,6 @@ import contextlib
 import functools
 import operator
 import sys
-import threading
 import time
 import uuid
 import warnings
@@ -366,37 +365,17 @@ class OnCluster(Executor):
 
         Copies, not Dask replicas of one key: the scheduler's active memory manager drops the
         extra replicas of a key that no task waits for, and a copy lost with its worker is made
-        again from ``handle`` (its lineage) wherever Dask runs it then. Returns at once: the
-        copies are made in the background, so that a graph that one GPU holds is built on a
-        cluster in about the time it takes without one; a task given a copy not made yet waits
-        for it, and a copy that failed (its worker lacked the memory) leaves the list.
+        again from ``handle`` (its lineage) wherever Dask runs it then.
         """
         copies = [handle]
         for j, address in enumerate(addresses[1:], start=1):
             copies.append(self.client.submit(_replica, handle, key=f"gpipe-replica-{j}-{uuid.uuid4().hex}",
                                              workers=[address], allow_other_workers=True))
-        if len(copies) > 1:
-            threading.Thread(target=self._settle_copies, args=(copies, addresses[0]), daemon=True,
-                             name="gpipe-replicas").start()
+        self.wait(copies)
+        # Making a copy moved the original to the copy's worker too, and the memory manager
+        # would drop one of its two replicas, maybe the owner's: drop the others now.
+        self.client.run_on_scheduler(_keep_only_on, handle.key, addresses[0])
         return copies
-
-    def _settle_copies(self, copies: list, owner: str) -> None:
-        """Once the copies are made (on a thread of its own): drop the extra replicas of the
-        original's key (making a copy moved the original to the copy's worker too, and the
-        memory manager would drop one of its two replicas, maybe the owner's), and the copies
-        that failed from ``copies``."""
-        from distributed import as_completed
-
-        try:
-            # Not distributed.wait: it asks for a default client, which this thread lacks, and
-            # Client.as_current would set Dask's scheduler in the process-wide config.
-            for _ in as_completed(copies[1:], loop=self.client.loop):
-                pass
-            self.client.run_on_scheduler(_keep_only_on, copies[0].key, owner)
-            for copy in [c for c in copies[1:] if c.status == "error"]:
-                copies.remove(copy)
-        except Exception:  # the client closed meanwhile: nothing is left to settle
-            pass
 
     def on_every_owner(self, handle):
         copies = [self.client.submit(_replica, handle, key=f"gpipe-owner-copy-{p}-{uuid.uuid4().hex}",

@@ -10,8 +10,8 @@ partition is computed, so ``to_parquet`` of many sources holds one batch per wor
 time (``k x n`` distances, and parents when asked for, plus the batch's rows).
 
 A batch task depends on the graph's partition (its future on a cluster), so Dask runs it on a
-worker that holds the partition: any replica of a one-owner graph (:mod:`gpipe.graph`,
-``replicas``), and it recomputes a batch from lineage when its worker dies while a replica is
+worker that holds the partition: any copy of a one-owner graph's partition (:mod:`gpipe.graph`,
+``replicas``; the first batch call makes the copies and waits for them), and it recomputes a batch from lineage when its worker dies while a replica is
 left. A graph of several owners runs each batch through the multi-owner traversal, one source
 after another, from a task that asks the cluster for them (``worker_client``).
 
@@ -33,6 +33,7 @@ from gpipe.engine.result import BFS, SSSP
 from gpipe.engine.tasks import run_task
 from gpipe.errors import InputError, NegativeCycleError, on_undirected, plain
 from gpipe.io import validate
+from gpipe.partitioning import build as building
 
 NAMES = {BFS: "gpipe-bfs-each", SSSP: "gpipe-sssp-each"}
 DISTANCE = backends.DISTANCE_DTYPE  # float64 for both kinds, as gpipe.bfs and gpipe.sssp
@@ -210,7 +211,7 @@ def frame(built, executor, kind: str, sources, *, directed: bool, limit, targets
     # One task of the query, shared by every batch, so a distance table's targets are sent once.
     query = dask.delayed(query, name=f"gpipe-each-query-{token}", traverse=False)
     if built.layout.n_owners == 1:
-        copies = built.replicas or built.parts
+        copies = building.copies(built)
         if not hasattr(copies[0], "key"):  # in this process: the Partition itself, kept out of Dask's hashing
             copies = [dask.delayed(copies[0], name=f"gpipe-graph-{token}", traverse=False)]
         tasks = [dask.delayed(run_task, pure=False)(one_owner_batch, copies[i % len(copies)], batch,

@@ -62,7 +62,9 @@ class Graph:
             (the owner included), so that the batches of :meth:`bfs_each` and
             :meth:`sssp_each` run on all of them. None (the default, or Dask config
             ``gpipe.replicas``): every worker with room for it (:mod:`gpipe.partitioning.sizing`); 1: the
-            owner only. Single-source queries run on the owner either way.
+            owner only. The workers are chosen here; the first :meth:`bfs_each` or
+            :meth:`sssp_each` copies the partition to them and waits for the copies.
+            Single-source queries run on the owner either way.
 
         Returns
         -------
@@ -121,10 +123,11 @@ class Graph:
 
     @property
     def replicas(self) -> int:
-        """Workers holding a copy of a one-owner graph's partition (1 without a cluster, or
-        with several owners), over which :meth:`bfs_each` and :meth:`sssp_each` spread."""
-        copies = self._built.replicas
-        return 1 if not copies else len(copies)
+        """Workers over which :meth:`bfs_each` and :meth:`sssp_each` spread a one-owner graph's
+        batches: its owner and the workers chosen at the build to hold a copy of its partition,
+        which the first such call makes (1 without a cluster, or with several owners)."""
+        workers = self._built.replica_workers
+        return 1 if not workers else len(workers)
 
     @property
     def backend(self) -> str:

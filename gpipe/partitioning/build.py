@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -31,6 +32,9 @@ from gpipe.partitioning import sizing
 # arrays indexed by id stay within a small multiple of the edge list.
 IDENTITY_SLACK = 2
 IDENTITY_EXTRA = 1024
+
+# Two threads' first batch calls on one graph make its copies once.
+_COPYING = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -70,8 +74,10 @@ class Built:
     n_edges_input: int
     negative_weights: bool
     string_ids: bool = False  # ids are strings (always renumbered: ``ids`` holds them sorted)
-    # A one-owner graph on a cluster: handles to copies of its partition, each on a worker of
-    # its own (parts[0] first), over which per-source batches spread (gpipe.each); else None.
+    # A one-owner graph on a cluster: the workers chosen to hold a copy of its partition, the
+    # owner first, over which per-source batches spread (gpipe.each); else None.
+    replica_workers: list | None = None
+    # Handles to those copies (parts[0] first), made by the first batch call (:func:`copies`).
     replicas: list | None = None
     # A multi-owner GPU graph whose owners talk over NCCL: the key of its communicator on the
     # owners' workers (gpipe.engine.owners.nccl); None where they use Dask's comms.
@@ -161,14 +167,13 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
             executor.submit(_packed_presence, part, owner=owner) for owner, part in enumerate(parts)])
     else:
         executor.wait(parts)
-    replicas = transport = owner_ids = None
+    replica_workers = transport = owner_ids = None
     if layout.n_owners > 1:
         transport = nccl.make_group(executor, layout, backend_name)
         if ids is not None:
             owner_ids = executor.on_every_owner(ids)
     if layout.n_owners == 1 and hasattr(executor, "replicate"):
-        addresses = sizing.choose_replicas(size, memory, executor.workers[0], requested_replicas)
-        replicas = executor.replicate(parts[0], addresses)
+        replica_workers = sizing.choose_replicas(size, memory, executor.workers[0], requested_replicas)
     return Built(
         backend=backend_name,
         layout=layout,
@@ -182,11 +187,28 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
         n_edges_input=rows,
         negative_weights=negative_weights,
         string_ids=strings,
-        replicas=replicas,
+        replica_workers=replica_workers,
         transport=transport,
         owner_ids=owner_ids,
         owner_build_estimate=build_estimate,
     )
+
+
+def copies(built: Built) -> list:
+    """Handles to the partitions that per-source batches may run on: a one-owner graph's copies
+    on its ``replica_workers`` (the owner's own first), made by the first call and kept; else
+    ``parts``.
+
+    The copies are made here, not by :func:`build`, so that a graph that is only traversed
+    from one source at a time is built on a cluster in the time it takes on one worker; the
+    first ``bfs_each``/``sssp_each`` waits for them.
+    """
+    if built.replica_workers is None or len(built.replica_workers) < 2:
+        return built.parts
+    with _COPYING:
+        if built.replicas is None:
+            built.replicas = built.executor.replicate(built.parts[0], built.replica_workers)
+    return built.replicas
 
 
 def _row_bytes(edges, columns) -> int:

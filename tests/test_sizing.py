@@ -238,3 +238,37 @@ def test_one_owner_goes_where_most_of_the_input_already_is():
     spread = [sizing.WorkerMemory(f"tcp://w{i}", free, "device", input_share=share)
               for i, share in enumerate([0.1, 0.6, 0.3])]
     assert addresses(sizing.choose_owners(size, spread, None)) == ["tcp://w1"]
+
+
+def test_a_persisted_read_edges_frame_is_sized_as_held_not_read(dask_client2, tmp_path, monkeypatch):
+    """The workers' free memory counts a persisted frame already: its footers still size it
+    before the build, but without adding the input a second time."""
+    import distributed
+
+    import gpipe
+    from gpipe.partitioning import build as builds
+
+    edges = reference.random_edges(n=400, m=1600, seed=8)
+    for i in range(2):
+        edges.iloc[i::2].to_parquet(tmp_path / f"part.{i}.parquet")
+    sizes = []
+    real = sizing.choose_owners
+
+    def spy(size, memory, requested):
+        sizes.append(size)
+        return real(size, memory, requested)
+
+    monkeypatch.setattr(sizing, "choose_owners", spy)
+    with dask_client2.as_current():
+        read = gpipe.Graph.from_edges(gpipe.read_edges(str(tmp_path)), directed=False, partitions=2)
+        read_sizes, sizes[:] = list(sizes), []
+        persisted = gpipe.read_edges(str(tmp_path)).persist()
+        distributed.wait(persisted)  # still being read, it would count as read by the build
+        held = gpipe.Graph.from_edges(persisted, directed=False, partitions=2)
+        source = int(edges["src"].iloc[0])
+        reference.assert_distances(held.bfs(source).compute(),
+                                   reference.expected_bfs(edges, [source], directed=False))
+    assert [s.input_resident for s in read_sizes] == [False, False]  # the footers', the survey's
+    assert [s.input_resident for s in sizes] == [True, True]
+    estimates = [graphs.built_of(g).owner_build_estimate for g in (read, held)]
+    assert estimates[0] - estimates[1] == -(-read_sizes[-1].input_bytes // 2)

@@ -91,6 +91,11 @@ class Executor:
         when one process holds them all (no client)."""
         return {}
 
+    def holds(self, frame) -> bool:
+        """Whether the workers hold ``frame``'s data already (persisted, and computed by now),
+        so that their free memory counts it; False without a client."""
+        return False
+
     def on_every_owner(self, handle) -> list:
         """One handle per owner to the data behind ``handle``, each held by that owner's
         worker under a key of its own (so the scheduler's memory manager, which drops extra
@@ -345,6 +350,12 @@ class OnCluster(Executor):
         from gpipe.partitioning import sizing
 
         return [m for m in sizing.cluster_memory(self.client, backend_name) if m.address in self.workers]
+
+    def holds(self, frame):
+        from distributed import futures_of
+
+        futures = futures_of(frame)
+        return bool(futures) and all(f.status == "finished" for f in futures)
 
     def held_shares(self, handles):
         handles = [h for h in handles if hasattr(h, "key")]

@@ -101,12 +101,13 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
     requested = sizing.requested_partitions(partitions)
     requested_replicas = sizing.requested_replicas(replicas)
     from_footers = footers.of(edges)
+    persisted = executor.holds(edges)  # a persisted read_edges frame is not read by the build
     edges = validate.edge_frame(edges, src, dst, weight)
     backend_name = backends.name_of_frame(edges)
     strings = backends.is_string_dtype(edges.dtypes[src])  # then dst's too (validate.edge_frame)
     columns = Columns(src, dst, weight, strings=strings)
     memory, inputs = None, None
-    early = footer_size(from_footers, directed, weight is not None)
+    early = footer_size(from_footers, directed, weight is not None, resident=persisted)
     if early is not None:  # GraphTooLarge before anything is read
         memory = executor.memory(backend_name)
         chosen = sizing.choose_owners(early, memory, requested)
@@ -130,7 +131,7 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
         identity, n_bound = _vertex_bound(rows, low, high)
     size = sizing.GraphSize(rows=rows, n=n_bound, directed=directed, weighted=weight is not None,
                             input_row_bytes=_row_bytes(edges, columns),
-                            input_resident=from_footers is None and in_memory.held_frames(edges) is None)
+                            input_resident=persisted or (from_footers is None and in_memory.held_frames(edges) is None))
     memory = memory or executor.memory(backend_name)
     if size.input_resident:
         shares = executor.held_shares(inputs)
@@ -228,15 +229,16 @@ def _vertex_bound(rows: int, low: int | None = None, high: int | None = None) ->
     return identity, high + 1 if identity else min(2 * rows, high - low + 1)
 
 
-def footer_size(survey, directed: bool, weighted: bool):
+def footer_size(survey, directed: bool, weighted: bool, resident: bool = False):
     """The :class:`sizing.GraphSize` that a read_edges frame's Parquet footers give
     (:mod:`gpipe.io.footers`), as the survey of its rows would; None where they cannot tell the
-    vertex count (integer ids without statistics) or there are none."""
+    vertex count (integer ids without statistics) or there are none. ``resident``: the frame
+    was persisted, so the build does not read it."""
     if survey is None or survey.rows == 0 or (not survey.strings and survey.low is None):
         return None
     _, n_bound = _vertex_bound(survey.rows, survey.low, survey.high)
     return sizing.GraphSize(rows=survey.rows, n=n_bound, directed=directed, weighted=weighted,
-                            input_resident=False)
+                            input_resident=resident)
 
 
 def _packed_presence(part):

@@ -49,3 +49,27 @@ def test_held_shares_say_which_worker_holds_how_much_of_the_input(dask_client2):
     assert shares[workers[0]] == pytest.approx(0.25, abs=0.01)
     assert shares[workers[1]] == pytest.approx(0.75, abs=0.01)
     assert InProcess().held_shares([np.zeros(3)]) == {}
+
+
+def _address():
+    from distributed import get_worker
+
+    return get_worker().address
+
+
+def test_a_cut_of_a_split_runs_where_the_split_is_held(dask_client2):
+    """``holders`` names each handle's worker, and ``item(..., at=)`` takes its part there:
+    the whole list never moves to another worker (issue 22: the build's peak)."""
+    from gpipe.engine.execution import InProcess, OnCluster
+
+    workers = sorted(dask_client2.scheduler_info()["workers"])
+    executor = OnCluster(dask_client2)
+    lists = [dask_client2.scatter([[np.zeros(10), np.ones(10)]], workers=[w], hash=False)[0] for w in workers]
+    holders = executor.holders(lists)
+    assert holders == workers
+    for handle, at in zip(lists, holders):
+        part = executor.item(handle, 1, at=at)
+        np.testing.assert_array_equal(part.result(), np.ones(10))
+        assert dask_client2.who_has([part])[part.key] == (at,)
+        assert executor.submit(_address, at=at).result() == at
+    assert InProcess().holders([np.zeros(3)]) == [None]

@@ -58,6 +58,12 @@ class Backend:
         if self.name == GPU:
             self.xp.cuda.get_current_stream().synchronize()
 
+    def release_cached(self) -> None:
+        """Give the device the blocks CuPy's pool keeps for reuse (CPU: nothing): memory that
+        another allocator (RMM's, which receives Dask's transfers) could not use otherwise."""
+        if self.name == GPU:
+            self.xp.get_default_memory_pool().free_all_blocks()
+
     def to_host(self, array) -> np.ndarray:
         return array.get() if self.name == GPU else np.asarray(array)
 

@@ -38,9 +38,14 @@ class Executor:
 
     n_owners: int = 1
 
-    def submit(self, fn, *args, owner: int | None = None):
-        """Run ``fn(*args)`` on the worker of ``owner`` (anywhere if None); return a handle."""
+    def submit(self, fn, *args, owner: int | None = None, at: str | None = None):
+        """Run ``fn(*args)`` on the worker of ``owner``, or on the worker at address ``at``
+        (anywhere if both are None); return a handle."""
         raise NotImplementedError
+
+    def holders(self, handles: list) -> list:
+        """Per handle, the address of a worker that holds its data (None in this process)."""
+        return [None] * len(handles)
 
     def gather(self, handles: list) -> list:
         """The values behind ``handles``, brought to the caller (keep them small)."""
@@ -130,15 +135,16 @@ class Executor:
         it, which the caller waits for as for :meth:`submit`)."""
         return self.submit(fn, *args, owner=owner)
 
-    def item(self, handle, index, owner: int | None = None):
-        """A handle to ``handle[index]``, taken where ``handle`` lives."""
-        return self.submit(operator.getitem, handle, index, owner=owner)
+    def item(self, handle, index, owner: int | None = None, at: str | None = None):
+        """A handle to ``handle[index]``, taken where ``handle`` lives (``at`` its worker's
+        address, where known: the scheduler may otherwise run it elsewhere)."""
+        return self.submit(operator.getitem, handle, index, owner=owner, at=at)
 
 
 class InProcess(Executor):
     """No Dask client: one owner, everything runs here, handles are the values themselves."""
 
-    def submit(self, fn, *args, owner=None):
+    def submit(self, fn, *args, owner=None, at=None):
         return run_task(fn, *args)
 
     def gather(self, handles):
@@ -194,18 +200,24 @@ class OnCluster(Executor):
             raise InputError("the active Dask client has no workers")
         self.n_owners = len(self.workers)
 
-    def submit(self, fn, *args, owner=None):
+    def submit(self, fn, *args, owner=None, at=None):
         from gpipe.engine.tasks import run_query_task
         from gpipe.watch import progress
 
         key = f"{task_name(fn, args)}-{'' if owner is None else f'{owner}-'}{uuid.uuid4().hex}"
         query = progress.current_query()  # within a query: its progress events say which
         run = (run_task,) if query is None else (run_query_task, query)
-        if owner is None:
+        if owner is None and at is None:
             return self.client.submit(*run, fn, *args, key=key)
         return self.client.submit(
-            *run, fn, *args, key=key, workers=[self.workers[owner]], allow_other_workers=False
+            *run, fn, *args, key=key, workers=[self.workers[owner] if owner is not None else at],
+            allow_other_workers=False,
         )
+
+    def holders(self, handles):
+        where = self.client.who_has([h for h in handles if hasattr(h, "key")])
+        return [min(where.get(h.key, ()) or [None], key=str) if hasattr(h, "key") else None
+                for h in handles]
 
     def query(self, fn, *args, owner=0):
         return self._direct([(fn, args, owner)])[0]

@@ -149,15 +149,20 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
     layout = Layout(n=n, n_owners=min(executor.n_owners, n))
     track_presence = ids is None
     negative_weights = any(s.negative for s in surveys)
+    # Each input partition is split, and its split cut per owner, on the worker that holds it:
+    # left to the scheduler, a cut could run elsewhere and fetch the whole split (every
+    # owner's buckets) there first.
+    holders = executor.holders(inputs)
     shuffled = [
         executor.submit(_split, backend_name, p, ids, columns, layout, directed, track_presence,
-                        negative_weights)
-        for p in inputs
+                        negative_weights, at=at)
+        for p, at in zip(inputs, holders)
     ]
     parts = [
         executor.submit(
             build_partition, backend_name, layout, owner, directed, track_presence,
-            ids if layout.n_owners == 1 else None, *[executor.item(s, owner) for s in shuffled],
+            ids if layout.n_owners == 1 else None,
+            *[executor.item(s, owner, at=at) for s, at in zip(shuffled, holders)],
             owner=owner,
         )
         for owner in range(layout.n_owners)
@@ -406,6 +411,7 @@ def _split(backend_name, frame, ids, columns, layout: Layout, directed: bool, tr
         for q in range(layout.n_owners):
             buckets[q] += [(*_owned_by(arrays, layout, q, keep, rows, targets, w), None, False, None)
                            for rows, targets in ends]
+    backends.get(backend_name).release_cached()  # the chunks' masks and indices, freed above
     present = _by_owner(backend_name, present, layout)
     negative_loops = _by_owner(backend_name, xp.concatenate(loops_below_zero) if negative_weights else None,
                                layout)

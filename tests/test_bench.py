@@ -332,3 +332,27 @@ def test_frame_check_matches_array_check(kron_part):
     with pytest.raises(AssertionError, match="vertex"):
         bench_checks.check_frame(graph, "bfs", wrong, sources)
     assert isinstance(result, pd.DataFrame)
+
+
+def test_a_cluster_that_will_not_close_does_not_hide_the_error_that_ended_the_bench(caplog):
+    """kron28 SSSP on 4 GPUs: the workers did not stop in time, and the TimeoutError of the
+    cluster's close replaced the error the bench had met."""
+    from gpipe.tools import bench_clusters
+
+    class Client:
+        closed = False
+
+        def close(self):
+            self.closed = True
+
+    class Cluster:
+        def close(self):
+            raise TimeoutError("worker process still alive")
+
+    client = Client()
+    with pytest.raises(ValueError, match="the bench's own error"):
+        try:
+            raise ValueError("the bench's own error")
+        finally:
+            bench_clusters.close_quietly(client, Cluster())
+    assert client.closed and "did not close cleanly" in caplog.text

@@ -60,7 +60,8 @@ class Backend:
 
     def release_cached(self) -> None:
         """Give the device the blocks CuPy's pool keeps for reuse (CPU: nothing): memory that
-        another allocator (RMM's, which receives Dask's transfers) could not use otherwise."""
+        allocations outside the pool (cuDF's, and Dask's transfers, through RMM) could not
+        use otherwise."""
         if self.name == GPU:
             self.xp.get_default_memory_pool().free_all_blocks()
 

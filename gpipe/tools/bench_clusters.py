@@ -31,8 +31,19 @@ def cluster(backend_name, workers, shared_gpu=False, protocol="tcp"):
         with client.as_current():
             yield client
     finally:
+        close_quietly(client, cluster)
+
+
+def close_quietly(client, cluster) -> None:
+    """Close the client and the cluster. A worker that will not stop in time is logged, not
+    raised: raised in a ``finally``, it would stand in for the error that ended the bench."""
+    import logging
+
+    try:
         client.close()
         cluster.close()
+    except (TimeoutError, OSError) as error:
+        logging.getLogger(__name__).warning("the bench's local cluster did not close cleanly: %r", error)
 
 
 def visible_gpus() -> int:

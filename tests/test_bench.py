@@ -356,3 +356,34 @@ def test_a_cluster_that_will_not_close_does_not_hide_the_error_that_ended_the_be
         finally:
             bench_clusters.close_quietly(client, Cluster())
     assert client.closed and "did not close cleanly" in caplog.text
+
+
+def test_a_phase_peaks_at_the_highest_sample_taken_while_its_tasks_ran():
+    from gpipe.tools import bench_phases
+
+    stream = [
+        {"key": "gpipe-shuffle-0123456789abcdef0123456789abcdef", "worker": "w0",
+         "startstops": [{"action": "compute", "start": 1.0, "stop": 2.0}]},
+        {"key": "gpipe-build-0-0123456789abcdef0123456789abcdef", "worker": "w0",
+         "startstops": [{"action": "transfer", "start": 2.0, "stop": 2.5, "source": "w1"},
+                        {"action": "compute", "start": 2.5, "stop": 2.502}]},
+        {"key": "gpipe-nccl-device-0-0123456789abcdef0123456789abcdef", "worker": "w0",
+         "startstops": [{"action": "compute", "start": 3.0, "stop": 3.1}]},
+    ]
+    timeline = {"start": 100, "samples": [(0.9, 100), (1.5, 160), (1.9, 130), (2.2, 190), (2.4, 170),
+                                           (2.45, 175), (3.05, 500)]}
+    (peaks,) = bench_phases.owner_phase_peaks({"w0": timeline}, stream, ["w0"])
+    # the CSR task, shorter than the sampling period, takes the sample just before its end
+    assert peaks == {"split": 60, "receive": 90, "csr": 75}
+    assert list(peaks) == ["split", "receive", "csr"]  # build order; the NCCL task is no phase
+    assert bench_phases.owner_phase_peaks({}, stream, ["w0"]) == [None]
+
+
+def test_bench_reports_each_owners_build_by_phase_on_a_cpu_cluster():
+    report = bench.run(scale=9, algo="bfs", sources=1, workers=2, partitions=2, backend="cpu")
+    build = report["build"]
+    assert build["memory_kind"] == "host"
+    assert len(build["owner_phase_peaks"]) == 2
+    for peaks in build["owner_phase_peaks"]:
+        assert {"split", "csr"} <= set(peaks) and all(isinstance(v, int) for v in peaks.values())
+    assert "build by phase" in bench.format_table(report)

@@ -51,6 +51,7 @@ distances are also compared with SciPy's (on the CPU, from a host copy of the CS
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
@@ -70,7 +71,8 @@ from gpipe.engine import backend as backends
 from gpipe.engine import execution
 from gpipe.errors import InputError
 from gpipe.graph import Graph
-from gpipe.tools import bench_checks, bench_clusters, bench_graphs, bench_memory, bench_report, bench_timing
+from gpipe.tools import (bench_checks, bench_clusters, bench_graphs, bench_memory, bench_phases, bench_report,
+                         bench_timing)
 from gpipe.tools.bench_report import TARGETS, format_table  # noqa: F401 (the bench's own API)
 from gpipe.engine.result import BFS, SSSP
 
@@ -342,15 +344,22 @@ class _Bench:
             graph = None
             bench_memory.free_pools(self.backend, self.client)
             mark = bench_memory.pool_mark_all(self.backend, self.client)
-            sampled = bench_memory.Peaks(self.client) if self.backend == backends.GPU else None
-            t0 = time.perf_counter()
-            graph = Graph.from_edges(edges, directed=False, src=spec.src, dst=spec.dst, weight=spec.weight,
-                                     partitions=self.report["options"]["partitions"])
-            _sync_all(graph)
-            seconds = time.perf_counter() - t0
+            sampled = bench_memory.Peaks(self.client, _memory_kind(self.backend))
+            with _task_stream(self.client) as stream:
+                t0 = time.perf_counter()
+                graph = Graph.from_edges(edges, directed=False, src=spec.src, dst=spec.dst, weight=spec.weight,
+                                         partitions=self.report["options"]["partitions"])
+                _sync_all(graph)
+                seconds = time.perf_counter() - t0
             peak = bench_memory.pool_peak_all(graph, mark)
+            owner_peaks = _owner_peaks(graph, sampled.stop())
+            phases = None
+            if stream is not None:
+                owners = graphs.executor_of(graph).workers[:graph.num_partitions]
+                phases = bench_phases.owner_phase_peaks(sampled.timelines, stream.data, owners)
             builds.append({"time_s": seconds, "peak_device_bytes": peak,
-                           "owner_peaks_sampled": _owner_peaks(graph, sampled.stop()) if sampled else None,
+                           "owner_peaks_sampled": owner_peaks, "owner_phase_peaks": phases,
+                           "memory_kind": _memory_kind(self.backend),
                            "first_in_process": i == 0 and not self.end_to_end})
             log.info("bench: build %d: %.3f s", i + 1, seconds)
         del edges
@@ -368,6 +377,8 @@ class _Bench:
             "time_s": builds[-1]["time_s"],
             "peak_device_bytes": peak,
             "owner_peaks_sampled": builds[-1]["owner_peaks_sampled"],
+            "owner_phase_peaks": builds[-1]["owner_phase_peaks"],
+            "memory_kind": builds[-1]["memory_kind"],
             "owner_estimate_bytes": graphs.built_of(graph).owner_build_estimate,
             # The input each worker held before the build (persisted), in neither the sampled
             # peaks (growth from the start) nor the sizing's estimate (input_resident).
@@ -599,6 +610,21 @@ def _nonisolated_at(part, ranks):
     xp = part.xp
     ids = xp.flatnonzero(part.indptr[1:] > part.indptr[:-1])[xp.asarray(ranks)] + part.offset
     return backends.get(part.backend).to_host(ids).astype(np.int64)
+
+
+def _memory_kind(backend_name) -> str:
+    """What the build's sampled peaks measure: ``"device"`` memory on GPU, ``"host"`` on CPU."""
+    return "device" if backend_name == backends.GPU else "host"
+
+
+def _task_stream(client):
+    """Dask's task stream of the block on a cluster (its ``data``: the tasks that ran), else a
+    context that gives None."""
+    if client is None:
+        return contextlib.nullcontext()
+    from distributed import get_task_stream
+
+    return get_task_stream(client)
 
 
 def _owner_peaks(graph, peaks: dict) -> list:

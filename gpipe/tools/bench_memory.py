@@ -1,16 +1,19 @@
-"""``gpipe bench``: the device memory a step peaks at, per worker: sampled whatever allocates
-it, and CuPy's memory pool (the bench's only GPU-specific code beside its kernels' calls).
+"""``gpipe bench``: the memory a step peaks at, per worker: sampled whatever allocates it, and
+CuPy's memory pool (the bench's only GPU-specific code beside its kernels' calls).
 
 CuPy's pool shows only what CuPy allocates; on a dask-cuda worker cuDF allocates through RMM
 and the pool may be RMM's too. So each worker (or this process, without a cluster) samples the
-device's used memory (``cudaMemGetInfo``: total less free) on a thread of its own every
-:data:`SAMPLE_S` seconds while the step runs; a step's peak is the highest sample less the
-memory in use when sampling began. A spike shorter than the sampling period can be missed.
+memory in use on a thread of its own every :data:`SAMPLE_S` seconds while the step runs: the
+device's (``cudaMemGetInfo``: total less free) on GPU, the process's resident set on CPU. A
+step's peak is the highest sample less the memory in use when sampling began; the samples
+themselves, with their times, say when (:mod:`gpipe.tools.bench_phases`). A spike shorter than
+the sampling period can be missed.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 
 from gpipe.engine import backend as backends
 from gpipe.graph import executor_of
@@ -21,60 +24,85 @@ _SAMPLER = None  # this process's running sampler
 
 
 class _Sampler(threading.Thread):
-    def __init__(self):
+    def __init__(self, kind):
         super().__init__(name="gpipe-bench-memory", daemon=True)
-        self.start_bytes = self.peak_bytes = _used_bytes()
+        self.kind = kind
+        self.start_bytes = self.peak_bytes = _used_bytes(kind)
+        self.samples = [(time.time(), self.start_bytes)]
         self.stopped = threading.Event()
 
     def run(self):
         while not self.stopped.wait(SAMPLE_S):
-            self.peak_bytes = max(self.peak_bytes, _used_bytes())
+            self.sample()
+
+    def sample(self):
+        used = _used_bytes(self.kind)
+        self.samples.append((time.time(), used))
+        self.peak_bytes = max(self.peak_bytes, used)
 
 
-def _used_bytes() -> int:
+def _used_bytes(kind="device") -> int:
+    if kind == "host":
+        import psutil  # a dependency of distributed
+
+        return int(psutil.Process().memory_info().rss)
     import cupy
 
     free, total = cupy.cuda.runtime.memGetInfo()
     return int(total - free)
 
 
-def start() -> bool:
-    """Start sampling this process's device (restarting a sampler left running)."""
+def start(kind="device") -> bool:
+    """Start sampling this process's device (``kind="host"``: its resident set), restarting a
+    sampler left running."""
     global _SAMPLER
     stop()
-    _SAMPLER = _Sampler()
+    _SAMPLER = _Sampler(kind)
     _SAMPLER.start()
     return True
 
 
 def stop() -> int | None:
     """Stop sampling; the peak bytes above the memory in use at :func:`start` (None if none ran)."""
+    timeline = stop_timeline()
+    return None if timeline is None else timeline["peak"]
+
+
+def stop_timeline() -> dict | None:
+    """Stop sampling; ``{"peak": bytes above the start, "start": bytes in use at the start,
+    "samples": [(time.time(), bytes in use), ...]}`` (None if none ran)."""
     global _SAMPLER
     sampler, _SAMPLER = _SAMPLER, None
     if sampler is None:
         return None
     sampler.stopped.set()
     sampler.join()
-    sampler.peak_bytes = max(sampler.peak_bytes, _used_bytes())
-    return sampler.peak_bytes - sampler.start_bytes
+    sampler.sample()
+    return {"peak": sampler.peak_bytes - sampler.start_bytes, "start": sampler.start_bytes,
+            "samples": sampler.samples}
 
 
 class Peaks:
     """Sampling on every worker of ``client`` (or in this process when it is None), from
-    construction to :meth:`stop`."""
+    construction to :meth:`stop`: device memory, or each process's resident set with
+    ``kind="host"``."""
 
-    def __init__(self, client):
-        self.client = client
+    def __init__(self, client, kind="device"):
+        self.client, self.kind = client, kind
+        self.timelines = {}
         if client is None:
-            start()
+            start(kind)
         else:
-            client.run(start)
+            client.run(start, kind)
 
     def stop(self) -> dict:
-        """``{worker address (None without a cluster): peak bytes}``."""
+        """``{worker address (None without a cluster): peak bytes}``; each worker's samples are
+        left in ``timelines`` (:func:`stop_timeline`)."""
         if self.client is None:
-            return {None: stop()}
-        return self.client.run(stop)
+            self.timelines = {None: stop_timeline()}
+        else:
+            self.timelines = self.client.run(stop_timeline)
+        return {address: None if t is None else t["peak"] for address, t in self.timelines.items()}
 
 
 def sync(backend_name):

@@ -173,8 +173,9 @@ def format_table(report) -> str:
              f"{b['time_s']:.3f} s, input {human_bytes(b['input_bytes'])}")
     if b["peak_device_bytes"] is not None:
         build += f", peak device {human_bytes(b['peak_device_bytes'])} ({b['peak_over_input']:.2f}x input)"
-    if b.get("owner_peaks_sampled"):
-        build += ("; per owner, sampled device peak "
+    kind = b.get("memory_kind", "device")
+    if b.get("owner_peaks_sampled") and any(p is not None for p in b["owner_peaks_sampled"]):
+        build += (f"; per owner, sampled {kind} peak "
                   + " / ".join(human_bytes(p) if p is not None else "-" for p in b["owner_peaks_sampled"])
                   + f" above the {human_bytes(b['owner_input_bytes'])} of input each held"
                   + f", against the sizing's {human_bytes(b['owner_estimate_bytes'])}")
@@ -184,6 +185,11 @@ def format_table(report) -> str:
         met = b["time_s"] <= seconds and (b["peak_over_input"] or np.inf) <= ratio
         build += f"; target <= {seconds:g} s and <= {ratio:g}x input: {'yes' if met else 'NO'}"
     lines += ["", build]
+    if b.get("owner_phase_peaks"):
+        lines.append(f"build by phase, sampled {kind} peak while each ran: " + "; ".join(
+            f"owner {p}: " + (", ".join(f"{phase} {human_bytes(bytes_)}" for phase, bytes_ in peaks.items())
+                              if peaks else "-")
+            for p, peaks in enumerate(b["owner_phase_peaks"])))
     for r in report["results"]:
         lines.append(f"{r['algo']}: warm-up {r['warmup_s'] * 1e3:.1f} ms; per source ms: "
                      + ", ".join(f"{s['time_s'] * 1e3:.2f}" for s in r["sources"]))

@@ -59,6 +59,17 @@ def test_a_task_out_of_memory_names_step_partition_kind_and_bytes(monkeypatch):
     line = str(raised.value)
     assert line.startswith("gpipe-build on partition 1 (64 vertices, 0 stored edges")
     assert "ran out of device memory asking for 34,359,685,776 bytes (32.00 GiB)" in line
+    assert line.endswith("(build it over more workers with partitions=, or lower Dask config "
+                         "gpipe.memory-fraction so that the sizing leaves more room)")
+
+
+def test_a_traversal_out_of_memory_says_what_to_do_there():
+    def _bfs_one_owner(part):
+        raise MemoryError(RMM_DEVICE)
+
+    with pytest.raises(OutOfMemory, match=r"^gpipe-bfs on partition 1 .*\(free memory on the worker, or "
+                                          r"build the graph over more workers with partitions=\)$"):
+        run_task(_bfs_one_owner, partition("gpu"))
 
 
 def test_a_gpu_shuffle_out_of_memory_is_device_memory():

@@ -26,6 +26,14 @@ ALONE_ON_HOST = {"_bfs_one_owner", "_sssp_one_owner", "_time_one_owner", "owner_
                  "_parents_memory"}
 
 
+# The build's steps, whose running out of memory means the sizing let through a graph the
+# workers could not hold; and what a user can do about it, there and elsewhere.
+BUILD_STEPS = {"_survey", "_unique_ids", "_merge_unique", "_split", "getitem", "build_partition"}
+BUILD_HINT = ("build it over more workers with partitions=, or lower Dask config "
+              "gpipe.memory-fraction so that the sizing leaves more room")
+QUERY_HINT = "free memory on the worker, or build the graph over more workers with partitions="
+
+
 def task_name(fn, args=()) -> str:
     """``gpipe-<step>`` for ``fn`` (a long owner task is named for the traversal it runs)."""
     from gpipe.engine.owners import peers
@@ -70,8 +78,10 @@ def _out_of_memory_line(fn, args, error) -> str:
     on_gpu = (part is not None and part.backend == "gpu") or "gpu" in [a for a in args if isinstance(a, str)]
     asked = bytes_asked(error)
     size = f" asking for {asked:,} bytes ({asked / 2**30:.2f} GiB)" if asked else ""
+    name = getattr(fn, "__name__", "")
+    hint = BUILD_HINT if name in BUILD_STEPS else QUERY_HINT
     return (f"{task_name(fn, args)}{where} ran out of {memory_kind(error, on_gpu)} memory{size}: "
-            f"{error}")
+            f"{error} ({hint})")
 
 
 def _worker_address() -> str | None:

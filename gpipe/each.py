@@ -11,8 +11,8 @@ time (``k x n`` distances, and parents when asked for, plus the batch's rows).
 
 A batch task depends on the graph's partition (its future on a cluster), so Dask runs it on a
 worker that holds the partition: any copy of a one-owner graph's partition (:mod:`gpipe.graph`,
-``replicas``; the first batch call makes the copies and waits for them), and it recomputes a batch from lineage when its worker dies while a replica is
-left. A graph of several owners runs each batch through the multi-owner traversal, one source
+``replicas``; the first batch call makes the copies and waits for them), and it recomputes a
+batch from lineage when its worker dies while a copy is left. A graph of several owners runs each batch through the multi-owner traversal, one source
 after another, from a task that asks the cluster for them (``worker_client``).
 
 Sources are checked on the client when the query is made: duplicates and ids not in the graph

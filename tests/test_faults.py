@@ -87,6 +87,25 @@ def test_an_owner_killed_during_a_direct_query_is_a_lost_graph(client):
     assert time.monotonic() - start < DEADLINE_S
 
 
+def _sleep(seconds):
+    time.sleep(seconds)
+
+
+def test_a_task_pinned_to_a_worker_that_dies_ends_in_graph_lost(client):
+    """The build splits each input partition on the worker that holds it, pinned there (never
+    moved with its data): that worker killed, the build ends in GraphLost, not a hang."""
+    from gpipe.engine.execution import OnCluster
+
+    workers = sorted(client.scheduler_info()["workers"])
+    executor = OnCluster(client, workers[:1])
+    pinned = executor.submit(_sleep, 30, at=workers[1])
+    threading.Timer(1.0, kill_worker, (client, workers[1])).start()
+    start = time.monotonic()
+    with pytest.raises(gpipe.GraphLost, match="which held part of the input left the cluster"):
+        executor.wait([pinned])
+    assert time.monotonic() - start < DEADLINE_S
+
+
 def test_a_worker_killed_mid_traversal(client):
     """A path of many levels keeps both owners busy for seconds; one of them is killed in the
     middle. The survivor notices within seconds, and the query runs again on a rebuilt graph."""

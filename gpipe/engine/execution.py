@@ -182,6 +182,7 @@ class OnCluster(Executor):
         from gpipe.watch import dashboard
 
         self.client = client
+        self.pinned = set()  # workers that tasks were pinned to with ``at=`` (besides the owners')
         dashboard.install(client)  # once per client: the scheduler's gpipe page
         if workers is not None:
             self.workers = list(workers)
@@ -209,6 +210,8 @@ class OnCluster(Executor):
         run = (run_task,) if query is None else (run_query_task, query)
         if owner is None and at is None:
             return self.client.submit(*run, fn, *args, key=key)
+        if owner is None:
+            self.pinned.add(at)
         return self.client.submit(
             *run, fn, *args, key=key, workers=[self.workers[owner] if owner is not None else at],
             allow_other_workers=False,
@@ -303,8 +306,9 @@ class OnCluster(Executor):
     def wait(self, handles):
         """Block until ``handles`` are done; raise the first task error as soon as it comes.
 
-        Raises GraphLost when an owner's worker leaves the cluster meanwhile (a task pinned to
-        it could never run), and OutOfMemory for Dask's KilledWorker.
+        Raises GraphLost when an owner's worker, or a worker that a task was pinned to with
+        ``at=``, leaves the cluster meanwhile (a task pinned to it could never run), and
+        OutOfMemory for Dask's KilledWorker.
         """
         from distributed import wait
         from distributed.client import FIRST_COMPLETED, FuturesCancelledError
@@ -332,13 +336,15 @@ class OnCluster(Executor):
 
     def _raise_if_owner_left(self, handles, *requests) -> None:
         present = self.client.scheduler_info(n_workers=-1)["workers"]
-        for owner, address in enumerate(self.workers):
+        gone = [(f"partition {owner}'s worker {address}", address) for owner, address in enumerate(self.workers)]
+        gone += [(f"worker {address}, which held part of the input", address) for address in sorted(self.pinned)]
+        for what, address in gone:
             if address not in present:
                 self.client.cancel(list(handles))
                 for request in requests:
                     request.cancel()
-                raise _lost(f"partition {owner}'s worker {address} left the cluster (killed, crashed, "
-                            "or stopped by its nanny over its memory limit)")
+                raise _lost(f"{what} left the cluster (killed, crashed, or stopped by its nanny over "
+                            "its memory limit)")
 
     def partitions(self, frame, on=None):
         held = in_memory.held_frames(frame)

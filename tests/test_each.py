@@ -526,3 +526,16 @@ def test_batches_over_an_nccl_communicator_take_turns(dask_client2):
             assert waits_on(graph.bfs_each(sources)) == [False, True, True]
         finally:
             built.transport = None
+
+
+def test_bench_each_says_on_how_many_workers_the_batches_ran():
+    """The replicas row counts the workers that ran batches, for every replica and for one, so
+    a one-replica time that Dask's work stealing spread over two workers shows as such."""
+    from gpipe.tools import bench_each
+
+    report = bench_each.run(scale=8, each=130, backend="cpu", workers=2)
+    (row,) = [r for r in report["rows"] if "replica_ratio" in r]
+    assert row["replicas"] == report["replicas"] == 2 and row["identical"]
+    assert row["batch_workers"]["replicas"] == 2 and 1 <= row["batch_workers"]["one"] <= 2
+    assert "target >= 1.4x" in bench_each.format_table(report)
+    assert "batches ran on 2 / " in bench_each.format_table(report)

@@ -200,7 +200,21 @@ def test_an_owners_build_holds_its_cut_buckets_its_peers_buckets_and_its_csr():
     assert read.owner_build_bytes(1) - resident.owner_build_bytes(1) == 8 * rows
 
 
-def test_a_read_edges_frame_is_sized_with_the_input_it_reads(tmp_path, monkeypatch):
+@pytest.fixture
+def sizes_seen(monkeypatch) -> list:
+    """The GraphSize of every choice of owners the builds make, in order."""
+    sizes = []
+    real = sizing.choose_owners
+
+    def spy(size, memory, requested):
+        sizes.append(size)
+        return real(size, memory, requested)
+
+    monkeypatch.setattr(sizing, "choose_owners", spy)
+    return sizes
+
+
+def test_a_read_edges_frame_is_sized_with_the_input_it_reads(tmp_path, sizes_seen):
     import pandas as pd
 
     import gpipe
@@ -210,16 +224,8 @@ def test_a_read_edges_frame_is_sized_with_the_input_it_reads(tmp_path, monkeypat
     path = tmp_path / "edges.parquet"
     pd.DataFrame({"src": [0, 1, 2], "dst": [1, 2, 0]}).astype("int32").to_parquet(path)
     frame = gpipe.read_edges(path)
-    sizes = []
-    real = sizing.choose_owners
-
-    def spy(size, memory, requested):
-        sizes.append(size)
-        return real(size, memory, requested)
-
-    monkeypatch.setattr(sizing, "choose_owners", spy)
     builds.build(InProcess(), frame, directed=True, src="src", dst="dst", weight=None)
-    assert sizes and not sizes[-1].input_resident and sizes[-1].input_row_bytes == 8
+    assert sizes_seen and not sizes_seen[-1].input_resident and sizes_seen[-1].input_row_bytes == 8
 
 
 def test_one_owner_counts_the_resident_input_that_other_workers_hold():
@@ -240,25 +246,17 @@ def test_one_owner_goes_where_most_of_the_input_already_is():
     assert addresses(sizing.choose_owners(size, spread, None)) == ["tcp://w1"]
 
 
-def test_a_persisted_read_edges_frame_is_sized_as_held_not_read(dask_client2, tmp_path, monkeypatch):
+def test_a_persisted_read_edges_frame_is_sized_as_held_not_read(dask_client2, tmp_path, sizes_seen):
     """The workers' free memory counts a persisted frame already: its footers still size it
     before the build, but without adding the input a second time."""
     import distributed
 
     import gpipe
-    from gpipe.partitioning import build as builds
 
     edges = reference.random_edges(n=400, m=1600, seed=8)
     for i in range(2):
         edges.iloc[i::2].to_parquet(tmp_path / f"part.{i}.parquet")
-    sizes = []
-    real = sizing.choose_owners
-
-    def spy(size, memory, requested):
-        sizes.append(size)
-        return real(size, memory, requested)
-
-    monkeypatch.setattr(sizing, "choose_owners", spy)
+    sizes = sizes_seen
     with dask_client2.as_current():
         read = gpipe.Graph.from_edges(gpipe.read_edges(str(tmp_path)), directed=False, partitions=2)
         read_sizes, sizes[:] = list(sizes), []

@@ -42,6 +42,12 @@ and fragmentation can make it a little larger than the true peak, and memory tak
 the pool, such as cuDF's through RMM, is not seen). A traversal's figure adds the graph's
 own CSR bytes to it. On CPU the figure is the CSR's bytes plus the result arrays' bytes.
 
+**Each owner's build peak** is sampled on its worker (:mod:`gpipe.tools.bench_memory`: device
+memory on GPU, the resident set on CPU) above the memory in use when the build began, and
+printed beside the sizing's estimate; on a cluster also phase by phase
+(:mod:`gpipe.tools.bench_phases`: the highest sample while the split, the cuts, the buckets
+received and the CSR build ran there).
+
 Validation: every traversal's arrays are checked where they live by
 :func:`gpipe.tools.verify.check_traversal_arrays` (vectorized, chunked over the edges, no host copy
 of the graph); with several owners each owner checks its own rows against the computed

@@ -87,6 +87,11 @@ class Executor:
         """:class:`gpipe.partitioning.sizing.WorkerMemory` of each worker that could own a partition."""
         raise NotImplementedError
 
+    def memory_of(self, backend_name, addresses: list) -> list:
+        """:class:`gpipe.partitioning.sizing.WorkerMemory` now of the workers at ``addresses``
+        that are still in the cluster (owners or not)."""
+        return [m for m in self.memory(backend_name) if m.address in addresses]
+
     def for_owners(self, workers: list):
         """An executor whose owner ``p`` runs on ``workers[p]`` (from :meth:`memory`)."""
         raise NotImplementedError
@@ -368,6 +373,11 @@ class OnCluster(Executor):
         from gpipe.partitioning import sizing
 
         return [m for m in sizing.cluster_memory(self.client, backend_name) if m.address in self.workers]
+
+    def memory_of(self, backend_name, addresses):
+        from gpipe.partitioning import sizing
+
+        return [m for m in sizing.cluster_memory(self.client, backend_name) if m.address in addresses]
 
     def holds(self, frame):
         from distributed import futures_of

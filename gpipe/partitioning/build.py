@@ -77,6 +77,7 @@ class Built:
     # A one-owner graph on a cluster: the workers chosen to hold a copy of its partition, the
     # owner first, over which per-source batches spread (gpipe.each); else None.
     replica_workers: list | None = None
+    replica_size: sizing.GraphSize | None = None  # what a copy needs, checked again when made
     # Handles to those copies (parts[0] first), made by the first batch call (:func:`copies`).
     replicas: list | None = None
     # A multi-owner GPU graph whose owners talk over NCCL: the key of its communicator on the
@@ -194,6 +195,7 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
         negative_weights=negative_weights,
         string_ids=strings,
         replica_workers=replica_workers,
+        replica_size=size if replica_workers else None,
         transport=transport,
         owner_ids=owner_ids,
         owner_build_estimate=build_estimate,
@@ -207,13 +209,20 @@ def copies(built: Built) -> list:
 
     The copies are made here, not by :func:`build`, so that a graph that is only traversed
     from one source at a time is built on a cluster in the time it takes on one worker; the
-    first ``bfs_each``/``sssp_each`` waits for them.
+    first ``bfs_each``/``sssp_each`` waits for them. The workers chosen at the build are asked
+    again for their memory first: one that has left, or has no room for a copy any more, gets
+    none (``replica_workers`` then names those that do).
     """
     if built.replica_workers is None or len(built.replica_workers) < 2:
         return built.parts
     with _COPYING:
         if built.replicas is None:
-            built.replicas = built.executor.replicate(built.parts[0], built.replica_workers)
+            owner = built.replica_workers[0]
+            memory = built.executor.memory_of(built.backend, built.replica_workers)
+            built.replica_workers = sizing.choose_replicas(built.replica_size, memory, owner,
+                                                           len(built.replica_workers))
+            built.replicas = (built.executor.replicate(built.parts[0], built.replica_workers)
+                              if len(built.replica_workers) > 1 else list(built.parts))
     return built.replicas
 
 

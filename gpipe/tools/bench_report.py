@@ -171,6 +171,9 @@ def format_table(report) -> str:
     b = report["build"]
     build = (f"build ({'first in process' if b['runs'][-1]['first_in_process'] else 'warm'}): "
              f"{b['time_s']:.3f} s, input {human_bytes(b['input_bytes'])}")
+    if g.get("generate_s") is not None:
+        made = "read and persisted" if report["options"].get("edges") else "generated"
+        build += f" ({made} in {g['generate_s']:.2f} s before the build)"
     if b["peak_device_bytes"] is not None:
         build += f", peak device {human_bytes(b['peak_device_bytes'])} ({b['peak_over_input']:.2f}x input)"
     kind = b.get("memory_kind", "device")
@@ -179,6 +182,8 @@ def format_table(report) -> str:
                   + " / ".join(human_bytes(p) if p is not None else "-" for p in b["owner_peaks_sampled"])
                   + f" above the {human_bytes(b['owner_input_bytes'])} of input each held"
                   + f", against the sizing's {human_bytes(b['owner_estimate_bytes'])}")
+        if kind == "host":
+            build += " (resident-set growth: a first build in a process also compiles the kernels)"
     key = (g["name"], report["options"]["backend"])
     if key in BUILD_TARGETS:
         seconds, ratio = BUILD_TARGETS[key]

@@ -387,20 +387,18 @@ def test_batches_run_on_every_replica_and_answer_as_one_replica(cluster_client):
 
 def test_a_worker_without_room_when_the_copies_are_made_gets_none(cluster_client):
     """The workers chosen at the build are asked again when the first batch call makes the
-    copies: one that has no room by then gets no copy, and the batches run where copies are."""
-    from distributed import get_task_stream
-
+    copies: one that has no room by then gets no copy. (Where the batches then run is Dask's
+    choice: it may move some, and the partition with them, to an idle worker.)"""
     from gpipe.partitioning import sizing
 
     edges = reference.random_edges(n=500, m=2000, seed=17)
     sources = sources_of(edges, 200, seed=9)
     graph = gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=2), directed=False)
     assert graph.replicas == 2
-    with dask.config.set({sizing.FRACTION_KEY: 1e-12}), get_task_stream(cluster_client) as stream:
+    with dask.config.set({sizing.FRACTION_KEY: 1e-12}):
         got = graph.bfs_each(sources).compute()
     built = graphs.built_of(graph)
     assert graph.replicas == 1 and built.replicas == built.parts  # no copy was made
-    assert len({t["worker"] for t in stream.data if "gpipe-bfs-each" in str(t["key"])}) == 1
     assert_rows(got, expected_rows(edges, sources, directed=False))
 
 

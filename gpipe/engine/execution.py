@@ -370,9 +370,7 @@ class OnCluster(Executor):
         return worker_frame(handles, meta, lengths)
 
     def memory(self, backend_name):
-        from gpipe.partitioning import sizing
-
-        return [m for m in sizing.cluster_memory(self.client, backend_name) if m.address in self.workers]
+        return self.memory_of(backend_name, self.workers)
 
     def memory_of(self, backend_name, addresses):
         from gpipe.partitioning import sizing

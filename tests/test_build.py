@@ -229,3 +229,28 @@ def test_dask_moves_a_partition_as_its_arrays(family):
     assert type(copy) is type(part) and (copy.offset, copy.n_local, copy.n) == (part.offset, part.n_local, part.n)
     for name in ("indptr", "indices", "weights"):
         assert getattr(copy, name).tolist() == getattr(part, name).tolist()
+
+
+def test_every_worker_of_a_multi_owner_build_frees_the_pools_cache_once_its_buckets_are_gone(dask_client2):
+    from distributed import get_task_stream
+
+    import gpipe
+
+    rng = np.random.default_rng(3)
+    src, dst = rng.integers(0, 500, 4000), rng.integers(0, 500, 4000)
+    with dask_client2.as_current(), get_task_stream(dask_client2) as stream:
+        graph = gpipe.Graph.from_edges(_edges(src, dst, npartitions=4), directed=False, partitions=2)
+    assert graph.num_partitions == 2
+    tasks = [(t["key"], t["worker"], t["startstops"]) for t in stream.data]
+
+    def ran(prefix):
+        return [(worker, spans) for key, worker, spans in tasks if key.startswith(prefix)]
+
+    releases = ran("gpipe-build-release-")
+    builders = {worker for worker, _ in ran("gpipe-shuffle-") + ran("gpipe-build-0-") + ran("gpipe-build-1-")}
+    assert sorted(worker for worker, _ in releases) == sorted(builders) == sorted(dask_client2.scheduler_info()["workers"])
+    last_build_end = max(s["stop"] for prefix in ("gpipe-shuffle-", "gpipe-build-0-", "gpipe-build-1-")
+                         for _, spans in ran(prefix) for s in spans if s["action"] == "compute")
+    assert all(s["start"] >= last_build_end for _, spans in releases for s in spans if s["action"] == "compute")
+    held = dask_client2.run(lambda dask_worker: [str(k) for k in dask_worker.data if str(k).startswith("gpipe-shuffle")])
+    assert held == {worker: [] for worker in held}

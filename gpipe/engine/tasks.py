@@ -17,6 +17,7 @@ TASK_NAMES = {
     "global_ids": "sources", "_bfs_one_owner": "bfs", "_sssp_one_owner": "sssp",
     "bfs_owner": "bfs", "sssp_owner": "sssp", "join": "nccl-join", "device_identity": "nccl-device",
     "unique_id": "nccl-id", "owner_paths": "paths", "owner_path": "path",
+    "_release_cached": "build-release",
 }
 
 

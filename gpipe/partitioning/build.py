@@ -168,6 +168,7 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
         )
         for owner in range(layout.n_owners)
     ]
+    del shuffled  # held here, the splits would outlive their cuts until the build returns
     present_bits = None
     if track_presence:  # also waits for the partitions, and raises their errors
         present_bits = executor.gather([
@@ -176,6 +177,7 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
         executor.wait(parts)
     replica_workers = transport = owner_ids = None
     if layout.n_owners > 1:
+        _release_build_memory(executor, backend_name, [*holders, *getattr(executor, "workers", ())])
         transport = nccl.make_group(executor, layout, backend_name)
         if ids is not None:
             owner_ids = executor.on_every_owner(ids)
@@ -200,6 +202,19 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
         owner_ids=owner_ids,
         owner_build_estimate=build_estimate,
     )
+
+
+def _release_build_memory(executor, backend_name, workers) -> None:
+    """Have each of ``workers`` (those that split input or built a partition) give its device
+    the blocks that CuPy's pool kept from the build's splits and buckets, two to four times
+    the partition it keeps. Kept, they would serve CuPy alone: not cuDF, not Dask's transfers
+    (RMM), not another process on the same GPU, such as a client gathering a result."""
+    where = sorted({w for w in workers if w is not None}) or [None]  # None: this process
+    executor.wait([executor.submit(_release_cached, backend_name, at=worker) for worker in where])
+
+
+def _release_cached(backend_name) -> None:
+    backends.get(backend_name).release_cached()
 
 
 def copies(built: Built) -> list:

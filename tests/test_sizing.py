@@ -232,7 +232,8 @@ def test_one_owner_counts_the_resident_input_that_other_workers_hold():
     size = GraphSize(rows=10**8, n=10**6, directed=False, weighted=False, input_row_bytes=8)
     here = sizing.WorkerMemory("tcp://w0", 0, "device", input_share=1.0)
     quarter = sizing.WorkerMemory("tcp://w1", 0, "device", input_share=0.25)
-    arriving = sizing.owner_need(size, 1, quarter) - sizing.owner_need(size, 1, here)
+    arriving = (sizing.owner_need(size, 1, quarter, build_only=True)
+                - sizing.owner_need(size, 1, here, build_only=True))
     assert arriving == int(0.75 * size.input_bytes)
     # several owners build from the input where it is: nothing arrives but the buckets
     assert sizing.owner_need(size, 2, quarter) == sizing.owner_need(size, 2, here)
@@ -270,3 +271,19 @@ def test_a_persisted_read_edges_frame_is_sized_as_held_not_read(dask_client2, tm
     assert [s.input_resident for s in sizes] == [True, True]
     estimates = [graphs.built_of(g).owner_build_estimate for g in (read, held)]
     assert estimates[0] - estimates[1] == -(-read_sizes[-1].input_bytes // 2)
+
+
+def test_an_owner_is_sized_by_its_build_or_its_traversal_whichever_holds_more():
+    """kron28 on 4 owners (Graph500: 16 edges per vertex) peaks in its build: a budget that
+    holds the build but not the build and a traversal together takes it. A road network
+    (about 2.4 stored edges per vertex) peaks in a traversal, whose per-vertex arrays outweigh
+    the build's buckets."""
+    kron28 = GraphSize(rows=2**32, n=2**28, directed=False, weighted=False)
+    build = kron28.owner_build_bytes(4)
+    traversal = 2**26 * sizing.TRAVERSAL_BYTES_PER_VERTEX + 2**28 * sizing.EXCHANGE_BYTES_PER_VERTEX
+    assert kron28.owner_bytes(4) == build
+    budget = (build + traversal // 2) / sizing.DEFAULT_FRACTION / GIB
+    assert len(sizing.choose_owners(kron28, workers(budget, budget, budget, budget), 4)) == 4
+    road = GraphSize(rows=29 * 10**6, n=24 * 10**6, directed=False, weighted=True)
+    assert road.owner_bytes(1) > road.owner_build_bytes(1)
+    assert road.owner_bytes(1) == road.csr_bytes(1) + 24 * 10**6 * sizing.TRAVERSAL_BYTES_PER_VERTEX

@@ -5,9 +5,9 @@ kernels: splitting it would only add a message round per level. A larger one is 
 fewest workers whose memory holds it with headroom, largest memories first. A graph that cannot
 fit even across every worker is refused before anything is built (:class:`GraphTooLarge`).
 
-The estimate covers what an owner holds at its peak: the CSR (row pointers, neighbours,
-weights), the edge buckets it is built from, the per-vertex arrays of a traversal and its result
-frame, and, with several owners, the per-traversal exchange buffers. The budget of a worker is
+The estimate is an owner's peak, the larger of two moments: its build (the CSR, with the edge
+buckets it is written from) and a traversal (the CSR, with the traversal's per-vertex arrays and
+result frame and, with several owners, its exchange buffers). The budget of a worker is
 ``gpipe.memory-fraction`` (Dask config, default 0.8) of what it has free: device memory on GPU
 workers (CUDA's free memory plus what CuPy's pool holds unused), the Dask memory limit less the
 process's current use on CPU workers (the machine's memory when the worker has no limit).
@@ -66,12 +66,22 @@ class GraphSize:
         return self.rows * self.input_row_bytes
 
     def owner_bytes(self, owners: int, input_share: float = 1.0) -> int:
-        """Peak bytes on each of ``owners`` owners while building and traversing (estimate):
-        the build's (:meth:`owner_build_bytes`), then a traversal's arrays beside the CSR."""
+        """Peak bytes on each of ``owners`` owners (estimate): the larger of its build's peak
+        (:meth:`owner_build_bytes`) and a traversal's, the CSR with the traversal's per-vertex
+        arrays and, with several owners, the exchange state. The two do not meet: the build's
+        buckets and cursors are freed before the first traversal (and, with several owners,
+        given back to the device, :func:`gpipe.partitioning.build._release_build_memory`);
+        measured on 4 H100s, kron28's owners peaked in the build, 37 GiB, while a BFS needs 20."""
         vertices = -(-self.n // owners)
         traversal = vertices * TRAVERSAL_BYTES_PER_VERTEX
         exchange = self.n * EXCHANGE_BYTES_PER_VERTEX if owners > 1 else 0
-        return self.owner_build_bytes(owners, input_share) + traversal + exchange
+        return max(self.owner_build_bytes(owners, input_share), self.csr_bytes(owners) + traversal + exchange)
+
+    def csr_bytes(self, owners: int) -> int:
+        """Bytes of each of ``owners`` owners' CSR: row pointers, neighbours, weights."""
+        edges = -(-self.stored_edges // owners)
+        vertices = -(-self.n // owners)
+        return 8 * (vertices + 1) + edges * (self.index_bytes + (8 if self.weighted else 0))
 
     def owner_build_bytes(self, owners: int, input_share: float = 1.0) -> int:
         """Peak bytes on each of ``owners`` owners while it builds its CSR (estimate).
@@ -89,10 +99,8 @@ class GraphSize:
         """
         edges = -(-self.stored_edges // owners)
         vertices = -(-self.n // owners)
-        weight = 8 if self.weighted else 0
-        csr = 8 * (vertices + 1) + edges * (self.index_bytes + weight)
         builder = 16 * vertices  # degree counts and scatter cursors
-        pair = 2 * self.index_bytes + weight
+        pair = 2 * self.index_bytes + (8 if self.weighted else 0)
         if owners > 1:
             cut = edges * pair  # this worker's input, cut for every owner
             received = (owners - 1) * edges * pair // owners  # peers' buckets for this owner
@@ -104,7 +112,7 @@ class GraphSize:
             builder += -(-self.input_bytes // owners)
         elif owners == 1:
             builder += int(self.input_bytes * (1.0 - input_share))
-        return csr + builder
+        return self.csr_bytes(owners) + builder
 
 
 @dataclass(frozen=True)

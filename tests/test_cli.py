@@ -13,6 +13,8 @@ import os
 import shutil
 import subprocess
 import sys
+import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -825,3 +827,30 @@ def test_no_parents_and_max_distance(graph, tmp_path):
     out = tmp_path / "bfs"
     assert main(["bfs", str(folder), "--source", str(source), "--out", str(out), "--no-parents"]) == 0
     assert list(pd.read_parquet(out).columns) == ["vertex", "distance"]
+
+
+def test_exit_handlers_that_never_end_are_cut_short_and_the_processes_left_are_killed():
+    """A local cluster whose workers will not stop kept Python's exit handlers, and the
+    ``gpipe`` process, waiting for minutes after its error line (4 × H100, BENCHMARKS.md)."""
+    import psutil
+
+    code = textwrap.dedent("""
+        import atexit, subprocess, sys, time
+        from gpipe.tools import cli
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+        print(child.pid, flush=True)
+        atexit.register(time.sleep, 600)  # an exit handler that never ends
+        cli.EXIT_HANDLERS_S = 1.0
+        cli.main = lambda: 3
+        cli.command()
+    """)
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert time.monotonic() - started < 60
+    assert done.returncode == 3
+    assert "did not end within 1 s; killed this process's 1 remaining child process(es)" in done.stderr
+    pid = int(done.stdout.split()[0])
+    try:
+        assert psutil.Process(pid).status() == psutil.STATUS_ZOMBIE  # killed, not yet reaped
+    except psutil.NoSuchProcess:
+        pass

@@ -348,8 +348,8 @@ class OnCluster(Executor):
                 self.client.cancel(list(handles))
                 for request in requests:
                     request.cancel()
-                raise _lost(f"{what} left the cluster (killed, crashed, or stopped by its nanny over "
-                            "its memory limit)")
+                raise _lost(f"{what} left the cluster (killed, crashed, stopped by its nanny over "
+                            "its memory limit, or cut off from the scheduler; its log says which)")
 
     def partitions(self, frame, on=None):
         held = in_memory.held_frames(frame)

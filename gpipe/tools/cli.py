@@ -93,10 +93,41 @@ def command():
         os._exit(status)                              # winding down say nothing more
     signal.signal(signal.SIGINT, _interrupted_at_exit)
     try:
-        atexit._run_exitfuncs()
+        _run_exit_handlers(atexit._run_exitfuncs, EXIT_HANDLERS_S)
     finally:
         _flush()
         os._exit(status)
+
+
+# How long the exit handlers may take. A cluster left open is closed in them, in seconds; one
+# whose worker processes are stuck (GPU processes cut off in a collective, killed and still
+# tearing down) kept Python's own handlers waiting for minutes.
+EXIT_HANDLERS_S = 30.0
+
+
+def _run_exit_handlers(handlers, limit_s: float) -> None:
+    """Run ``handlers`` (Python's exit handlers) for at most ``limit_s`` seconds; past that,
+    kill this process's child processes, say so in one log line, and return."""
+    import threading
+    import time
+
+    runner = threading.Thread(target=handlers, name="gpipe-exit", daemon=True)
+    runner.start()
+    deadline = time.monotonic() + limit_s
+    while runner.is_alive() and time.monotonic() < deadline:
+        runner.join(0.05)  # short waits: a Ctrl-C meanwhile is handled at once
+    if runner.is_alive():
+        import psutil
+
+        children = psutil.Process().children(recursive=True)
+        for child in children:
+            try:
+                child.kill()
+            except psutil.Error:
+                pass
+        logging.getLogger(__name__).warning(
+            "exit: the exit handlers (closing a local cluster) did not end within %g s; "
+            "killed this process's %d remaining child process(es)", limit_s, len(children))
 
 
 def _interrupted_at_exit(signum, frame):

@@ -551,3 +551,6 @@ def test_bench_each_says_on_how_many_workers_the_batches_ran():
     assert row["batch_workers"]["replicas"] == 2 and 1 <= row["batch_workers"]["one"] <= 2
     assert "target >= 1.4x" in bench_each.format_table(report)
     assert "batches ran on 2 / " in bench_each.format_table(report)
+    spans = row["batch_span_s"]
+    assert 0 < spans["replicas"] <= row["total_s"] and 0 < spans["one"] <= row["one_replica_s"]
+    assert "the batches alone (first start to last end)" in bench_each.format_table(report)

@@ -16,7 +16,9 @@ What is timed (``time.perf_counter`` here, in the client's process):
   cluster, of every worker, summed).
 * **Replicas** (``--workers K`` with K >= 2): the total with the graph copied to every worker
   that has room against the same graph built with ``replicas=1``, the throughput ratio, and
-  whether the two frames are identical.
+  whether the two frames are identical; and, from Dask's task stream, on how many workers the
+  batches ran and the span of their computing (first start to last end), each way: the
+  batches' part of the call, without the rows' gathering into one frame.
 """
 
 from __future__ import annotations
@@ -229,6 +231,7 @@ def _compare_replicas(graph, single, kind, sources, targets) -> dict:
     from distributed import get_task_stream
 
     times, frames, ran_on = {"replicas": [], "one": []}, {}, {"replicas": set(), "one": set()}
+    batch_spans = {"replicas": [], "one": []}
     client = graphs.executor_of(graph).client
     for name, g in (("replicas", graph), ("one", single)):
         _query(g, kind, sources, targets).compute()  # every worker compiles or loads its kernels
@@ -238,15 +241,26 @@ def _compare_replicas(graph, single, kind, sources, targets) -> dict:
                 started = time.perf_counter()
                 frames[name] = _query(g, kind, sources, targets).compute()
                 times[name].append(time.perf_counter() - started)
-            ran_on[name] |= {t["worker"] for t in stream.data if key_split(t["key"]) in BATCH_NAMES}
+            batches = [t for t in stream.data if key_split(t["key"]) in BATCH_NAMES]
+            ran_on[name] |= {t["worker"] for t in batches}
+            batch_spans[name].append(_compute_span(batches))
     times = {name: statistics.median(values) for name, values in times.items()}
+    spans = {name: statistics.median(values) for name, values in batch_spans.items()}
     identical = frames["replicas"].reset_index(drop=True).equals(frames["one"].reset_index(drop=True))
     # Dask's work stealing may copy a small graph to an idle worker: then "one" is not one.
     return {"query": f"{kind}_each replicas={graph.replicas} vs 1", "sources": len(sources),
             "rows": len(frames["replicas"]), "total_s": times["replicas"], "one_replica_s": times["one"],
             "per_source_ms": 1e3 * times["replicas"] / len(sources), "replicas": graph.replicas,
             "replica_ratio": times["one"] / times["replicas"], "identical": identical,
-            "batch_workers": {name: len(workers) for name, workers in ran_on.items()}}
+            "batch_workers": {name: len(workers) for name, workers in ran_on.items()},
+            "batch_span_s": spans}
+
+
+def _compute_span(tasks) -> float:
+    """Seconds from the first of ``tasks`` (task stream records) starting to compute to the
+    last one ending: the batches' share of a call, without its making and its gathering."""
+    spans = [s for t in tasks for s in t["startstops"] if s["action"] == "compute"]
+    return max(s["stop"] for s in spans) - min(s["start"] for s in spans) if spans else 0.0
 
 
 def _host_csr(graph):
@@ -293,6 +307,10 @@ def format_table(report) -> str:
             text += (f"\n    one replica {row['one_replica_s']:.3f} s: throughput x{row['replica_ratio']:.2f} "
                      f"with replicas{met}; identical: {row['identical']}; batches ran on "
                      f"{ran.get('replicas', '?')} / {ran.get('one', '?')} workers")
+            span = row.get("batch_span_s")
+            if span and span["replicas"] > 0:
+                text += (f"\n    the batches alone (first start to last end): {span['replicas']:.3f} s / "
+                         f"{span['one']:.3f} s: x{span['one'] / span['replicas']:.2f}")
         lines.append(text)
     return "\n".join(lines)
 

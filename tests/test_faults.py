@@ -15,6 +15,7 @@ import pytest
 
 import gpipe
 from gpipe import graph as graphs
+from gpipe.engine import execution
 import reference
 
 pytestmark = pytest.mark.timeout(180)
@@ -238,3 +239,30 @@ def test_workers_with_a_small_memory_limit_end_a_build_in_an_error_not_a_hang():
                            match="memory"):
             gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=4), directed=False, weight="weight")
         assert time.monotonic() - start < DEADLINE_S
+
+
+def test_a_worker_that_only_held_input_may_leave_after_the_build(client):
+    """The build pins each split to the worker holding its input partition, and a wait ends in
+    GraphLost if such a worker leaves meanwhile; once the graph is built it no longer needs
+    them: losing one must not fail, nor rebuild, the graph's queries."""
+    import distributed
+
+    edges = reference.random_edges(n=300, m=1200, seed=24)
+    source = int(edges["src"].iloc[0])
+    frame = client.persist(dd.from_pandas(edges, npartitions=4))
+    distributed.wait(frame)
+    holders = {w for ws in client.who_has(frame).values() for w in ws}
+    assert len(holders) == 2  # the input is on both workers
+    graph = gpipe.Graph.from_edges(frame, directed=True)
+    assert graph.num_partitions == 1
+    built = graphs.built_of(graph)
+    (other,) = holders - set(graphs.executor_of(graph).workers)
+    kill_worker(client, other)
+    deadline = time.monotonic() + DEADLINE_S
+    while other in client.scheduler_info()["workers"] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    out = graph.bfs(source).compute()
+    reference.assert_distances(out, reference.expected_bfs(edges, [source], directed=True))
+    executor = graphs.executor_of(graph)  # a wait long enough to look at the workers
+    executor.wait([executor.submit(_sleep, 2 * execution.WATCH_S, owner=0)])
+    assert graphs.built_of(graph) is built

@@ -47,6 +47,10 @@ class Executor:
         """Per handle, the address of a worker that holds its data (None in this process)."""
         return [None] * len(handles)
 
+    def unpin(self) -> None:
+        """Forget the workers that tasks were pinned to with ``at=``: what ran there is done and
+        no longer needed, so their leaving no longer ends a wait in GraphLost."""
+
     def gather(self, handles: list) -> list:
         """The values behind ``handles``, brought to the caller (keep them small)."""
         raise NotImplementedError
@@ -221,6 +225,9 @@ class OnCluster(Executor):
             *run, fn, *args, key=key, workers=[self.workers[owner] if owner is not None else at],
             allow_other_workers=False,
         )
+
+    def unpin(self):
+        self.pinned.clear()
 
     def holders(self, handles):
         where = self.client.who_has([h for h in handles if hasattr(h, "key")])

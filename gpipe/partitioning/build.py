@@ -183,6 +183,7 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
             owner_ids = executor.on_every_owner(ids)
     if layout.n_owners == 1 and hasattr(executor, "replicate"):
         replica_workers = sizing.choose_replicas(size, memory, executor.workers[0], requested_replicas)
+    executor.unpin()  # the graph's queries need its owners' workers alone
     return Built(
         backend=backend_name,
         layout=layout,

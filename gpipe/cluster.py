@@ -288,7 +288,7 @@ def start_apart_from_sigint(start):
         # thread that does (Python's bpo-33613), and every worker after that one would get it.
         from multiprocessing import resource_tracker
 
-        resource_tracker.ensure_running()
+        _start_quiet_resource_tracker(resource_tracker)
     before = {child.pid for child in psutil.Process().children(recursive=True)}
     outcome = {}
 
@@ -310,6 +310,24 @@ def start_apart_from_sigint(start):
     if "error" in outcome:
         raise outcome["error"]
     return outcome["value"]
+
+
+def _start_quiet_resource_tracker(resource_tracker) -> None:
+    """Start multiprocessing's resource tracker, with its warning about leaked semaphores
+    turned off: a worker killed while it starts (Ctrl-C) leaves some, which the tracker frees
+    at exit, and its warning would follow the command's last line (``gpipe: interrupted``)."""
+    import os
+
+    before = os.environ.get("PYTHONWARNINGS")
+    quiet = "ignore::UserWarning:multiprocessing.resource_tracker"
+    os.environ["PYTHONWARNINGS"] = f"{before},{quiet}" if before else quiet
+    try:
+        resource_tracker.ensure_running()  # the tracker reads PYTHONWARNINGS as it starts
+    finally:
+        if before is None:
+            del os.environ["PYTHONWARNINGS"]
+        else:
+            os.environ["PYTHONWARNINGS"] = before
 
 
 def _kill_new_children(psutil, before: set, settle_s: float = 0.1, limit_s: float = 1.0) -> None:

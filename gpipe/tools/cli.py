@@ -78,7 +78,8 @@ def command():
 
     Python's own exit (its threads, exit handlers, modules torn down) takes a while after the
     work, and a Ctrl-C in it would end the process without a word. Instead this one flushes
-    the output, runs the exit handlers (a cluster left open is closed), and leaves: a Ctrl-C
+    the output, runs the exit handlers (a cluster left open is closed) for at most
+    :data:`EXIT_HANDLERS_S`, killing the child processes still there after that, and leaves: a Ctrl-C
     meanwhile still ends in ``gpipe: interrupted`` and status 130. Interrupted, it leaves at
     once after that line.
     """

@@ -102,9 +102,23 @@ def test_a_task_pinned_to_a_worker_that_dies_ends_in_graph_lost(client):
     pinned = executor.submit(_sleep, 30, at=workers[1])
     threading.Timer(1.0, kill_worker, (client, workers[1])).start()
     start = time.monotonic()
-    with pytest.raises(gpipe.GraphLost, match="which held part of the input left the cluster"):
+    with pytest.raises(gpipe.GraphLost, match="which held part of the input left the cluster "
+                                              r"\(its connection to the scheduler closed: the process was killed"):
         executor.wait([pinned])
     assert time.monotonic() - start < DEADLINE_S
+
+
+def test_a_lost_graph_says_why_the_scheduler_removed_the_worker(client):
+    """The scheduler's own record says why a worker went (its "remove-worker" event): a retired
+    worker is named as retired, not as killed."""
+    from gpipe.engine.execution import OnCluster
+
+    workers = sorted(client.scheduler_info()["workers"])
+    executor = OnCluster(client, workers)
+    running = executor.submit(_sleep, 30, owner=1)
+    threading.Timer(1.0, client.retire_workers, ([workers[1]],), {"close_workers": True}).start()
+    with pytest.raises(gpipe.GraphLost, match=r"partition 1's worker .* left the cluster \(it was retired\)"):
+        executor.wait([running])
 
 
 def test_a_worker_killed_mid_traversal(client):

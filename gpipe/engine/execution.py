@@ -31,6 +31,17 @@ ABORT_S = 2.0  # how long an interrupted client waits for the owners to get its 
 # gone (a killed process is noticed within a second), and how often it is asked.
 GONE_S = 5.0
 GONE_POLL_S = 0.1
+# Why the scheduler removed a worker, by the stimulus id of its "remove-worker" event
+# (distributed.scheduler): a lost graph's message says which.
+REMOVAL_CAUSES = (
+    ("handle-worker-cleanup", "its connection to the scheduler closed: the process was killed or "
+                              "crashed (its nanny's log says), or the connection failed"),
+    ("check-worker-ttl", "it sent the scheduler no heartbeat for longer than Dask config "
+                         "distributed.scheduler.worker-ttl"),
+    ("retire-workers", "it was retired"),
+    ("restart", "it was restarted"),
+    ("worker-close", "it closed itself (its log says why)"),
+)
 
 
 class Executor:
@@ -355,8 +366,32 @@ class OnCluster(Executor):
                 self.client.cancel(list(handles))
                 for request in requests:
                     request.cancel()
-                raise _lost(f"{what} left the cluster (killed, crashed, stopped by its nanny over "
-                            "its memory limit, or cut off from the scheduler; its log says which)")
+                cause = self._removal_cause(address) or (
+                    "killed, crashed, stopped by its nanny over its memory limit, or cut off from "
+                    "the scheduler; its log says which")
+                raise _lost(f"{what} left the cluster ({cause})")
+
+    def _removal_cause(self, address) -> str | None:
+        """Why the scheduler removed the worker at ``address``, from the scheduler's events: its
+        nanny's restart over the memory limit, else the stimulus of its removal
+        (:data:`REMOVAL_CAUSES`); None when they do not say."""
+        try:
+            restarts = self.client.get_events("worker-restart-memory")
+            events = self.client.get_events(address)
+        except Exception:  # noqa: BLE001 - the scheduler out of reach: the message says less
+            return None
+        for _, msg in reversed(restarts):
+            if isinstance(msg, dict) and msg.get("worker") == address:
+                return (f"its nanny restarted it over its memory limit, at {msg.get('rss', 0) / 2**30:.2f} GiB "
+                        "of host memory; give the workers more memory, or the graph more workers")
+        removals = [msg for _, msg in events if isinstance(msg, dict) and msg.get("action") == "remove-worker"]
+        if not removals:
+            return None
+        stimulus = str(removals[-1].get("stimulus_id") or "")
+        for prefix, cause in REMOVAL_CAUSES:
+            if stimulus.startswith(prefix):
+                return cause
+        return f"the scheduler removed it: {stimulus}" if stimulus else None
 
     def partitions(self, frame, on=None):
         held = in_memory.held_frames(frame)

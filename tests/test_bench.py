@@ -19,7 +19,7 @@ import gpipe
 from gpipe import generators
 from gpipe import graph as graphs
 from gpipe.engine import traverse
-from gpipe.tools import bench, bench_checks, bench_graphs, cli
+from gpipe.tools import bench, bench_checks, bench_graphs, bench_report, cli
 from gpipe.tools.verify import check_traversal_arrays
 
 REPORT_KEYS = {"machine", "command", "options", "graph", "build", "results"}
@@ -115,6 +115,9 @@ def test_bench_on_two_workers_times_scipy_after_all_sources():
     assert report["graph"]["generated_shares"] == 2  # each owner's worker drew its own share
     assert not result["scipy"]["paired"] and len(result["scipy"]["times_s"]) == 2
     assert result["scipy"]["ratio"] > 0
+    for owner in result["sources"][0]["owners"]:  # the untimed run's steps, and the owner's whole time
+        assert owner["total_s"] >= owner["kernel_s"] + owner["wait_s"] > 0
+    assert "owner ms (start to frame)" in bench_report.owner_summary(result["sources"])
 
 
 def test_bench_parquet_edges_with_sparse_ids(tmp_path):

@@ -259,6 +259,7 @@ def owner_summary(rows) -> str:
         sent = sum(sum(o["bytes_sent"]) for o in owners)
         work = "/".join(f"{o['kernel_s'] * 1e3:.1f}" for o in owners)
         wait = "/".join(f"{o['wait_s'] * 1e3:.1f}" for o in owners)
+        whole = "/".join(f"{o.get('total_s', 0.0) * 1e3:.1f}" for o in owners)
         parts.append(f"{steps} steps, {buckets} buckets, local rounds {rounds}, sent {human_bytes(sent)}, "
-                     f"kernel ms {work}, wait ms {wait}")
+                     f"kernel ms {work}, wait ms {wait}, owner ms (start to frame) {whole}")
     return "; ".join(parts)

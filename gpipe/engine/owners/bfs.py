@@ -102,11 +102,16 @@ def bfs_owner(channel, part: Partition, ids, layout: Layout, local_sources, grou
     when ``with_stats`` (the stats of :func:`bfs_owner_arrays`). The parents are always kept
     while the levels run (the claims carry them); ``parents=False`` leaves them out of the
     frame."""
+    started = time.perf_counter()
     with open_transport(channel, group, layout.n_owners, part.backend) as transport:
         dist, parent, stats = bfs_owner_arrays(transport, part, layout, local_sources,
                                                depth_limit, thresholds)
     frame = owner_frame(part, ids, dist, parent if parents else None, BFS, vertex_dtype)
-    return (frame, stats) if with_stats else frame
+    if not with_stats:
+        return frame
+    backends.get(part.backend).synchronize()
+    stats.total_s = time.perf_counter() - started
+    return frame, stats
 
 
 def bfs_owner_arrays(transport, part: Partition, layout: Layout, local_sources, depth_limit=None,

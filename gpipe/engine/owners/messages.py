@@ -103,6 +103,10 @@ class OwnerSteps:
         Seconds of this owner's own work (kernels, host reads, merging what arrived, packing
         what leaves) and seconds in the transport's steps (reading the step's counts, sending,
         and waiting for the peers, whose work shows up here).
+    total_s : float
+        Seconds from this owner's start to its finished result frame: opening the transport,
+        its arrays, every step, and the frame. What the steps leave out of it is the owner's
+        own setup and frame.
     """
 
     owner: int
@@ -113,6 +117,7 @@ class OwnerSteps:
     bytes_sent: list = field(default_factory=list)
     kernel_s: list = field(default_factory=list)
     wait_s: list = field(default_factory=list)
+    total_s: float = 0.0
 
     @property
     def steps(self) -> int:

@@ -63,11 +63,16 @@ def sssp_owner(channel, part: Partition, ids, layout: Layout, local_sources, gro
     on an owner that reached one of its negative self-loops (its peers, done by then, return
     their frames; the caller sees this owner's error).
     """
+    started = time.perf_counter()
     with open_transport(channel, group, layout.n_owners, part.backend) as transport:
         dist, parent, stats = sssp_owner_arrays(transport, part, layout, local_sources,
                                                 negative_weights, ids, max_distance)
     frame = owner_frame(part, ids, dist, parent if parents else None, SSSP, vertex_dtype)
-    return (frame, stats) if want_stats else frame
+    if not want_stats:
+        return frame
+    backends.get(part.backend).synchronize()
+    stats.total_s = time.perf_counter() - started
+    return frame, stats
 
 
 def sssp_owner_arrays(transport, part: Partition, layout: Layout, local_sources,

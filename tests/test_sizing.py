@@ -1,6 +1,8 @@
 """How many owners a graph gets (gpipe/partitioning/sizing.py): the fewest workers whose memory holds it,
 a forced count, and the refusal, before building, of a graph too large for its owners."""
 
+from dataclasses import replace
+
 import dask
 import dask.dataframe as dd
 import pytest
@@ -287,3 +289,56 @@ def test_an_owner_is_sized_by_its_build_or_its_traversal_whichever_holds_more():
     road = GraphSize(rows=29 * 10**6, n=24 * 10**6, directed=False, weighted=True)
     assert road.owner_bytes(1) > road.owner_build_bytes(1)
     assert road.owner_bytes(1) == road.csr_bytes(1) + 24 * 10**6 * sizing.TRAVERSAL_BYTES_PER_VERTEX
+
+
+def _sparse_edges(rows, vertices, seed):
+    """``rows`` edges among ``vertices`` ids spread over 2**40: far more id range than ids."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    names = rng.choice(2**40, size=vertices, replace=False)
+    return pd.DataFrame({"src": names[rng.integers(0, vertices, rows)],
+                         "dst": names[rng.integers(0, vertices, rows)]})
+
+
+@pytest.mark.parametrize("source", ["frame", "parquet"])
+def test_renumbered_ids_are_sized_by_their_count_not_their_bound(tmp_path, monkeypatch, sizes_seen, source):
+    """Ids to renumber bound the vertex count by twice the edges until they are counted; the
+    build counts them before it chooses the owners, so a graph whose bound would not fit but
+    whose ids do is built, not refused (from Parquet too: the footers refuse only what the
+    fewest vertices would not fit)."""
+    edges = _sparse_edges(rows=20_000, vertices=500, seed=11)
+    bound = GraphSize(rows=len(edges), n=2 * len(edges), directed=False, weighted=False, renumbered=True)
+    exact = GraphSize(rows=len(edges), n=500, directed=False, weighted=False, renumbered=True)
+    room = (exact.owner_bytes(1) + bound.owner_bytes(1)) // 2  # holds the ids counted, not the bound
+    assert exact.owner_bytes(1) < room < bound.owner_bytes(1)
+    monkeypatch.setattr(sizing, "free_bytes_here", lambda backend_name: int(room / sizing.DEFAULT_FRACTION))
+    if source == "parquet":
+        edges.to_parquet(tmp_path / "edges.parquet")
+        frame = gpipe.read_edges(str(tmp_path / "edges.parquet"))
+    else:
+        frame = dd.from_pandas(edges, npartitions=2)
+    graph = gpipe.Graph.from_edges(frame, directed=False)
+    assert graph.num_vertices == 500
+    assert sizes_seen[-1].n == 500 and sizes_seen[-1].renumbered
+    # With room for the edges of no vertex count, the footers still refuse before reading.
+    if source == "parquet":
+        fewest = bound.with_fewest_vertices()
+        monkeypatch.setattr(sizing, "free_bytes_here", lambda backend_name: fewest.owner_bytes(1) // 2)
+        from gpipe.io import read as io
+
+        read = []
+        real = io.read_pandas_piece
+        monkeypatch.setattr(io, "read_pandas_piece", lambda *a, **k: read.append(a) or real(*a, **k))
+        with pytest.raises(gpipe.GraphTooLarge):
+            gpipe.Graph.from_edges(gpipe.read_edges(str(tmp_path / "edges.parquet")), directed=False)
+        assert read == []
+
+
+def test_renumbered_ids_count_in_an_owners_bytes():
+    kept = GraphSize(rows=10**8, n=10**7, directed=False, weighted=False)
+    renumbered = replace(kept, renumbered=True)
+    assert renumbered.owner_build_bytes(2) - kept.owner_build_bytes(2) == 8 * 10**7
+    assert renumbered.owner_bytes(2) - kept.owner_bytes(2) == 8 * 10**7
+    assert renumbered.with_fewest_vertices().n == 10**4

@@ -24,7 +24,7 @@ from gpipe.engine import backend as backends
 from gpipe.engine import in_memory
 from gpipe.engine.owners import nccl
 from gpipe.engine.partition import Layout, build_partition
-from gpipe.errors import InputError
+from gpipe.errors import GraphTooLarge, InputError
 from gpipe.io import footers, validate
 from gpipe.partitioning import sizing
 
@@ -111,8 +111,16 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
     early = footer_size(from_footers, directed, weight is not None, resident=persisted)
     if early is not None:  # GraphTooLarge before anything is read
         memory = executor.memory(backend_name)
-        chosen = sizing.choose_owners(early, memory, requested)
-        if len(chosen) == 1:  # the footers tell the survey's figures: the same owner follows
+        try:
+            chosen = sizing.choose_owners(early, memory, requested)
+        except GraphTooLarge:
+            if not early.renumbered:
+                raise
+            # Its vertex count is a bound until the ids are counted: refuse now only what
+            # the fewest vertices would not fit either.
+            sizing.choose_owners(early.with_fewest_vertices(), memory, requested)
+            chosen = None
+        if chosen is not None and len(chosen) == 1:  # one owner even at the bound: read it there
             executor = executor.for_owners(chosen)
             inputs = executor.partitions(edges, on=0)
     if inputs is None:
@@ -130,9 +138,14 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
         vertex_dtype = result_id_dtype(columns, edges.dtypes[src], edges.dtypes[dst], low, high)
         columns = replace(columns, id_dtype=validate.numpy_dtype(vertex_dtype))
         identity, n_bound = _vertex_bound(rows, low, high)
+    ids = n = None
+    if not identity:  # counted before the owners are chosen: the sizing gets the vertex count
+        ids = _distinct_ids(executor, backend_name, inputs, columns)
+        n = n_bound = executor.gather([executor.submit(len, ids)])[0]
     size = sizing.GraphSize(rows=rows, n=n_bound, directed=directed, weighted=weight is not None,
                             input_row_bytes=_row_bytes(edges, columns),
-                            input_resident=persisted or (from_footers is None and in_memory.held_frames(edges) is None))
+                            input_resident=persisted or (from_footers is None and in_memory.held_frames(edges) is None),
+                            renumbered=not identity)
     memory = memory or executor.memory(backend_name)
     if size.input_resident:
         shares = executor.held_shares(inputs)
@@ -142,10 +155,7 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
     build_estimate = sizing.owner_need(size, len(owners), owners[0], build_only=True)
 
     if identity:
-        ids, n = None, high + 1
-    else:
-        ids = _distinct_ids(executor, backend_name, inputs, columns)
-        n = executor.gather([executor.submit(len, ids)])[0]
+        n = high + 1
 
     layout = Layout(n=n, n_owners=min(executor.n_owners, n))
     track_presence = ids is None
@@ -266,9 +276,9 @@ def footer_size(survey, directed: bool, weighted: bool, resident: bool = False):
     was persisted, so the build does not read it."""
     if survey is None or survey.rows == 0 or (not survey.strings and survey.low is None):
         return None
-    _, n_bound = _vertex_bound(survey.rows, survey.low, survey.high)
+    identity, n_bound = _vertex_bound(survey.rows, survey.low, survey.high)
     return sizing.GraphSize(rows=survey.rows, n=n_bound, directed=directed, weighted=weighted,
-                            input_resident=resident)
+                            input_resident=resident, renumbered=not identity)
 
 
 def _packed_presence(part):

@@ -15,7 +15,8 @@ process's current use on CPU workers (the machine's memory when the worker has n
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 
 import dask
 
@@ -52,6 +53,9 @@ class GraphSize:
     # The input is in the workers' memory before the build (a persisted frame: their free
     # memory has it already), not read or sent to them by it (read_edges, a pandas frame).
     input_resident: bool = True
+    # The ids are renumbered: every worker that splits input holds the sorted distinct ids
+    # while it does, and every owner keeps them (8 bytes an integer id; strings take more).
+    renumbered: bool = False
 
     @property
     def stored_edges(self) -> int:
@@ -75,7 +79,19 @@ class GraphSize:
         vertices = -(-self.n // owners)
         traversal = vertices * TRAVERSAL_BYTES_PER_VERTEX
         exchange = self.n * EXCHANGE_BYTES_PER_VERTEX if owners > 1 else 0
-        return max(self.owner_build_bytes(owners, input_share), self.csr_bytes(owners) + traversal + exchange)
+        traversing = self.csr_bytes(owners) + traversal + exchange + self.ids_bytes
+        return max(self.owner_build_bytes(owners, input_share), traversing)
+
+    @property
+    def ids_bytes(self) -> int:
+        """Bytes of the sorted distinct ids that a renumbered graph's workers hold (0 if kept)."""
+        return 8 * self.n if self.renumbered else 0
+
+    def with_fewest_vertices(self) -> GraphSize:
+        """This size with the fewest vertices its edges can have (``n * n >= rows``): where
+        ``n`` is only a bound (ids to renumber, counted by the build), what no vertex count
+        could make fit."""
+        return replace(self, n=max(1, math.isqrt(max(self.rows - 1, 0)) + 1))
 
     def csr_bytes(self, owners: int) -> int:
         """Bytes of each of ``owners`` owners' CSR: row pointers, neighbours, weights."""
@@ -112,7 +128,7 @@ class GraphSize:
             builder += -(-self.input_bytes // owners)
         elif owners == 1:
             builder += int(self.input_bytes * (1.0 - input_share))
-        return self.csr_bytes(owners) + builder
+        return self.csr_bytes(owners) + builder + self.ids_bytes
 
 
 @dataclass(frozen=True)

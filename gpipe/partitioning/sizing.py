@@ -88,9 +88,9 @@ class GraphSize:
         return 8 * self.n if self.renumbered else 0
 
     def with_fewest_vertices(self) -> GraphSize:
-        """This size with the fewest vertices its edges can have (``n * n >= rows``): where
-        ``n`` is only a bound (ids to renumber, counted by the build), what no vertex count
-        could make fit."""
+        """This size with the fewest vertices that its edges can have (``n * n >= rows``).
+        Where ``n`` is only a bound (ids not yet counted), a graph that does not fit at this
+        size fits at none."""
         return replace(self, n=max(1, math.isqrt(max(self.rows - 1, 0)) + 1))
 
     def csr_bytes(self, owners: int) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 
 import dask
 import dask.dataframe as dd
@@ -128,6 +129,9 @@ def test_bench_parquet_edges_with_sparse_ids(tmp_path):
     for result in report["results"]:
         assert result["validated"]
         assert all(row["source"] % 1000 == 995 for row in result["sources"])  # input ids reported
+    assert report["graph"]["file_bytes"] == (tmp_path / "edges.parquet").stat().st_size
+    assert re.search(r"read and persisted in [\d.]+ s before the build, [\d.]+ KiB of files at [\d.]+ GB/s",
+                     bench_report.format_table(report))
 
 
 @pytest.mark.parametrize("ids", ["sparse", "string"])

@@ -338,7 +338,8 @@ class _Bench:
         input_bytes = rows * sum(_itemsize(t) for t in edges.dtypes)
         report["graph"] = {"name": spec.name, "input_edges": rows, "input_bytes": input_bytes,
                            "weighted": spec.weighted, "generate_s": time.perf_counter() - t0,
-                           "generated_shares": getattr(self, "generated_shares", None)}
+                           "generated_shares": getattr(self, "generated_shares", None),
+                           "file_bytes": _file_bytes(spec.path) if spec.path is not None else None}
 
         e2e_frames = []
         if self.end_to_end:
@@ -588,6 +589,19 @@ class _Bench:
                     del result, handles, graph, frame
                     bench_memory.free_pools(self.backend, self.client)
         return out, frames
+
+
+def _file_bytes(path) -> int | None:
+    """Bytes of the file, or of every file below the folder, at ``path``; None where this
+    process cannot see it (a path that only the workers see)."""
+    import os
+
+    if os.path.isfile(path):
+        return os.path.getsize(path)
+    if not os.path.isdir(path):
+        return None
+    return sum(os.path.getsize(os.path.join(folder, name))
+               for folder, _, names in os.walk(path) for name in names)
 
 
 def _itemsize(dtype):

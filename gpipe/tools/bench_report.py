@@ -173,7 +173,11 @@ def format_table(report) -> str:
              f"{b['time_s']:.3f} s, input {human_bytes(b['input_bytes'])}")
     if g.get("generate_s") is not None:
         made = "read and persisted" if report["options"].get("edges") else "generated"
-        build += f" ({made} in {g['generate_s']:.2f} s before the build)"
+        build += f" ({made} in {g['generate_s']:.2f} s before the build"
+        if g.get("file_bytes"):
+            build += (f", {human_bytes(g['file_bytes'])} of files at "
+                      f"{g['file_bytes'] / 1e9 / max(g['generate_s'], 1e-9):.2f} GB/s")
+        build += ")"
     if b["peak_device_bytes"] is not None:
         build += f", peak device {human_bytes(b['peak_device_bytes'])} ({b['peak_over_input']:.2f}x input)"
     kind = b.get("memory_kind", "device")

@@ -77,6 +77,7 @@ from gpipe.engine import backend as backends
 from gpipe.engine import execution
 from gpipe.errors import InputError
 from gpipe.graph import Graph
+from gpipe.io import read
 from gpipe.tools import (bench_checks, bench_clusters, bench_graphs, bench_memory, bench_phases, bench_report,
                          bench_timing)
 from gpipe.tools.bench_report import TARGETS, format_table  # noqa: F401 (the bench's own API)
@@ -592,16 +593,12 @@ class _Bench:
 
 
 def _file_bytes(path) -> int | None:
-    """Bytes of the file, or of every file below the folder, at ``path``; None where this
-    process cannot see it (a path that only the workers see)."""
-    import os
-
-    if os.path.isfile(path):
-        return os.path.getsize(path)
-    if not os.path.isdir(path):
+    """Bytes of the Parquet files that ``read_edges(path)`` reads; None where this process
+    cannot see them (a URL, a path that only the workers see)."""
+    try:
+        return sum(os.path.getsize(file) for file in read.local_files(path))
+    except (InputError, OSError):
         return None
-    return sum(os.path.getsize(os.path.join(folder, name))
-               for folder, _, names in os.walk(path) for name in names)
 
 
 def _itemsize(dtype):

@@ -138,10 +138,10 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
         vertex_dtype = result_id_dtype(columns, edges.dtypes[src], edges.dtypes[dst], low, high)
         columns = replace(columns, id_dtype=validate.numpy_dtype(vertex_dtype))
         identity, n_bound = _vertex_bound(rows, low, high)
-    ids = n = None
+    ids = None
     if not identity:  # counted before the owners are chosen: the sizing gets the vertex count
         ids = _distinct_ids(executor, backend_name, inputs, columns)
-        n = n_bound = executor.gather([executor.submit(len, ids)])[0]
+        n_bound = executor.gather([executor.submit(len, ids)])[0]
     size = sizing.GraphSize(rows=rows, n=n_bound, directed=directed, weighted=weight is not None,
                             input_row_bytes=_row_bytes(edges, columns),
                             input_resident=persisted or (from_footers is None and in_memory.held_frames(edges) is None),
@@ -154,9 +154,7 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
     executor = executor.for_owners(owners)
     build_estimate = sizing.owner_need(size, len(owners), owners[0], build_only=True)
 
-    if identity:
-        n = high + 1
-
+    n = n_bound  # exact by now: the kept ids' high + 1, or the count of the renumbered ones
     layout = Layout(n=n, n_owners=min(executor.n_owners, n))
     track_presence = ids is None
     negative_weights = any(s.negative for s in surveys)
@@ -187,7 +185,7 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
         executor.wait(parts)
     replica_workers = transport = owner_ids = None
     if layout.n_owners > 1:
-        _release_build_memory(executor, backend_name, [*holders, *getattr(executor, "workers", ())])
+        _release_build_memory(executor, backend_name, [*holders, *executor.holders(parts)])
         transport = nccl.make_group(executor, layout, backend_name)
         if ids is not None:
             owner_ids = executor.on_every_owner(ids)

@@ -360,10 +360,10 @@ class _Bench:
                 _sync_all(graph)
                 seconds = time.perf_counter() - t0
             peak = bench_memory.pool_peak_all(graph, mark)
-            owner_peaks = _owner_peaks(graph, sampled.stop())
+            owners = None if self.client is None else graphs.executor_of(graph).workers[:graph.num_partitions]
+            owner_peaks = _owner_peaks(sampled.stop(), owners)
             phases = None
             if stream is not None:
-                owners = graphs.executor_of(graph).workers[:graph.num_partitions]
                 phases = bench_phases.owner_phase_peaks(sampled.timelines, stream.data, owners)
             builds.append({"time_s": seconds, "peak_device_bytes": peak,
                            "owner_peaks_sampled": owner_peaks, "owner_phase_peaks": phases,
@@ -644,11 +644,12 @@ def _task_stream(client):
     return get_task_stream(client)
 
 
-def _owner_peaks(graph, peaks: dict) -> list:
-    """The sampled build peaks (:mod:`gpipe.tools.bench_memory`) of the graph's owners, in owner order."""
-    if list(peaks) == [None]:
+def _owner_peaks(peaks: dict, owners: list | None) -> list:
+    """The sampled build peaks (:mod:`gpipe.tools.bench_memory`) of the owners' workers, in
+    owner order (``owners`` None: this process's, the one owner without a cluster)."""
+    if owners is None:
         return [peaks[None]]
-    return [peaks.get(address) for address in graphs.executor_of(graph).workers[:graph.num_partitions]]
+    return [peaks.get(address) for address in owners]
 
 
 def _sync_all(graph):

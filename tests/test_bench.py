@@ -21,7 +21,7 @@ from gpipe import generators
 from gpipe import graph as graphs
 from gpipe.engine import traverse
 from gpipe.tools import bench, bench_checks, bench_graphs, bench_report, cli
-from gpipe.tools.verify import check_traversal_arrays
+from gpipe.tools.verify import check_no_parent_cycle, check_traversal_arrays
 
 REPORT_KEYS = {"machine", "command", "options", "graph", "build", "results"}
 RESULT_KEYS = {"algo", "backend", "workers", "owners", "warmup_s", "sources", "median_s", "median_ms",
@@ -306,6 +306,67 @@ def test_validator_per_owner_rows(kron_part):
     with pytest.raises(AssertionError, match=f"vertex {v}:"):
         check_traversal_arrays(np, indptr, part.indices[edges], part.weights[edges], dist, parent, [source],
                                offset=offset, symmetric=True)
+
+
+def test_validator_with_each_owners_own_parents(kron_part):
+    """parent_rows=True: each owner is given only its rows' parents, and still catches a planted
+    wrong parent in them, a source's parent, and (caller's side) a parent cycle."""
+    part, source = kron_part
+    dist, parent = traverse.sssp_arrays(part, [source], False)
+    half = part.n_local // 2
+    owners = [(part.indptr[:half + 1], slice(0, part.indptr[half]), 0, half),
+              (part.indptr[half:] - part.indptr[half], slice(part.indptr[half], None), half, part.n_local - half)]
+
+    def check(parent, weights=part.weights):
+        return [check_traversal_arrays(np, indptr, part.indices[edges], weights[edges], dist,
+                                       parent[offset:offset + size], [source], offset=offset,
+                                       symmetric=True, parent_rows=True)
+                for indptr, edges, offset, size in owners]
+
+    stats = check(parent)
+    assert sum(s["reached_edges"] for s in stats) == np.diff(part.indptr)[np.isfinite(dist)].sum()
+    assert not any(s["cycles_unchecked"] for s in stats)
+    v = int(np.flatnonzero(np.isfinite(dist) & (parent >= 0))[-1])
+    wrong = parent.copy()
+    wrong[v] = source if v not in part.indices[part.indptr[source]:part.indptr[source + 1]] else -1
+    with pytest.raises(AssertionError, match=f"vertex {v}:"):
+        check(wrong)
+    wrong = parent.copy()
+    wrong[source] = v
+    with pytest.raises(AssertionError, match=f"vertex {source}: a source, but its parent is {v}"):
+        check(wrong)
+    zero = part.weights.copy()
+    zero[0] = 0.0  # a zero weight: only the caller, who holds every parent, can look for cycles
+    assert any(s["cycles_unchecked"] for s in check(parent, zero))
+    cycle = parent.copy()
+    cycle[int(parent[v])] = v  # v and its parent, each the other's parent
+    with pytest.raises(AssertionError, match="cycle"):
+        check_no_parent_cycle(np, cycle, np.isfinite(dist))
+    check_no_parent_cycle(np, parent, np.isfinite(dist))  # the control: the true tree has none
+    with pytest.raises(ValueError, match="needs symmetric=True"):
+        check_traversal_arrays(np, part.indptr, part.indices, None, dist, parent, [source], parent_rows=True)
+
+
+def test_check_frame_on_two_owners_sends_the_arrays_outside_the_tasks(dask_client2, recwarn):
+    """The bench's validation of a 2-owner result sends each owner the distances and its rows'
+    parents straight, not as task arguments through the scheduler (kron28's 3 GiB per owner
+    were), and still finds a planted wrong parent."""
+    edges = generators.kronecker_edges(13, seed=5)
+    with dask_client2.as_current(), dask.config.set({"distributed.admin.large-graph-warning-threshold": "48kB"}):
+        graph = gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=2), directed=False, partitions=2)
+        built = graphs.built_of(graph)
+        assert built.layout.n_owners == 2 and 12 * built.layout.n > 48 * 1024  # what each task carried
+        source = int(edges.src.iloc[0])
+        frame = graph.bfs(source).compute()
+        stats, dist = bench_checks.check_frame(graph, "bfs", frame, [source])
+        assert stats["reached"] == int((dist >= 0).sum()) > 1
+        assert not [w for w in recwarn if "Sending large graph" in str(w.message)]
+        wrong = frame.reset_index(drop=True)
+        row = wrong.index[wrong["distance"] > 1][-1]
+        vertex = int(wrong.loc[row, "vertex"])
+        wrong.loc[row, "parent"] = vertex  # its own parent: no such edge
+        with pytest.raises(AssertionError, match=f"vertex {vertex}:"):
+            bench_checks.check_frame(graph, "bfs", wrong, [source])
 
 
 def test_format_table_marks_targets():

@@ -58,6 +58,11 @@ class Executor:
         """Per handle, the address of a worker that holds its data (None in this process)."""
         return [None] * len(handles)
 
+    def put(self, value, owner: int):
+        """A handle to ``value``, sent from this process to the worker of ``owner`` straight,
+        not inside a task (a large argument would go through the scheduler)."""
+        return value
+
     def unpin(self) -> None:
         """Forget the workers that tasks were pinned to with ``at=``: what ran there is done and
         no longer needed, so their leaving no longer ends a wait in GraphLost."""
@@ -239,6 +244,9 @@ class OnCluster(Executor):
 
     def unpin(self):
         self.pinned.clear()
+
+    def put(self, value, owner):
+        return self.client.scatter(value, workers=[self.workers[owner]], hash=False)
 
     def holders(self, handles):
         where = self.client.who_has([h for h in handles if hasattr(h, "key")])

@@ -18,11 +18,12 @@ SCIPY_CHECK_MAX_VERTICES = 2**22
 
 
 def check_owner(part, kind, dist, parent, global_sources):
-    """Validate one owner's rows against the whole result, given as host arrays."""
+    """Validate one owner's rows, given every distance and its own rows' parents (host arrays)."""
     xp = part.xp
     return verify.check_traversal_arrays(
         xp, part.indptr, part.indices, part.weights if kind == SSSP else None,
-        xp.asarray(dist), xp.asarray(parent), global_sources, offset=part.offset, symmetric=True)
+        xp.asarray(dist), xp.asarray(parent), global_sources, offset=part.offset, symmetric=True,
+        parent_rows=True)
 
 
 def check_frame(graph, kind, frame, global_sources):
@@ -60,11 +61,18 @@ def check_frame(graph, kind, frame, global_sources):
         dist[position] = distance.to_numpy(dtype=np.float64, na_value=np.inf)
     parent = np.full(n, -1, dtype=np.int64)
     parent[position] = np.where(has_parent, parent_global, -1)
-    ex = graphs.executor_of(graph)
+    # Each owner is sent the distances once and its own rows' parents, straight from here: as
+    # task arguments they went through the scheduler, 12 bytes a vertex for every owner (3 GiB
+    # each for kron28, which the scheduler's connection to a worker did not survive over UCX).
+    ex, layout = graphs.executor_of(graph), built.layout
     checks = ex.gather([
-        ex.submit(check_owner, part, kind, dist, parent, np.asarray(global_sources), owner=p)
+        ex.submit(check_owner, part, kind, ex.put(dist, p),
+                  ex.put(parent[layout.offset(p):layout.offset(p) + layout.size(p)], p),
+                  np.asarray(global_sources), owner=p)
         for p, part in enumerate(built.parts)
     ])
+    if any(c["cycles_unchecked"] for c in checks):
+        verify.check_no_parent_cycle(np, parent, dist >= 0 if kind == BFS else np.isfinite(dist))
     stats = {"reached": sum(c["reached"] for c in checks),
              "reached_edges": sum(c["reached_edges"] for c in checks),
              "max_distance": max(c["max_distance"] for c in checks)}

@@ -364,7 +364,7 @@ def _format(message, vertex_id, i, fields):
 # ---------------------------------------------------------------------------------------------
 # Array-level check of one traversal against a CSR partition (the benchmark's validator).
 
-__all__.append("check_traversal_arrays")
+__all__ += ["check_traversal_arrays", "check_no_parent_cycle"]
 
 # Edges scanned per vectorized pass: bounds the checker's extra memory (a few int64 arrays of
 # this length) however large the graph, so it also fits beside a kron27 CSR on one GPU.
@@ -372,7 +372,7 @@ _EDGE_CHUNK = 1 << 25
 
 
 def check_traversal_arrays(xp, indptr, indices, weights, dist, parent, sources, *, offset=0,
-                           symmetric=False, chunk=_EDGE_CHUNK):
+                           symmetric=False, parent_rows=False, chunk=_EDGE_CHUNK):
     """Check one traversal's distances and parents against a CSR; raise AssertionError on a fault.
 
     The array twin of :func:`check_bfs_tree` / :func:`check_sssp_tree`, for the arrays that
@@ -406,7 +406,7 @@ def check_traversal_arrays(xp, indptr, indices, weights, dist, parent, sources, 
     dist : int32[n] or float64[n]
         Distances of all ``n`` global vertices: integer hops with -1 for unreached (BFS), or
         float with +inf for unreached (SSSP).
-    parent : int64[n]
+    parent : int64[n], or int64[n_local] with ``parent_rows``
         Global parent ids, -1 for sources and unreached vertices.
     sources : sequence of int
         Global ids of the sources.
@@ -417,6 +417,13 @@ def check_traversal_arrays(xp, indptr, indices, weights, dist, parent, sources, 
         graph). Then the parent edge ``p -> v`` is found as its twin ``v -> p`` in ``v``'s own
         row, so each owner of a partitioned graph checks its own vertices. Otherwise the
         partition must hold every row (``offset == 0``, ``n_local == n``).
+    parent_rows : bool, optional (default=False)
+        ``parent`` holds the parents of the CSR's rows only (needs ``symmetric``), so that an
+        owner of a partitioned graph is sent its own rows' parents, not all ``n``. Sources
+        outside the rows are then checked for their distance only (their own owner checks
+        their parent), and parent cycles are not looked for: where a weight is ``<= 0`` the
+        result says ``cycles_unchecked`` and the caller, who holds every parent, runs
+        :func:`check_no_parent_cycle`.
     chunk : int, optional
         Edges per vectorized pass.
 
@@ -425,7 +432,8 @@ def check_traversal_arrays(xp, indptr, indices, weights, dist, parent, sources, 
     dict
         ``reached`` (reached vertices among the CSR's rows), ``reached_edges`` (stored
         directed edges whose source is reached: Graph500's traversed edges, times two for an
-        undirected graph) and ``max_distance`` (over the CSR's rows, 0 if none is reached).
+        undirected graph), ``max_distance`` (over the CSR's rows, 0 if none is reached) and
+        ``cycles_unchecked`` (True only with ``parent_rows`` and a weight ``<= 0``).
 
     Raises
     ------
@@ -448,8 +456,10 @@ def check_traversal_arrays(xp, indptr, indices, weights, dist, parent, sources, 
     """
     n_local = int(indptr.shape[0]) - 1
     n = int(dist.shape[0])
-    if not symmetric and (offset != 0 or n_local != n):
-        raise ValueError("a partial CSR (offset > 0 or fewer rows than vertices) needs symmetric=True")
+    if not symmetric and (offset != 0 or n_local != n or parent_rows):
+        raise ValueError("a partial CSR (offset > 0, fewer rows than vertices, or parent_rows) "
+                         "needs symmetric=True")
+    own = parent if parent_rows else parent[offset:offset + n_local]  # the rows' parents
     hops = dist.dtype.kind in "iu"
     reached = dist >= 0 if hops else xp.isfinite(dist)
     # Unreached distances replaced by 0 so that arithmetic below never meets inf or -1.
@@ -457,16 +467,25 @@ def check_traversal_arrays(xp, indptr, indices, weights, dist, parent, sources, 
     rows = slice(offset, offset + n_local)
 
     sources = xp.asarray(np.unique(np.asarray(sources, dtype=np.int64)))
-    wrong = (dist[sources] != 0) | (parent[sources] != -1)
+    if parent_rows:  # the other sources' parents are their own owners' to check
+        checked = sources[(sources >= offset) & (sources < offset + n_local)]
+        checked_parent = own[checked - offset]
+    else:
+        checked, checked_parent = sources, parent[sources]
+    wrong = dist[sources] != 0
     if bool(wrong.any()):
         s = int(sources[xp.argmax(wrong)])
-        raise AssertionError(f"vertex {s}: a source, but has distance {dist[s]} and parent {int(parent[s])}")
-    stray = ~reached[rows] & (parent[rows] != -1)
-    stray |= (parent[rows] < -1) | (parent[rows] >= n)
+        raise AssertionError(f"vertex {s}: a source, but its distance is {dist[s]}, not 0")
+    wrong = checked_parent != -1
+    if bool(wrong.any()):
+        i = int(xp.argmax(wrong))
+        raise AssertionError(f"vertex {int(checked[i])}: a source, but its parent is {int(checked_parent[i])}, not -1")
+    stray = ~reached[rows] & (own != -1)
+    stray |= (own < -1) | (own >= n)
     if bool(stray.any()):
-        v = offset + int(xp.argmax(stray))
-        raise AssertionError(f"vertex {v}: parent {int(parent[v])} is not -1 or a vertex id "
-                             f"(distance {dist[v]}, unreached counts as no parent)")
+        i = int(xp.argmax(stray))
+        raise AssertionError(f"vertex {offset + i}: parent {int(own[i])} is not -1 or a vertex id "
+                             f"(distance {dist[offset + i]}, unreached counts as no parent)")
 
     justified = xp.zeros(n_local if symmetric else n, dtype=bool)
     nnz = int(indices.shape[0])
@@ -489,7 +508,7 @@ def check_traversal_arrays(xp, indptr, indices, weights, dist, parent, sources, 
             raise AssertionError(f"vertex {int(v[e])}: distance {dv[e]} but its in-neighbour {int(u[e])} "
                                  f"has distance {du[e]} and the edge weighs {_at(w, e)}")
         if symmetric:  # u -> v is the twin of v -> u: it justifies u when v is u's parent
-            hit = reached_u & (parent[u] == v) & _equal(xp, dv + w, du, hops)
+            hit = reached_u & (own[u_row] == v) & _equal(xp, dv + w, du, hops)
             justified[u_row[hit]] = True
         else:
             hit = reached_v & (parent[v] == u) & _equal(xp, du + w, dv, hops)
@@ -499,13 +518,17 @@ def check_traversal_arrays(xp, indptr, indices, weights, dist, parent, sources, 
     is_source[sources] = True
     unjustified = reached[rows] & ~is_source[rows] & ~justified[rows if not symmetric else slice(None)]
     if bool(unjustified.any()):
-        v = offset + int(xp.argmax(unjustified))
-        p = int(parent[v])
+        i = int(xp.argmax(unjustified))
+        v, p = offset + i, int(own[i])
         raise AssertionError(f"vertex {v}: distance {dist[v]}, but no edge from its parent {p} "
                              f"(distance {dist[p] if 0 <= p < n else 'none'}) leads to it with "
                              f"dist[parent] + weight == dist[vertex]")
+    cycles_unchecked = False
     if weights is not None and nnz and float(weights.min()) <= 0:
-        _check_no_parent_cycle(xp, parent, reached)
+        if parent_rows:
+            cycles_unchecked = True
+        else:
+            check_no_parent_cycle(xp, parent, reached)
 
     reached_rows = reached[rows]
     degree = indptr[1:] - indptr[:-1]
@@ -513,6 +536,7 @@ def check_traversal_arrays(xp, indptr, indices, weights, dist, parent, sources, 
         "reached": int(reached_rows.sum()),
         "reached_edges": int(degree[reached_rows].sum()),
         "max_distance": (int if hops else float)(d[rows].max()) if n_local else 0,
+        "cycles_unchecked": cycles_unchecked,
     }
 
 
@@ -529,8 +553,9 @@ def _at(w, e):
     return w if isinstance(w, int) else float(w[e])
 
 
-def _check_no_parent_cycle(xp, parent, reached):
-    """Raise if following parents from a reached vertex never reaches a root (pointer jumping)."""
+def check_no_parent_cycle(xp, parent, reached):
+    """Raise AssertionError if following parents from a reached vertex never reaches a root
+    (pointer jumping over the whole ``parent`` array, int64[n]; ``reached`` bool[n])."""
     n = int(parent.shape[0])
     node = xp.where(parent >= 0, parent, xp.arange(n, dtype=parent.dtype))
     for _ in range(max(1, int(np.ceil(np.log2(max(n, 2))))) + 1):

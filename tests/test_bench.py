@@ -116,9 +116,15 @@ def test_bench_on_two_workers_times_scipy_after_all_sources():
     assert report["graph"]["generated_shares"] == 2  # each owner's worker drew its own share
     assert not result["scipy"]["paired"] and len(result["scipy"]["times_s"]) == 2
     assert result["scipy"]["ratio"] > 0
-    for owner in result["sources"][0]["owners"]:  # the untimed run's steps, and the owner's whole time
-        assert owner["total_s"] >= owner["kernel_s"] + owner["wait_s"] > 0
-    assert "owner ms (start to frame)" in bench_report.owner_summary(result["sources"])
+    owners = result["sources"][0]["owners"]
+    for owner in owners:  # the untimed run's steps, its frame, and the owner's whole time
+        assert owner["total_s"] >= owner["kernel_s"] + owner["wait_s"] + owner["frame_s"] > 0
+        assert owner["frame_s"] > 0
+    spread = max(o["started_at"] for o in owners) - min(o["started_at"] for o in owners)
+    assert 0 <= spread < 60
+    summary = bench_report.owner_summary(result["sources"])
+    assert "owner ms (start to frame)" in summary and "of which frame ms" in summary
+    assert re.search(r"owners started within [\d.]+ ms", summary)
 
 
 def test_bench_parquet_edges_with_sparse_ids(tmp_path):

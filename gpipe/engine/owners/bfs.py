@@ -102,15 +102,18 @@ def bfs_owner(channel, part: Partition, ids, layout: Layout, local_sources, grou
     when ``with_stats`` (the stats of :func:`bfs_owner_arrays`). The parents are always kept
     while the levels run (the claims carry them); ``parents=False`` leaves them out of the
     frame."""
-    started = time.perf_counter()
+    started, started_at = time.perf_counter(), time.time()
     with open_transport(channel, group, layout.n_owners, part.backend) as transport:
         dist, parent, stats = bfs_owner_arrays(transport, part, layout, local_sources,
                                                depth_limit, thresholds)
+    if with_stats:
+        backends.get(part.backend).synchronize()
+    steps_ended = time.perf_counter()
     frame = owner_frame(part, ids, dist, parent if parents else None, BFS, vertex_dtype)
     if not with_stats:
         return frame
     backends.get(part.backend).synchronize()
-    stats.total_s = time.perf_counter() - started
+    stats.close(started, started_at, steps_ended)
     return frame, stats
 
 

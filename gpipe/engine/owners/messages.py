@@ -8,6 +8,8 @@ both ends know from the step.
 
 from __future__ import annotations
 
+import time
+
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -105,8 +107,12 @@ class OwnerSteps:
         and waiting for the peers, whose work shows up here).
     total_s : float
         Seconds from this owner's start to its finished result frame: opening the transport,
-        its arrays, every step, and the frame. What the steps leave out of it is the owner's
-        own setup and frame.
+        its arrays, every step, and the frame. What the steps and the frame leave out of it is
+        the owner's own setup.
+    frame_s : float
+        Seconds of the result frame, from the last step's end (kernels finished) to the frame's.
+    started_at : float
+        This owner's start, as ``time.time()``: the owners of one host compare their starts.
     """
 
     owner: int
@@ -118,10 +124,18 @@ class OwnerSteps:
     kernel_s: list = field(default_factory=list)
     wait_s: list = field(default_factory=list)
     total_s: float = 0.0
+    frame_s: float = 0.0
+    started_at: float = 0.0
 
     @property
     def steps(self) -> int:
         return len(self.labels)
+
+    def close(self, started: float, started_at: float, steps_ended: float) -> None:
+        """Record the owner's whole time (from ``started``, a ``time.perf_counter()``), its
+        start (``time.time()``) and its frame's time (from ``steps_ended``), as of now."""
+        now = time.perf_counter()
+        self.total_s, self.frame_s, self.started_at = now - started, now - steps_ended, started_at
 
     def add(self, label: str, frontier, rounds, messages, bytes_sent, kernel_s, wait_s) -> None:
         """One more step."""

@@ -63,15 +63,18 @@ def sssp_owner(channel, part: Partition, ids, layout: Layout, local_sources, gro
     on an owner that reached one of its negative self-loops (its peers, done by then, return
     their frames; the caller sees this owner's error).
     """
-    started = time.perf_counter()
+    started, started_at = time.perf_counter(), time.time()
     with open_transport(channel, group, layout.n_owners, part.backend) as transport:
         dist, parent, stats = sssp_owner_arrays(transport, part, layout, local_sources,
                                                 negative_weights, ids, max_distance)
+    if want_stats:
+        backends.get(part.backend).synchronize()
+    steps_ended = time.perf_counter()
     frame = owner_frame(part, ids, dist, parent if parents else None, SSSP, vertex_dtype)
     if not want_stats:
         return frame
     backends.get(part.backend).synchronize()
-    stats.total_s = time.perf_counter() - started
+    stats.close(started, started_at, steps_ended)
     return frame, stats
 
 

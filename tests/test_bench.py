@@ -118,12 +118,12 @@ def test_bench_on_two_workers_times_scipy_after_all_sources():
     assert result["scipy"]["ratio"] > 0
     owners = result["sources"][0]["owners"]
     for owner in owners:  # the untimed run's steps, its frame, and the owner's whole time
-        assert owner["total_s"] >= owner["kernel_s"] + owner["wait_s"] + owner["frame_s"] > 0
-        assert owner["frame_s"] > 0
+        assert owner["total_s"] >= owner["kernel_s"] + owner["wait_s"] + owner["frame_s"] + owner["setup_s"] > 0
+        assert owner["frame_s"] > 0 and owner["setup_s"] > 0
     spread = max(o["started_at"] for o in owners) - min(o["started_at"] for o in owners)
     assert 0 <= spread < 60
     summary = bench_report.owner_summary(result["sources"])
-    assert "owner ms (start to frame)" in summary and "of which frame ms" in summary
+    assert "owner ms (start to frame)" in summary and "setup ms" in summary and "frame ms" in summary
     assert re.search(r"owners started within [\d.]+ ms", summary)
 
 

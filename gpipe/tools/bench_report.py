@@ -264,9 +264,10 @@ def owner_summary(rows) -> str:
         work = "/".join(f"{o['kernel_s'] * 1e3:.1f}" for o in owners)
         wait = "/".join(f"{o['wait_s'] * 1e3:.1f}" for o in owners)
         whole = "/".join(f"{o.get('total_s', 0.0) * 1e3:.1f}" for o in owners)
+        setup = "/".join(f"{o.get('setup_s', 0.0) * 1e3:.1f}" for o in owners)
         frame = "/".join(f"{o.get('frame_s', 0.0) * 1e3:.1f}" for o in owners)
         starts = [o.get("started_at", 0.0) for o in owners]
         parts.append(f"{steps} steps, {buckets} buckets, local rounds {rounds}, sent {human_bytes(sent)}, "
                      f"kernel ms {work}, wait ms {wait}, owner ms (start to frame) {whole}, of which "
-                     f"frame ms {frame}; owners started within {(max(starts) - min(starts)) * 1e3:.1f} ms")
+                     f"setup ms {setup} and frame ms {frame}; owners started within {(max(starts) - min(starts)) * 1e3:.1f} ms")
     return "; ".join(parts)

@@ -394,6 +394,7 @@ class _LevelStats:
         self._messages = self._bytes = 0
 
     def begin(self):
+        self.data.begin_steps()
         self._start = time.perf_counter()
         self._wait = 0.0
         self._messages = self._bytes = 0

@@ -107,8 +107,11 @@ class OwnerSteps:
         and waiting for the peers, whose work shows up here).
     total_s : float
         Seconds from this owner's start to its finished result frame: opening the transport,
-        its arrays, every step, and the frame. What the steps and the frame leave out of it is
-        the owner's own setup.
+        its arrays, every step, and the frame.
+    setup_s : float
+        Seconds from this owner's start to its first step's: the transport and the traversal's
+        arrays (SSSP's state is made in its first step). What the steps, the frame and the setup
+        leave out of ``total_s`` is the end of the last step to its kernels' end.
     frame_s : float
         Seconds of the result frame, from the last step's end (kernels finished) to the frame's.
     started_at : float
@@ -124,18 +127,27 @@ class OwnerSteps:
     kernel_s: list = field(default_factory=list)
     wait_s: list = field(default_factory=list)
     total_s: float = 0.0
+    setup_s: float = 0.0
     frame_s: float = 0.0
     started_at: float = 0.0
+    steps_began: float = 0.0  # time.perf_counter() at the first step's start (begin_steps)
 
     @property
     def steps(self) -> int:
         return len(self.labels)
 
+    def begin_steps(self) -> None:
+        """Mark the first step's start (later calls change nothing)."""
+        if not self.steps_began:
+            self.steps_began = time.perf_counter()
+
     def close(self, started: float, started_at: float, steps_ended: float) -> None:
         """Record the owner's whole time (from ``started``, a ``time.perf_counter()``), its
-        start (``time.time()``) and its frame's time (from ``steps_ended``), as of now."""
+        start (``time.time()``), its setup (to :meth:`begin_steps`) and its frame's time (from
+        ``steps_ended``), as of now."""
         now = time.perf_counter()
         self.total_s, self.frame_s, self.started_at = now - started, now - steps_ended, started_at
+        self.setup_s = max(0.0, self.steps_began - started) if self.steps_began else 0.0
 
     def add(self, label: str, frontier, rounds, messages, bytes_sent, kernel_s, wait_s) -> None:
         """One more step."""

@@ -94,6 +94,7 @@ def sssp_owner_arrays(transport, part: Partition, layout: Layout, local_sources,
     stats = messages.OwnerSteps(transport.owner)
     reporter = progress.Reporter(transport.key, "sssp", transport.owner, transport.n_owners)
     reporter.start(len(local_sources))
+    stats.begin_steps()
     clock = time.perf_counter()
     threshold = np.inf if negative_weights else FIRST_THRESHOLD
     state = owner_state.new_state(part.xp, layout.n, part.offset, part.n_local, layout.chunk,

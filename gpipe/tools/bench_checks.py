@@ -61,9 +61,9 @@ def check_frame(graph, kind, frame, global_sources):
         dist[position] = distance.to_numpy(dtype=np.float64, na_value=np.inf)
     parent = np.full(n, -1, dtype=np.int64)
     parent[position] = np.where(has_parent, parent_global, -1)
-    # Each owner is sent the distances once and its own rows' parents, straight from here: as
+    # Each owner is sent the distances once and its own rows' parents, straight from here. As
     # task arguments they went through the scheduler, 12 bytes a vertex for every owner (3 GiB
-    # each for kron28, which the scheduler's connection to a worker did not survive over UCX).
+    # each for kron28), and over UCX a worker left the cluster while they did (BENCHMARKS.md).
     ex, layout = graphs.executor_of(graph), built.layout
     checks = ex.gather([
         ex.submit(check_owner, part, kind, ex.put(dist, p),

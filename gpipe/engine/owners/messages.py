@@ -9,7 +9,6 @@ both ends know from the step.
 from __future__ import annotations
 
 import time
-
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -111,7 +110,8 @@ class OwnerSteps:
     setup_s : float
         Seconds from this owner's start to its first step's: the transport and the traversal's
         arrays (SSSP's state is made in its first step). What the steps, the frame and the setup
-        leave out of ``total_s`` is the end of the last step to its kernels' end.
+        leave out of ``total_s`` is the loop's own bookkeeping and its end (the progress report,
+        the transport's closing, the last kernels).
     frame_s : float
         Seconds of the result frame, from the last step's end (kernels finished) to the frame's.
     started_at : float

@@ -83,6 +83,11 @@ class GraphSize:
         return max(self.owner_build_bytes(owners, input_share), traversing)
 
     @property
+    def weight_bytes(self) -> int:
+        """Bytes of one edge's weight (float64), 0 when unweighted."""
+        return 8 if self.weighted else 0
+
+    @property
     def ids_bytes(self) -> int:
         """Bytes of the sorted distinct ids that a renumbered graph's workers hold (0 if kept)."""
         return 8 * self.n if self.renumbered else 0
@@ -97,7 +102,7 @@ class GraphSize:
         """Bytes of each of ``owners`` owners' CSR: row pointers, neighbours, weights."""
         edges = -(-self.stored_edges // owners)
         vertices = -(-self.n // owners)
-        return 8 * (vertices + 1) + edges * (self.index_bytes + (8 if self.weighted else 0))
+        return 8 * (vertices + 1) + edges * (self.index_bytes + self.weight_bytes)
 
     def owner_build_bytes(self, owners: int, input_share: float = 1.0) -> int:
         """Peak bytes on each of ``owners`` owners while it builds its CSR (estimate).
@@ -116,7 +121,7 @@ class GraphSize:
         edges = -(-self.stored_edges // owners)
         vertices = -(-self.n // owners)
         builder = 16 * vertices  # degree counts and scatter cursors
-        pair = 2 * self.index_bytes + (8 if self.weighted else 0)
+        pair = 2 * self.index_bytes + self.weight_bytes
         if owners > 1:
             cut = edges * pair  # this worker's input, cut for every owner
             received = (owners - 1) * edges * pair // owners  # peers' buckets for this owner

@@ -22,9 +22,9 @@ import numpy as np
 from gpipe.engine import backend as backends
 from gpipe.engine.outcome import report_end
 from gpipe.engine.owners import messages
-from gpipe.engine.owners.connect import open_transport
+from gpipe.engine.owners.connect import owner_result
 from gpipe.engine.partition import Layout, Partition
-from gpipe.engine.result import BFS, owner_frame
+from gpipe.engine.result import BFS
 from gpipe.errors import InputError
 from gpipe.watch import progress
 
@@ -102,19 +102,10 @@ def bfs_owner(channel, part: Partition, ids, layout: Layout, local_sources, grou
     when ``with_stats`` (the stats of :func:`bfs_owner_arrays`). The parents are always kept
     while the levels run (the claims carry them); ``parents=False`` leaves them out of the
     frame."""
-    started, started_at = time.perf_counter(), time.time()
-    with open_transport(channel, group, layout.n_owners, part.backend) as transport:
-        dist, parent, stats = bfs_owner_arrays(transport, part, layout, local_sources,
-                                               depth_limit, thresholds)
-    if with_stats:
-        backends.get(part.backend).synchronize()
-    steps_ended = time.perf_counter()
-    frame = owner_frame(part, ids, dist, parent if parents else None, BFS, vertex_dtype)
-    if not with_stats:
-        return frame
-    backends.get(part.backend).synchronize()
-    stats.close(started, started_at, steps_ended)
-    return frame, stats
+    return owner_result(channel, group, part, layout,
+                        lambda transport: bfs_owner_arrays(transport, part, layout, local_sources,
+                                                           depth_limit, thresholds),
+                        BFS, ids, parents, vertex_dtype, with_stats)
 
 
 def bfs_owner_arrays(transport, part: Partition, layout: Layout, local_sources, depth_limit=None,

@@ -26,9 +26,9 @@ from gpipe.engine import backend as backends
 from gpipe.engine.compute import owner_state
 from gpipe.engine.outcome import cycle_check_due, has_parent_cycle, raise_if_negative_loop_reached, report_end
 from gpipe.engine.owners import messages
-from gpipe.engine.owners.connect import open_transport
+from gpipe.engine.owners.connect import owner_result
 from gpipe.engine.partition import Layout, Partition
-from gpipe.engine.result import SSSP, owner_frame
+from gpipe.engine.result import SSSP
 from gpipe.errors import NegativeCycleError
 from gpipe.watch import progress
 
@@ -63,19 +63,10 @@ def sssp_owner(channel, part: Partition, ids, layout: Layout, local_sources, gro
     on an owner that reached one of its negative self-loops (its peers, done by then, return
     their frames; the caller sees this owner's error).
     """
-    started, started_at = time.perf_counter(), time.time()
-    with open_transport(channel, group, layout.n_owners, part.backend) as transport:
-        dist, parent, stats = sssp_owner_arrays(transport, part, layout, local_sources,
-                                                negative_weights, ids, max_distance)
-    if want_stats:
-        backends.get(part.backend).synchronize()
-    steps_ended = time.perf_counter()
-    frame = owner_frame(part, ids, dist, parent if parents else None, SSSP, vertex_dtype)
-    if not want_stats:
-        return frame
-    backends.get(part.backend).synchronize()
-    stats.close(started, started_at, steps_ended)
-    return frame, stats
+    return owner_result(channel, group, part, layout,
+                        lambda transport: sssp_owner_arrays(transport, part, layout, local_sources,
+                                                            negative_weights, ids, max_distance),
+                        SSSP, ids, parents, vertex_dtype, want_stats)
 
 
 def sssp_owner_arrays(transport, part: Partition, layout: Layout, local_sources,

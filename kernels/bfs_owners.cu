@@ -342,3 +342,101 @@ __global__ void bitmap_to_frontier(const unsigned* __restrict__ bitmap, long lon
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The fixed-size level (gpipe/engine/owners/bfs_levels.py): every exchange of a level has a size
+// known before the level runs (bitmaps of the owners' ranges), so the host queues a level's
+// kernels and collectives without learning any length first, and reads one small gathered
+// counter block per level. Undirected graphs only (the owner's rows are its vertices' in-edges).
+//
+//   bfs_owner_mark<Index>     top-down, first half: every out-edge u->v of the queued frontier
+//       (the first k entries of `frontier`, local ids; edge_end as bfs_owner_edge_end writes it)
+//       whose target is not yet in `visited` (the OR of every level's gathered frontier, global
+//       ids) sets v's bit in `marks` (global ids). Owned and remote targets alike: the owners
+//       swap the marks of each other's ranges (a fixed-size all-to-all), and nothing is claimed
+//       here, so the parent is left to the resolve.
+//   bfs_owner_resolve<Index>  the claim of a level, both directions: every unvisited owned
+//       vertex v (with `masked`, only those marked by some owner: this owner's own marks OR
+//       every peer's segment in `received`) scans its row for a neighbour in `front` (the
+//       level's frontier, global ids) and takes the first as parent, as bfs_owner_bottom_up
+//       does. A vertex marked top-down always finds one, since the mark came from an edge of
+//       the frontier and the graph is undirected. next_front gets the claimed bits (written
+//       whole), `frontier` the claimed local ids (appended at counters[kNext]), and
+//       counters[kNextEdges] their out-degree sum.
+// ---------------------------------------------------------------------------------------------
+
+template <typename Index>
+__global__ void bfs_owner_mark(const long long* __restrict__ indptr,
+                               const Index* __restrict__ indices,
+                               const long long* __restrict__ frontier,
+                               const long long* __restrict__ edge_end,
+                               long long k,
+                               const unsigned* __restrict__ visited,
+                               unsigned* __restrict__ marks) {
+    const long long n_edges = k > 0 ? edge_end[k - 1] : 0;
+    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+    for (long long e = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; e < n_edges;
+         e += stride) {
+        long long u = 0;
+        const long long v = frontier_target(indptr, indices, frontier, edge_end, k, e, &u);
+        const unsigned bit = 1u << (v & 31);
+        // Plain reads first: most targets of a large frontier are known or marked already.
+        if ((visited[v >> 5] & bit) == 0u && (marks[v >> 5] & bit) == 0u) {
+            atomicOr(&marks[v >> 5], bit);
+        }
+    }
+}
+
+template <typename Index>
+__global__ void bfs_owner_resolve(const long long* __restrict__ indptr,
+                                  const Index* __restrict__ indices,
+                                  long long n_local,
+                                  int level,
+                                  const unsigned* __restrict__ front,
+                                  int masked,
+                                  const unsigned* __restrict__ own_marks,
+                                  const unsigned* __restrict__ received,
+                                  int n_owners,
+                                  int owner,
+                                  long long words,
+                                  int* __restrict__ dist,
+                                  long long* __restrict__ parent,
+                                  unsigned* __restrict__ next_front,
+                                  long long* __restrict__ frontier,
+                                  unsigned long long* __restrict__ counters) {
+    const int lane = threadIdx.x & 31;
+    const long long warp_id = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+    const long long n_warps = (static_cast<long long>(gridDim.x) * blockDim.x) >> 5;
+    const long long n_words = (n_local + 31) >> 5;
+    long long found_edges = 0;
+    for (long long word = warp_id; word < n_words; word += n_warps) {  // warp-uniform
+        unsigned wanted = ~0u;
+        if (masked) {
+            wanted = own_marks[word];
+            for (int q = 0; q < n_owners; ++q) {
+                if (q != owner) {
+                    wanted |= received[static_cast<long long>(q) * words + word];
+                }
+            }
+        }
+        const long long v = word * 32 + lane;
+        const bool search = v < n_local && ((wanted >> lane) & 1u) != 0u && dist[v] == -1;
+        long long found_parent = 0, begin = 0, end = 0;
+        const bool found = bottom_up_parent(indptr, indices, front, v, search, &found_parent,
+                                            &begin, &end);
+        if (found) {
+            dist[v] = level + 1;
+            parent[v] = found_parent;
+            found_edges += end - begin;
+        }
+        const unsigned bits = __ballot_sync(kFullWarp, found);
+        if (lane == 0) {
+            next_front[word] = bits;
+        }
+        const unsigned long long slot = warp_append_slot(&counters[kNext], found);
+        if (found) {
+            frontier[slot] = v;
+        }
+    }
+    warp_add(&counters[kNextEdges], found_edges);
+}

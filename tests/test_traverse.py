@@ -147,7 +147,11 @@ def check_owner_bfs_case(seed, directed, n_owners, direction, backend, monkeypat
             changes = [(a, b) for a, b in zip(levels, levels[1:]) if a != b]
             assert (owners_bfs.TOP_DOWN, owners_bfs.BOTTOM_UP) in changes
             assert (owners_bfs.BOTTOM_UP, owners_bfs.TOP_DOWN) in changes
-        assert all(m in (1, 2) for m in stats.messages)
+        if directed:  # the queue-based loop: one step, two where bottom-up turned back
+            assert all(m in (1, 2) for m in stats.messages)
+        else:  # fixed-size levels: gather, swap (top-down only), counters
+            assert all(m == (3 if d == owners_bfs.TOP_DOWN else 2)
+                       for d, m in zip(stats.labels, stats.messages))
 
 
 @pytest.mark.parametrize("seed,directed,n_owners,direction", owner_bfs_cases("cpu"))
@@ -195,13 +199,25 @@ def test_owner_bfs_stats_count_the_bytes_sent():
     n = 300
     src, dst, _ = kernel_graphs.random_edges(2, n=n, m=900, directed=False)
     _, _, stats = owner_bfs(src, dst, n, 2, False, np.array([7]), direction="bottom-up")
-    layout = Layout(n=n, n_owners=2)  # owners of 192 and 108 ids: bitmap slices of 3 and 2 words
+    layout = Layout(n=n, n_owners=2)  # chunks of 192 ids: bitmap slots of 3 int64 words
+    slot_bytes = 8 * (layout.chunk // 64)
     for s in stats:
-        slice_bytes = 8 * -(-layout.size(s.owner) // 64)
         levels = list(zip(s.labels, s.bytes_sent, s.messages))
-        assert levels[0][0] == owners_bfs.TOP_DOWN and levels[0][1] % 8 == 0  # int32 (target, parent)
-        assert levels[1:] and all(level == (owners_bfs.BOTTOM_UP, slice_bytes, 1) for level in levels[1:])
+        # Top-down: the frontier's slot gathered and the marks' slot swapped; bottom-up: gathered.
+        assert levels[0] == (owners_bfs.TOP_DOWN, 2 * slot_bytes, 3)
+        assert levels[1:] and all(level == (owners_bfs.BOTTOM_UP, slot_bytes, 2) for level in levels[1:])
         assert all(t >= 0 for t in s.kernel_s + s.wait_s)
+        assert s.device_s == []  # Dask's comms do not time the device
+
+
+def test_owner_bfs_directed_stats_count_the_candidates_sent():
+    n = 300
+    src, dst, _ = kernel_graphs.random_edges(2, n=n, m=900, directed=True)
+    _, _, stats = owner_bfs(src, dst, n, 2, True, np.array([7]))
+    for s in stats:
+        assert set(s.labels) == {owners_bfs.TOP_DOWN}
+        assert all(b % 8 == 0 for b in s.bytes_sent)  # int32 (target, parent) pairs
+        assert sum(s.bytes_sent) > 0
 
 
 def test_bfs_thresholds_from_dask_config():
@@ -252,8 +268,7 @@ def test_owner_bfs_larger_graph(backend, direction, request):
     stats, levels = check_owner_bfs(src, dst, n, 3, False, np.array([1, 5000]), direction=rule,
                                     backend=backend)
     if direction == "auto":
-        # GAPBS's shape, top-down, bottom-up, top-down, and one extra message round only, where
-        # the exact counts of the bottom-up message turned the search back top-down.
+        # GAPBS's shape, top-down, bottom-up, top-down, decided on every level's exact counts.
         shape = "".join(d[0] for d in levels)
         assert shape.strip("t") and set(shape.strip("t")) == {"b"} and shape[0] == shape[-1] == "t"
-        assert stats.messages.count(2) == 1
+        assert stats.messages == [3 if d == owners_bfs.TOP_DOWN else 2 for d in stats.labels]

@@ -69,7 +69,7 @@ References
 import numba
 import numpy as np
 
-from gpipe.engine.compute.cpu_jit import INT32S, INT64, INT64S, each_index, kernel, plain
+from gpipe.engine.compute.cpu_jit import BOOL, INT32S, INT64, INT64S, each_index, kernel, plain
 
 BITMAP_BITS = 64
 BITMAP_DTYPE = np.int64
@@ -190,6 +190,55 @@ def bitmap_to_ids(bitmap, out):
     return k
 
 
+@kernel(*each_index(lambda indices: (INT64S, indices, INT64S, INT64, INT64S, INT64S)))
+def _mark_step(indptr, indices, frontier, k, visited, marks):
+    """Set in `marks` the bit of every target of the first `k` frontier vertices not in `visited`."""
+    for i in range(k):
+        u = frontier[i]
+        for e in range(indptr[u], indptr[u + 1]):
+            v = np.int64(indices[e])
+            bit = np.int64(1) << (v & 63)
+            if (visited[v >> 6] & bit) == 0:
+                marks[v >> 6] |= bit
+
+
+@kernel(*each_index(lambda indices: (INT64S, indices, INT64, INT64S, BOOL, INT64S, INT64S, INT64,
+                                      INT64, INT32S, INT64S, INT64S, INT64S, INT64S)))
+def _resolve_step(indptr, indices, level, front, masked, own_marks, received, n_owners, owner,
+                  dist, parent, next_front, frontier, counters):
+    """Every unvisited owned vertex (with `masked`, the marked ones only) takes its first
+    neighbour in `front` as parent; the claimed go to `next_front` (written whole) and are
+    appended to `frontier` at counters[NEXT]."""
+    n_local = dist.shape[0]
+    words = own_marks.shape[0]
+    n_next = counters[NEXT]
+    next_edges = counters[NEXT_EDGES]
+    for w in range(next_front.shape[0]):
+        wanted = np.int64(-1)
+        if masked:
+            wanted = own_marks[w]
+            for q in range(n_owners):
+                if q != owner:
+                    wanted |= received[q * words + w]
+        word = np.int64(0)
+        lo = w * 64
+        for v in range(lo, min(lo + 64, n_local)):
+            if dist[v] == -1 and (wanted >> (v - lo)) & 1:
+                for e in range(indptr[v], indptr[v + 1]):
+                    u = np.int64(indices[e])
+                    if (front[u >> 6] >> (u & 63)) & 1:
+                        dist[v] = level + 1
+                        parent[v] = u
+                        word |= np.int64(1) << (v - lo)
+                        frontier[n_next] = v
+                        n_next += 1
+                        next_edges += indptr[v + 1] - indptr[v]
+                        break
+        next_front[w] = word
+    counters[NEXT] = n_next
+    counters[NEXT_EDGES] = next_edges
+
+
 # ---------------------------------------------------------------------------------------------
 # Contract: the functions the owner loop calls
 # ---------------------------------------------------------------------------------------------
@@ -306,3 +355,58 @@ def bitmap_to_frontier(bitmap, out, counters):
     """Write the local ids set in `bitmap` into `out`, ascending, and their number into
     ``counters[NEXT]`` (the other counters untouched)."""
     counters[NEXT] = bitmap_to_ids(bitmap, out)
+
+
+def bfs_owner_mark(indptr, indices, frontier, k, edges, visited, marks, counters):
+    """Top-down half of a fixed-size level (gpipe/engine/owners/bfs_levels.py): set in `marks`
+    the bit of every target v (global id) of the first `k` local ids of `frontier` (their
+    out-degree sum is `edges`) whose bit `visited` lacks. Owned and remote targets alike; nothing
+    is claimed (the parents are found by `bfs_owner_resolve` once the owners have swapped their
+    marks). `marks` and `visited` are int64[n_owners * words] bitmaps over global ids (each
+    owner's slot is `words` whole words); `marks` is only ever or-ed into. Zeroes `counters` for
+    the resolve that follows.
+    """
+    del edges  # the GPU twin sizes its grid by it
+    counters[:] = 0
+    _mark_step(indptr, indices, frontier, np.int64(k), visited, marks)
+
+
+def bfs_owner_resolve(indptr, indices, level, front, own_marks, received, owner, dist, parent,
+                      next_front, frontier, counters):
+    """The claim of a fixed-size level of an undirected graph, top-down or bottom-up.
+
+    Parameters
+    ----------
+    indptr, indices : the owner's CSR, also its in-edges (undirected graph).
+    level : int
+        Distance of the frontier in `front`.
+    front : int64[n_owners * words]
+        The level's frontier, every owner's slice gathered (global ids).
+    own_marks : int64[words] or None
+        Top-down: this owner's own marks of its vertices (its slot of the marks bitmap);
+        None for a bottom-up level, where every unvisited vertex searches.
+    received : int64[n_owners * words]
+        Top-down: at slot q, the marks owner q made of this owner's vertices (this owner's
+        slot is not read). Ignored (any array) when `own_marks` is None.
+    owner : int
+    dist, parent : int32[n_local], int64[n_local]; -1 unvisited / none (parents global ids).
+    next_front : int64[>= ceil(n_local / 64)]
+        The claimed vertices' bits, its first ceil(n_local / 64) words written whole.
+    frontier : int64[n_local]
+        The claimed local ids are appended at ``counters[NEXT]`` (the next level's queue).
+    counters : int64[>= 4]
+        ``[NEXT]`` and ``[NEXT_EDGES]`` are added to: the vertices claimed and their
+        out-degree sum.
+
+    Notes
+    -----
+    A vertex claimed here takes its first neighbour in row order that is in `front`, as
+    `bfs_owner_bottom_up`; a marked vertex always has one (its mark came from an edge of
+    the frontier, and the graph is undirected), so the top-down half needs no parents.
+    """
+    masked = own_marks is not None
+    if not masked:
+        own_marks = received = front[:1]
+    n_owners = received.shape[0] // own_marks.shape[0] if masked else 1
+    _resolve_step(indptr, indices, np.int64(level), front, masked, own_marks, received,
+                  np.int64(n_owners), np.int64(owner), dist, parent, next_front, frontier, counters)

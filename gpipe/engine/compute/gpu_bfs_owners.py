@@ -153,3 +153,46 @@ def bitmap_to_frontier(bitmap, out, counters):
         return
     owners_kernel("bitmap_to_frontier", out)(
         cuda.grid(n_words), (cuda.BLOCK,), (bitmap, cupy.int64(n_words), out, counters[NEXT:]))
+
+
+def bfs_owner_mark(indptr, indices, frontier, k, edges, visited, marks, counters):
+    """Top-down half of a fixed-size level: set in ``marks`` the bit of every target of the
+    first ``k`` local ids of ``frontier`` (out-degree sum ``edges``) that ``visited`` lacks.
+
+    See :func:`gpipe.engine.compute.cpu_bfs_owners.bfs_owner_mark`; bitmaps are uint32 words here.
+    ``k`` and ``edges`` are known on the host (the level's gathered counters), so nothing is
+    read back. Zeroes ``counters`` for the resolve that follows (as ``bfs_owner_edge_end``
+    does, which makes the prefix sum for frontiers of up to ``_SCAN_ITEMS`` vertices).
+    """
+    if k <= _SCAN_ITEMS:
+        edge_end = cupy.empty(max(k, 1), dtype=cupy.int64)
+        owners_kernel("bfs_owner_edge_end", indices)(
+            (1,), (_SCAN_BLOCK,), (indptr, frontier, edge_end, counters, cupy.int32(counters.size)))
+    else:
+        counters.fill(0)
+        edge_end = gpu_arrays.edge_end(indptr, frontier[:k])
+    if k == 0 or edges == 0:
+        return
+    owners_kernel("bfs_owner_mark", indices)(
+        cuda.grid(edges), (cuda.BLOCK,),
+        (indptr, indices, frontier, edge_end, cupy.int64(k), visited, marks))
+
+
+def bfs_owner_resolve(indptr, indices, level, front, own_marks, received, owner, dist, parent,
+                      next_front, frontier, counters):
+    """The claim of a fixed-size level: see :func:`gpipe.engine.compute.cpu_bfs_owners.bfs_owner_resolve`
+    (``own_marks`` None for a bottom-up level). One warp per 32 owned vertices, as
+    :func:`bfs_owner_bottom_up`; adds to ``counters`` (zeroed by the caller)."""
+    n_local = int(dist.size)
+    if n_local == 0:
+        return
+    masked = own_marks is not None
+    words = int(own_marks.size) if masked else 0  # an owner's segment of `received`
+    n_owners = int(received.size) // words if masked else 1
+    owners_kernel("bfs_owner_resolve", indices)(
+        cuda.grid(-(-n_local // 32) * 32),
+        (cuda.BLOCK,),
+        (indptr, indices, cupy.int64(n_local), cupy.int32(level), front, cupy.int32(masked),
+         own_marks if masked else front, received if masked else front, cupy.int32(n_owners),
+         cupy.int32(owner), cupy.int64(words), dist, parent, next_front, frontier, counters),
+    )

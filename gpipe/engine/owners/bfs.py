@@ -1,6 +1,8 @@
 """One owner's share of a BFS over several owners, level by level in step with its peers.
 
-The level loop (:func:`bfs_owner_arrays`) sorts nothing between levels: a top-down step sends
+Undirected graphs run the fixed-size levels of :mod:`gpipe.engine.owners.bfs_levels` (bitmaps
+only, one host read per level). Directed graphs run the queue-based loop below, whose rows are
+not their vertices' in-edges: it sorts nothing between levels: a top-down step sends
 each remote vertex at most once per traversal (a per-traversal bitmap of sent ids), into
 queues allocated once, and the receiver claims what arrives with the same claim as its own
 edges, so duplicates from several senders resolve themselves. Undirected graphs go bottom-up
@@ -22,6 +24,7 @@ import numpy as np
 from gpipe.engine import backend as backends
 from gpipe.engine.outcome import report_end
 from gpipe.engine.owners import messages
+from gpipe.engine.owners.bfs_levels import BOTTOM_UP, TOP_DOWN, bfs_levels_arrays
 from gpipe.engine.owners.connect import owner_result
 from gpipe.engine.partition import Layout, Partition
 from gpipe.engine.result import BFS
@@ -91,10 +94,6 @@ def bfs_thresholds(setting=None) -> Thresholds:
                      f"alpha/beta/gamma, not {setting!r}")
 
 
-TOP_DOWN = "top-down"
-BOTTOM_UP = "bottom-up"
-
-
 def bfs_owner(channel, part: Partition, ids, layout: Layout, local_sources, group,
               depth_limit, thresholds, with_stats, parents, vertex_dtype):
     """This owner's result frame of a BFS, expanded level by level in step with its peers over
@@ -117,7 +116,8 @@ def bfs_owner_arrays(transport, part: Partition, layout: Layout, local_sources, 
     transport : gpipe.engine.owners.transport.Transport
         This owner's end of the wire (NCCL or Dask's comms).
     part : Partition
-        This owner's CSR; ``part.undirected`` allows bottom-up levels.
+        This owner's CSR; ``part.undirected`` picks the fixed-size levels of
+        :func:`gpipe.engine.owners.bfs_levels.bfs_levels_arrays` (and allows bottom-up levels).
     layout : Layout
     local_sources : array of int
         This owner's sources, local ids (repeats allowed; may be empty).
@@ -138,7 +138,8 @@ def bfs_owner_arrays(transport, part: Partition, layout: Layout, local_sources, 
 
     Notes
     -----
-    Each level is one step of the transport. Top-down: an exchange of every owner's counters
+    What follows is the loop of a directed graph; an undirected graph's is described in
+    :mod:`gpipe.engine.owners.bfs_levels`. Each level is one step of the transport. Top-down: an exchange of every owner's counters
     as the expansion kernel left them on the device (read once, by the step:
     :meth:`~gpipe.engine.owners.transport.Transport.exchange_counters`; each owner makes every owner's
     :class:`~gpipe.engine.owners.messages.TopDownCounts` from them) and, per peer, the candidates for
@@ -159,8 +160,22 @@ def bfs_owner_arrays(transport, part: Partition, layout: Layout, local_sources, 
     level after a bottom-up level checks the exact counts for the way back. The first level is
     top-down. Directed graphs stay top-down (no in-edges are stored).
     """
+    reporter = progress.Reporter(transport.key, "bfs", part.owner, transport.n_owners)
+    if part.undirected:
+        dist, parent, steps = bfs_levels_arrays(transport, part, layout, local_sources,
+                                                depth_limit, thresholds, reporter)
+    else:
+        dist, parent, steps = _queued_levels(transport, part, layout, local_sources, depth_limit,
+                                             thresholds, reporter)
+    report_end(reporter, BFS, part.backend, dist)
+    return dist, parent, steps
+
+
+def _queued_levels(transport, part: Partition, layout: Layout, local_sources, depth_limit,
+                   thresholds: Thresholds, reporter):
+    """The level loop of :func:`bfs_owner_arrays` over candidate queues (directed graphs)."""
     run = _OwnerBfs(part, layout, transport)
-    stats = _LevelStats(transport, part.owner)
+    stats = _LevelStats(transport, reporter, part.owner)
     stats.progress.start(len(local_sources))
     n = layout.n
     candidates = messages.bfs_bucket(part.indices.dtype)
@@ -217,7 +232,6 @@ def bfs_owner_arrays(transport, part: Partition, layout: Layout, local_sources, 
             next_edges = claimed_edges + everyone.sent * mean_degree
             proposed = thresholds.go_bottom_up(next_edges, total_edges - checked_edges, n)
         level += 1
-    report_end(stats.progress, BFS, part.backend, run.dist)
     return run.dist, run.parent, stats.data
 
 
@@ -377,9 +391,9 @@ class _OwnerBfs:
 class _LevelStats:
     """Per-level statistics of one owner's BFS, and its exchanges (timed)."""
 
-    def __init__(self, transport, owner: int):
+    def __init__(self, transport, reporter, owner: int):
         self.transport = transport
-        self.progress = progress.Reporter(transport.key, "bfs", owner, transport.n_owners)
+        self.progress = reporter
         self.data = messages.OwnerSteps(owner)
         self._start = self._wait = 0.0
         self._messages = self._bytes = 0

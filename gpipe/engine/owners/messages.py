@@ -116,6 +116,10 @@ class OwnerSteps:
         Seconds of the result frame, from the last step's end (kernels finished) to the frame's.
     started_at : float
         This owner's start, as ``time.time()``: the owners of one host compare their starts.
+    device_s : list of float
+        Seconds the owner's stream spent on each step's queued work, from its first kernel or
+        collective to its last (CUDA events); empty where the transport does not time the
+        device (Dask's comms) or the loop does not record it.
     """
 
     owner: int
@@ -130,6 +134,7 @@ class OwnerSteps:
     setup_s: float = 0.0
     frame_s: float = 0.0
     started_at: float = 0.0
+    device_s: list = field(default_factory=list)
     steps_began: float = 0.0  # time.perf_counter() at the first step's start (begin_steps)
 
     @property

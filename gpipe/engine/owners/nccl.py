@@ -299,6 +299,38 @@ class NcclTransport(Transport):
             nccl.groupEnd()
         return self.read(recv).reshape(self.n_owners, -1)
 
+    def gather_slices(self, tag, piece, out):
+        """One all-gather straight into ``out``, queued on the owner's stream."""
+        cupy, nccl = self._cupy, self._nccl
+        self.comm.allGather(piece.data.ptr, out.data.ptr, piece.nbytes, nccl.NCCL_UINT8,
+                            cupy.cuda.get_current_stream().ptr)
+
+    def swap_slices(self, tag, send, recv):
+        """Grouped send/recv of fixed-size slots, queued on the owner's stream."""
+        cupy, nccl = self._cupy, self._nccl
+        stream = cupy.cuda.get_current_stream().ptr
+        slot = send.size // self.n_owners
+        nbytes = slot * send.itemsize
+        nccl.groupStart()
+        try:
+            for q in self.peers:
+                self.comm.send(send[q * slot:].data.ptr, nbytes, nccl.NCCL_UINT8, q, stream)
+                self.comm.recv(recv[q * slot:].data.ptr, nbytes, nccl.NCCL_UINT8, q, stream)
+        finally:
+            nccl.groupEnd()
+
+    def gather_counters(self, tag, counters):
+        return self._gather_rows(self._cupy.ascontiguousarray(counters, dtype=np.int64))
+
+    def marker(self):
+        event = self._cupy.cuda.Event()
+        event.record()
+        return event
+
+    def elapsed(self, start, end) -> float:
+        end.synchronize()
+        return self._cupy.cuda.get_elapsed_time(start, end) / 1e3
+
     def _gather_counts(self, vector) -> np.ndarray:
         return self._gather_rows(self._cupy.asarray(np.asarray(vector, dtype=np.float64)))
 
@@ -349,7 +381,10 @@ class NcclTransport(Transport):
                         raise TimeoutError(f"an NCCL step of owner {self.owner} took over "
                                            f"{self.timeout:g} s; raise Dask config "
                                            "'gpipe.peer-timeout' if levels take that long")
-                time.sleep(0)  # let the worker's other threads (its event loop) run
+                    # Let the worker's other threads (its event loop) run, once per check: a
+                    # release at every poll hands the GIL to whichever thread wants it, and
+                    # getting it back can take the interpreter's switch interval (5 ms).
+                    time.sleep(0)
         except BaseException:
             drop(self.group)
             raise

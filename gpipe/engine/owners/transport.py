@@ -81,6 +81,37 @@ class Transport(abc.ABC):
         matrix, received = self.exchange(tag, row.astype(np.float64), buckets_for(row), dtypes)
         return matrix.astype(np.int64), received
 
+    # --- fixed-size steps (gpipe.engine.owners.bfs_levels): no length is learned before them ---
+
+    @abc.abstractmethod
+    def gather_slices(self, tag, piece, out) -> None:
+        """Every owner's ``piece`` (``out.size // n_owners`` words on every owner) written into
+        ``out`` at ``q * (out.size // n_owners)`` for owner ``q``. Where the transport queues
+        its steps on the owner's stream (NCCL), returns once queued: what the owner queues
+        after it reads ``out`` complete."""
+
+    @abc.abstractmethod
+    def swap_slices(self, tag, send, recv) -> None:
+        """Fixed-size all-to-all: slot ``q`` of ``send`` (``send.size // n_owners`` words) to
+        owner ``q``, and what owner ``q`` sent here into slot ``q`` of ``recv`` (this owner's
+        slot of ``recv`` is left as it is). Queued like :meth:`gather_slices`; ``send`` may be
+        overwritten by work queued after it."""
+
+    @abc.abstractmethod
+    def gather_counters(self, tag, counters) -> np.ndarray:
+        """Every owner's ``counters`` (an int64 array of the owner's array module, the same
+        length on every owner, read once the work queued before has run), as a host int64
+        array ``[n_owners, counters.size]`` in owner order: the one host read of a step."""
+
+    def marker(self):
+        """A timestamp of the owner's stream at this point of its queued work, or None where
+        the transport does not time the device."""
+        return None
+
+    def elapsed(self, start, end) -> float:
+        """Seconds between two :meth:`marker` timestamps, once the work between them has run."""
+        return 0.0
+
     @abc.abstractmethod
     def read(self, array) -> np.ndarray:
         """A host copy of ``array`` (an array of the owner's array module), once the kernels

@@ -1,0 +1,175 @@
+"""One owner's share of a BFS of an undirected graph over several owners, in fixed-size levels.
+
+Every exchange of a level has a size known before the level runs, so the host queues a whole
+level (kernels and collectives) without learning any length first, and the level's only host
+read is one small block of counters, every owner's, gathered at its end:
+
+1. the level's frontier is every owner's slice of a bitmap over the global ids, gathered
+   straight into ``front`` (``Transport.gather_slices``); ``visited`` takes it in (the OR of
+   every level's frontier, global ids);
+2. top-down (a small frontier): each owner marks, in a bitmap over the global ids, the targets
+   of its frontier's out-edges that are not yet visited (``bfs_owner_mark``, no claim), and the
+   owners swap the marks of each other's ranges (``Transport.swap_slices``: a fixed-size
+   all-to-all);
+3. each owner claims its unvisited vertices (top-down: the marked ones; bottom-up: all of
+   them), each taking its first neighbour in ``front`` as parent (``bfs_owner_resolve``): the
+   graph is undirected, so a marked vertex always has one, and the top-down half sends no
+   parents;
+4. every owner's counters (vertices claimed, their out-degree sum) are gathered and read
+   (``Transport.gather_counters``): all owners sum the same numbers, so they take the same
+   direction (GAPBS's rule, :class:`gpipe.engine.owners.bfs.Thresholds`, on exact counts) and
+   stop at the same level.
+
+Over NCCL steps 1-3 are queued on the owner's stream and step 4 is one all-gather and one read
+of a pinned buffer. The bitmaps cost ``n / 8`` bytes per owner and level (gathered) and as much
+again top-down (swapped), whatever the frontier holds: the price of a level that the host need
+not size. Directed graphs keep the queue-based loop of :mod:`gpipe.engine.owners.bfs` (their
+rows are not their vertices' in-edges, so a mark could not find its parent).
+
+References: A. Buluc, K. Madduri, "Parallel Breadth-First Search on Distributed Memory Systems",
+SC 2011 (1-D partitioned BFS with bitmap frontiers); S. Beamer, K. Asanovic, D. Patterson,
+"Direction-Optimizing Breadth-First Search", SC 2012.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from gpipe.engine import backend as backends
+from gpipe.engine.owners import messages
+from gpipe.engine.partition import Layout, Partition
+
+TOP_DOWN = "top-down"
+BOTTOM_UP = "bottom-up"
+EDGES = 4  # counters[EDGES]: the owner's out-edge count, gathered with the first counters
+
+
+def bfs_levels_arrays(transport, part: Partition, layout: Layout, local_sources, depth_limit,
+                      thresholds, progress):
+    """One owner's ``(dist int32[n_local], parent int64[n_local], OwnerSteps)`` of a BFS of an
+    undirected graph, level by level in step with its peers (module docstring).
+
+    ``dist`` is -1 where unreached; ``parent`` holds global ids, -1 for sources and unreached
+    vertices. ``local_sources``: this owner's sources, local ids (repeats allowed, may be empty).
+    ``thresholds``: the direction rule, the same on every owner. ``progress``: the owner's
+    :class:`gpipe.watch.progress.Reporter`, told of each level. Each level is one step of the
+    stats, labelled with its direction; its ``frontier`` is the frontier it expanded (all
+    owners), ``kernel_s`` the host's time queuing it, ``wait_s`` the wait for its counters, and
+    ``device_s`` the time the owner's stream spent on its queued work (the gather of its
+    frontier to its claims), where the transport can time it (NCCL). The first level is
+    top-down.
+    """
+    run = _Levels(part, layout, transport)
+    stats = messages.OwnerSteps(part.owner)
+    progress.start(len(local_sources))
+    next_at = slice(run.kernels.NEXT, run.kernels.NEXT_EDGES + 1)
+    rows = transport.gather_counters(0, run.start(local_sources))
+    total_edges = int(rows[:, EDGES].sum())
+    frontier, edges = (int(x) for x in rows[:, next_at].sum(0))
+    mine = rows[transport.owner]
+    checked_edges = 0  # out-edges of the frontiers expanded top-down so far (every owner's)
+    previous, bottom_up = 0, False
+    marks = []  # the transport's device timestamps around each level's queued work
+    level = 0
+    while frontier > 0 and (depth_limit is None or level < depth_limit):
+        stats.begin_steps()
+        began = time.perf_counter()
+        if level == 0:
+            bottom_up = False
+        elif bottom_up:
+            bottom_up = thresholds.stay_bottom_up(frontier, previous, layout.n)
+        else:
+            bottom_up = thresholds.go_bottom_up(edges, total_edges - checked_edges, layout.n)
+        tag = 3 * level
+        before = transport.marker()
+        sent = run.level(tag, level, bottom_up, int(mine[run.kernels.NEXT]),
+                         int(mine[run.kernels.NEXT_EDGES]))
+        marks.append((before, transport.marker()))
+        queued = time.perf_counter()
+        rows = transport.gather_counters(tag + 3, run.counters)
+        ended = time.perf_counter()
+        if not bottom_up:
+            checked_edges += edges
+        mine = rows[transport.owner]
+        previous = frontier
+        frontier, edges = (int(x) for x in rows[:, next_at].sum(0))
+        stats.add(BOTTOM_UP if bottom_up else TOP_DOWN, previous, 1, 2 if bottom_up else 3, sent,
+                  queued - began, ended - queued)
+        progress.level(level, previous)
+        level += 1
+    if marks and marks[0][0] is not None:
+        stats.device_s = [transport.elapsed(a, b) for a, b in marks]
+    return run.dist, run.parent, stats
+
+
+class _Levels:
+    """One owner's arrays for a fixed-size BFS, allocated once per traversal.
+
+    ``front``, ``visited``, ``marks``, ``received``: bitmaps over the global ids, ``words`` words
+    per owner's slot (``Layout.chunk`` ids; chunks are multiples of 64, so the slots are whole
+    words of either width). ``next_slice``: this owner's slot of the next frontier, the piece it
+    contributes to the gather. ``queue``: the next frontier as local ids, its length in
+    ``counters[NEXT]`` (what the top-down half expands). ``counters``: the kernels' four, then
+    the owner's out-edge count.
+    """
+
+    def __init__(self, part: Partition, layout: Layout, transport):
+        be = backends.get(part.backend)
+        xp = be.xp
+        self.part, self.layout, self.transport, self.xp = part, layout, transport, xp
+        self.kernels = kernels = be.kernels
+        self.words = words = layout.chunk // kernels.BITMAP_BITS
+        size = layout.n_owners * words
+        self.front = xp.zeros(size, dtype=kernels.BITMAP_DTYPE)
+        self.visited = xp.zeros(size, dtype=kernels.BITMAP_DTYPE)
+        self.marks = xp.zeros(size, dtype=kernels.BITMAP_DTYPE)
+        self.received = xp.zeros(size, dtype=kernels.BITMAP_DTYPE)
+        self.next_slice = xp.zeros(words, dtype=kernels.BITMAP_DTYPE)
+        mine = slice(part.owner * words, (part.owner + 1) * words)
+        self.own_marks = self.marks[mine]
+        self.queue = xp.empty(max(part.n_local, 1), dtype="int64")
+        self.dist = xp.full(part.n_local, -1, dtype="int32")
+        self.parent = xp.full(part.n_local, -1, dtype="int64")
+        self.counters = xp.zeros(EDGES + 1, dtype="int64")
+        self.counters[EDGES] = part.n_edges
+        self.kernel_counters = self.counters[:EDGES]
+
+    def start(self, local_sources):
+        """Put the sources (local ids) in the first frontier; returns the counters to gather."""
+        xp, kernels = self.xp, self.kernels
+        sources = np.unique(np.asarray(local_sources, dtype=np.int64))
+        k = int(sources.size)
+        if k:
+            on_device = xp.asarray(sources)
+            self.queue[:k] = on_device
+            self.dist[on_device] = 0
+            indptr = self.part.indptr
+            self.counters[kernels.NEXT_EDGES] = (indptr[on_device + 1] - indptr[on_device]).sum()
+        kernels.frontier_to_bitmap(self.queue[:k], self.next_slice)
+        self.counters[kernels.NEXT] = k
+        return self.counters
+
+    def level(self, tag: int, level: int, bottom_up: bool, k: int, edges: int) -> int:
+        """Queue one level from the frontier in ``next_slice`` and ``queue`` (``k`` vertices
+        here, out-degree sum ``edges``), its steps tagged ``tag + 1`` and ``tag + 2``; returns
+        the bytes this owner sends its peers."""
+        part, kernels, transport, xp = self.part, self.kernels, self.transport, self.xp
+        transport.gather_slices(tag + 1, self.next_slice, self.front)
+        xp.bitwise_or(self.visited, self.front, out=self.visited)
+        slice_bytes = int(self.next_slice.nbytes) * (self.layout.n_owners - 1)
+        if bottom_up:
+            self.kernel_counters.fill(0)
+            kernels.bfs_owner_resolve(part.indptr, part.indices, level, self.front, None,
+                                      self.received, part.owner, self.dist, self.parent,
+                                      self.next_slice, self.queue, self.kernel_counters)
+            return slice_bytes
+        self.marks.fill(0)
+        kernels.bfs_owner_mark(part.indptr, part.indices, self.queue, k, edges, self.visited,
+                               self.marks, self.kernel_counters)
+        transport.swap_slices(tag + 2, self.marks, self.received)
+        kernels.bfs_owner_resolve(part.indptr, part.indices, level, self.front, self.own_marks,
+                                  self.received, part.owner, self.dist, self.parent,
+                                  self.next_slice, self.queue, self.kernel_counters)
+        return 2 * slice_bytes

@@ -442,6 +442,77 @@ def check_owner_bottom_up(kernels, device, host, index_dtype):
     assert (got[kernels.QUEUES:] == 0).all() and got[kernels.FRONTIER] == 0
 
 
+def check_owner_mark_and_resolve(kernels, device, host, index_dtype):
+    """A fixed-size level (gpipe/engine/owners/bfs_levels.py), checked the plain way: the mark
+    sets the bit of every unvisited target of the frontier (owned or not, each once), and the
+    resolve claims exactly the unvisited owned vertices that some owner marked (or, bottom-up,
+    every unvisited one with a frontier neighbour), each taking its first frontier neighbour in
+    row order as parent, appending them to the queue and adding to the counters."""
+    n, n_owners = 300, 3
+    _, _, owners = owner_graph(7, index_dtype, n=n, m=900)
+    me, rng = owners[1], np.random.default_rng(11)
+    words = OWNER_CHUNK // kernels.BITMAP_BITS
+    frontier = rng.choice(me.n_local, 12, replace=False).astype(np.int64)
+    visited_ids = np.union1d(frontier + me.offset, rng.choice(n, 60, replace=False))
+    queue = np.full(me.n_local, -5, dtype=np.int64)
+    queue[:frontier.size] = frontier
+    marks = device(pack_bits([], n_owners * OWNER_CHUNK, kernels))
+    counters = device(level_counters(kernels, 0, frontier.size, _degree(me, frontier))[:4])
+    kernels.bfs_owner_mark(device(me.indptr), device(me.indices), device(queue), frontier.size,
+                           _degree(me, frontier), device(pack_bits(visited_ids, n_owners * OWNER_CHUNK, kernels)),
+                           marks, counters)
+    _, targets = _edges_of(me, frontier)
+    want_marks = np.setdiff1d(targets, visited_ids)
+    assert want_marks.size > 10 and (want_marks // OWNER_CHUNK != 1).any()  # remote ones too
+    np.testing.assert_array_equal(unpack_bits(host(marks), n_owners * OWNER_CHUNK), want_marks)
+    assert (host(counters)[kernels.NEXT:] == 0).all()  # zeroed for the resolve
+
+    # The resolve of this owner: its own marks, a peer's marks of its vertices, its unvisited.
+    front = frontier + me.offset
+    peer_marked = rng.choice(me.n_local, 30, replace=False) + me.offset
+    received = np.zeros(n_owners * OWNER_CHUNK // kernels.BITMAP_BITS, dtype=kernels.BITMAP_DTYPE)
+    received[0:words] = pack_bits(peer_marked - me.offset, OWNER_CHUNK, kernels)
+    received[words:2 * words] = pack_bits(np.arange(OWNER_CHUNK), OWNER_CHUNK, kernels)  # own slot: unread
+    own = host(marks)[words:2 * words]
+    in_front = np.zeros(n, dtype=bool)
+    in_front[front] = True
+    dist0 = np.full(me.n_local, -1, dtype=np.int32)
+    dist0[np.isin(np.arange(me.n_local) + me.offset, visited_ids)] = 0
+    for masked in (True, False):
+        dist, parent = device(dist0.copy()), device(np.full(me.n_local, -1, dtype=np.int64))
+        next_front = device(np.full(words, 777, dtype=kernels.BITMAP_DTYPE))
+        out_queue = device(np.full(me.n_local, -3, dtype=np.int64))
+        counters = device(np.array([5, 6, 0, 0], dtype=np.int64))
+        kernels.bfs_owner_resolve(device(me.indptr), device(me.indices), 2,
+                                  device(pack_bits(front, n_owners * OWNER_CHUNK, kernels)),
+                                  device(own) if masked else None, device(received), 1, dist, parent,
+                                  next_front, out_queue, counters)
+        wanted = np.zeros(me.n_local, dtype=bool)
+        if masked:
+            wanted[unpack_bits(own, OWNER_CHUNK)[unpack_bits(own, OWNER_CHUNK) < me.n_local]] = True
+            wanted[peer_marked - me.offset] = True
+        else:
+            wanted[:] = True
+        want_dist, want_parent = dist0.copy(), np.full(me.n_local, -1, dtype=np.int64)
+        for v in np.flatnonzero(wanted & (dist0 == -1)):
+            row = me.indices[me.indptr[v]:me.indptr[v + 1]].astype(np.int64)
+            hits = row[in_front[row]]
+            if hits.size:
+                want_dist[v], want_parent[v] = 3, hits[0]
+        woke = np.flatnonzero(want_dist != dist0)
+        assert woke.size > 3
+        np.testing.assert_array_equal(host(dist), want_dist)
+        np.testing.assert_array_equal(host(parent), want_parent)
+        np.testing.assert_array_equal(unpack_bits(host(next_front), OWNER_CHUNK), woke)
+        got = host(counters)
+        assert got[kernels.NEXT] == woke.size and got[kernels.NEXT_EDGES] == _degree(me, woke)
+        assert list(got[:2]) == [5, 6]  # untouched
+        np.testing.assert_array_equal(np.sort(host(out_queue)[:woke.size]), woke)
+    # Every vertex the top-down marks reached is claimed: each mark came from a frontier edge.
+    mine = want_marks[(want_marks >= me.offset) & (want_marks < me.offset + me.n_local)]
+    assert mine.size and not np.isin(mine, front).any()
+
+
 def check_frontier_bitmap_round_trip(kernels, device, host):
     """frontier_to_bitmap clears the words it is given; bitmap_to_frontier reads the ids back."""
     n_local = 200

@@ -810,6 +810,11 @@ def test_owner_bottom_up_takes_the_first_frontier_neighbour(index_dtype):
     kernel_graphs.check_owner_bottom_up(gpu, cupy.asarray, cupy.asnumpy, index_dtype)
 
 
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+def test_owner_mark_and_resolve(index_dtype):
+    kernel_graphs.check_owner_mark_and_resolve(gpu, cupy.asarray, cupy.asnumpy, index_dtype)
+
+
 def test_owner_frontier_bitmap_round_trip():
     kernel_graphs.check_frontier_bitmap_round_trip(gpu, cupy.asarray, cupy.asnumpy)
 
@@ -880,6 +885,68 @@ def test_owner_steps_with_many_warps_and_long_rows(path):
     np.testing.assert_array_equal(d_counters.get(), h_counters)
     np.testing.assert_array_equal(kernel_graphs.unpack_bits(d_next.get(), me.n_local),
                                   kernel_graphs.unpack_bits(h_next, me.n_local))
+
+
+@pytest.mark.parametrize("frontier_size", [20_000, 80_000])
+def test_owner_mark_and_resolve_with_many_warps_and_long_rows(frontier_size):
+    # The fixed-size level against its Numba twin: a frontier scanned in one block and one
+    # longer than a block scans (CuPy's scan), a hub whose row a warp scans together.
+    from gpipe.engine.compute import cpu, gpu_bfs_owners
+
+    n, chunk = 300_000, 100_032  # three owners; chunk a multiple of 64
+    src, dst, _ = hub_edges(12, n, 1_500_000)
+    src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
+    me = kernel_graphs.Owner(src, dst, np.ones(src.size), chunk, 2 * chunk, np.int32)
+    rng = np.random.default_rng(frontier_size)
+    frontier = rng.choice(me.n_local, frontier_size, replace=False).astype(np.int64)
+    assert (frontier_size > gpu_bfs_owners._SCAN_ITEMS) == (frontier_size == 80_000)
+    edges = int((me.indptr[frontier + 1] - me.indptr[frontier]).sum())
+    visited_ids = np.union1d(frontier + me.offset, rng.choice(n, 50_000, replace=False))
+    queue = np.zeros(me.n_local, dtype=np.int64)
+    queue[:frontier.size] = frontier
+    h_marks = np.zeros(3 * chunk // 64, dtype=np.int64)
+    cpu.bfs_owner_mark(me.indptr, me.indices, queue, frontier.size, edges,
+                       kernel_graphs.pack_bits(visited_ids, 3 * chunk, cpu), h_marks,
+                       np.zeros(4, dtype=np.int64))
+    d_marks = cupy.zeros(3 * chunk // 32, dtype=cupy.uint32)
+    d_counters = cupy.asarray(np.array([9, 9, frontier.size, edges], dtype=np.int64))
+    indptr, indices = cupy.asarray(me.indptr), cupy.asarray(me.indices)
+    gpu.bfs_owner_mark(indptr, indices, cupy.asarray(queue), frontier.size, edges,
+                       cupy.asarray(kernel_graphs.pack_bits(visited_ids, 3 * chunk, gpu)), d_marks,
+                       d_counters)
+    marked = kernel_graphs.unpack_bits(h_marks, 3 * chunk)
+    assert marked.size > 10_000
+    np.testing.assert_array_equal(kernel_graphs.unpack_bits(d_marks.get(), 3 * chunk), marked)
+    assert (d_counters.get()[gpu.NEXT:] == 0).all()
+
+    # Both resolves, masked by this owner's marks and a peer's, and bottom-up.
+    front = kernel_graphs.pack_bits(frontier + me.offset, 3 * chunk, cpu)
+    peer = rng.choice(me.n_local, 30_000, replace=False)
+    dist0 = np.where(np.isin(np.arange(me.n_local) + me.offset, visited_ids), 0, -1).astype(np.int32)
+    h_received = np.zeros(3 * chunk // 64, dtype=np.int64)
+    h_received[2 * chunk // 64:] = kernel_graphs.pack_bits(peer, chunk, cpu)
+    d_received = cupy.zeros(3 * chunk // 32, dtype=cupy.uint32)
+    d_received[2 * chunk // 32:] = cupy.asarray(kernel_graphs.pack_bits(peer, chunk, gpu))
+    for masked in (True, False):
+        h = {"dist": dist0.copy(), "parent": np.full(me.n_local, -1, np.int64),
+             "next": np.zeros(chunk // 64, np.int64), "queue": np.zeros(me.n_local, np.int64),
+             "counters": np.zeros(4, np.int64)}
+        d = {"dist": cupy.asarray(dist0), "parent": cupy.full(me.n_local, -1, dtype=cupy.int64),
+             "next": cupy.zeros(chunk // 32, dtype=cupy.uint32),
+             "queue": cupy.zeros(me.n_local, dtype=cupy.int64), "counters": cupy.zeros(4, dtype=cupy.int64)}
+        cpu.bfs_owner_resolve(me.indptr, me.indices, 1, front, h_marks[chunk // 64:2 * chunk // 64] if masked else None,
+                              h_received, 1, h["dist"], h["parent"], h["next"], h["queue"], h["counters"])
+        gpu.bfs_owner_resolve(indptr, indices, 1, cupy.asarray(kernel_graphs.pack_bits(frontier + me.offset, 3 * chunk, gpu)),
+                              d_marks[chunk // 32:2 * chunk // 32] if masked else None, d_received, 1,
+                              d["dist"], d["parent"], d["next"], d["queue"], d["counters"])
+        np.testing.assert_array_equal(d["dist"].get(), h["dist"])
+        np.testing.assert_array_equal(d["parent"].get(), h["parent"])  # first frontier neighbour in row order
+        np.testing.assert_array_equal(d["counters"].get(), h["counters"])
+        claimed = int(h["counters"][gpu.NEXT])
+        assert claimed > 1000
+        np.testing.assert_array_equal(np.sort(d["queue"].get()[:claimed]), np.sort(h["queue"][:claimed]))
+        np.testing.assert_array_equal(kernel_graphs.unpack_bits(d["next"].get(), chunk),
+                                      kernel_graphs.unpack_bits(h["next"], chunk))
 
 
 @pytest.mark.parametrize("k", [1, 31, 1024, 8191, 8192, 8193, 40_000, 65_536])

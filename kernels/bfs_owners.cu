@@ -349,12 +349,14 @@ __global__ void bitmap_to_frontier(const unsigned* __restrict__ bitmap, long lon
 // kernels and collectives without learning any length first, and reads one small gathered
 // counter block per level. Undirected graphs only (the owner's rows are its vertices' in-edges).
 //
+//   bfs_owner_level_begin<Index>  the start of a level in one launch: `visited` (the OR of
+//       every level's gathered frontier, global ids) takes in the level's `front`, `marks` is
+//       cleared (top-down levels; null for bottom-up) and the four counters are zeroed.
 //   bfs_owner_mark<Index>     top-down, first half: every out-edge u->v of the queued frontier
-//       (the first k entries of `frontier`, local ids; edge_end as bfs_owner_edge_end writes it)
-//       whose target is not yet in `visited` (the OR of every level's gathered frontier, global
-//       ids) sets v's bit in `marks` (global ids). Owned and remote targets alike: the owners
-//       swap the marks of each other's ranges (a fixed-size all-to-all), and nothing is claimed
-//       here, so the parent is left to the resolve.
+//       (the first k entries of `frontier`, local ids; one warp per vertex) whose target is not
+//       yet in `visited` sets v's bit in `marks` (global ids). Owned and remote targets alike:
+//       the owners swap the marks of each other's ranges (a fixed-size all-to-all), and nothing
+//       is claimed here, so the parent is left to the resolve.
 //   bfs_owner_resolve<Index>  the claim of a level, both directions: every unvisited owned
 //       vertex v (with `masked`, only those marked by some owner: this owner's own marks OR
 //       every peer's segment in `received`) scans its row for a neighbour in `front` (the
@@ -366,23 +368,46 @@ __global__ void bitmap_to_frontier(const unsigned* __restrict__ bitmap, long lon
 // ---------------------------------------------------------------------------------------------
 
 template <typename Index>
+__global__ void bfs_owner_level_begin(const unsigned* __restrict__ front,
+                                      unsigned* __restrict__ visited,
+                                      unsigned* __restrict__ marks,
+                                      long long n_words,
+                                      unsigned long long* __restrict__ counters) {
+    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+    const long long first = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (first < 4) {
+        counters[first] = 0ull;
+    }
+    for (long long w = first; w < n_words; w += stride) {
+        visited[w] |= front[w];
+        if (marks != nullptr) {
+            marks[w] = 0u;
+        }
+    }
+}
+
+template <typename Index>
 __global__ void bfs_owner_mark(const long long* __restrict__ indptr,
                                const Index* __restrict__ indices,
                                const long long* __restrict__ frontier,
-                               const long long* __restrict__ edge_end,
                                long long k,
                                const unsigned* __restrict__ visited,
                                unsigned* __restrict__ marks) {
-    const long long n_edges = k > 0 ? edge_end[k - 1] : 0;
-    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (long long e = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; e < n_edges;
-         e += stride) {
-        long long u = 0;
-        const long long v = frontier_target(indptr, indices, frontier, edge_end, k, e, &u);
-        const unsigned bit = 1u << (v & 31);
-        // Plain reads first: most targets of a large frontier are known or marked already.
-        if ((visited[v >> 5] & bit) == 0u && (marks[v >> 5] & bit) == 0u) {
-            atomicOr(&marks[v >> 5], bit);
+    // One warp per frontier vertex, its lanes striding over the row: no prefix sum, so the
+    // level needs no scan and no length on the host beyond k.
+    const int lane = threadIdx.x & 31;
+    const long long warp_id = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+    const long long n_warps = (static_cast<long long>(gridDim.x) * blockDim.x) >> 5;
+    for (long long i = warp_id; i < k; i += n_warps) {
+        const long long u = frontier[i];
+        const long long end = indptr[u + 1];
+        for (long long e = indptr[u] + lane; e < end; e += 32) {
+            const long long v = static_cast<long long>(indices[e]);
+            const unsigned bit = 1u << (v & 31);
+            // Plain reads first: most targets of a large frontier are known or marked already.
+            if ((visited[v >> 5] & bit) == 0u && (marks[v >> 5] & bit) == 0u) {
+                atomicOr(&marks[v >> 5], bit);
+            }
         }
     }
 }

@@ -456,16 +456,22 @@ def check_owner_mark_and_resolve(kernels, device, host, index_dtype):
     visited_ids = np.union1d(frontier + me.offset, rng.choice(n, 60, replace=False))
     queue = np.full(me.n_local, -5, dtype=np.int64)
     queue[:frontier.size] = frontier
-    marks = device(pack_bits([], n_owners * OWNER_CHUNK, kernels))
-    counters = device(level_counters(kernels, 0, frontier.size, _degree(me, frontier))[:4])
+    # The level's start: visited takes in the frontier, the marks are cleared, counters zeroed.
+    visited = device(pack_bits(np.setdiff1d(visited_ids, front_ids := frontier + me.offset),
+                               n_owners * OWNER_CHUNK, kernels))
+    marks = device(pack_bits(rng.choice(n, 50, replace=False), n_owners * OWNER_CHUNK, kernels))
+    counters = device(np.full(5, 9, dtype=np.int64))
+    kernels.bfs_owner_level_begin(device(pack_bits(front_ids, n_owners * OWNER_CHUNK, kernels)),
+                                  visited, marks, counters)
+    np.testing.assert_array_equal(unpack_bits(host(visited), n_owners * OWNER_CHUNK), visited_ids)
+    assert unpack_bits(host(marks), n_owners * OWNER_CHUNK).size == 0
+    assert list(host(counters)) == [0, 0, 0, 0, 9]
     kernels.bfs_owner_mark(device(me.indptr), device(me.indices), device(queue), frontier.size,
-                           _degree(me, frontier), device(pack_bits(visited_ids, n_owners * OWNER_CHUNK, kernels)),
-                           marks, counters)
+                           visited, marks)
     _, targets = _edges_of(me, frontier)
     want_marks = np.setdiff1d(targets, visited_ids)
     assert want_marks.size > 10 and (want_marks // OWNER_CHUNK != 1).any()  # remote ones too
     np.testing.assert_array_equal(unpack_bits(host(marks), n_owners * OWNER_CHUNK), want_marks)
-    assert (host(counters)[kernels.NEXT:] == 0).all()  # zeroed for the resolve
 
     # The resolve of this owner: its own marks, a peer's marks of its vertices, its unvisited.
     front = frontier + me.offset

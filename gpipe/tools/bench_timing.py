@@ -161,7 +161,8 @@ def parents_memory(part, kind, source, negative_weights) -> dict:
 def owner_steps(graph, kind, global_sources):
     """Per owner, what one more (untimed) traversal did step by step: its
     :class:`gpipe.engine.owners.messages.OwnerSteps` as a dict, with ``steps`` (exchanges) and the
-    seconds summed (``kernel_s``, ``wait_s``)."""
+    seconds summed (``kernel_s``, ``wait_s``; step by step in ``kernel_s_steps``,
+    ``wait_s_steps``, and ``device_s`` where the transport timed the device)."""
     ex, built = graphs.executor_of(graph), graphs.built_of(graph)
     handles = []
     sources = np.asarray(global_sources, dtype=np.int64)
@@ -170,7 +171,8 @@ def owner_steps(graph, kind, global_sources):
     else:
         ex.wait(traverse.bfs(ex, built, sources, None, stats=handles))
     return [dict(dataclasses.asdict(s), steps=sum(s.messages), kernel_s=sum(s.kernel_s),
-                 wait_s=sum(s.wait_s)) for s in ex.gather(handles)]
+                 wait_s=sum(s.wait_s), kernel_s_steps=s.kernel_s, wait_s_steps=s.wait_s)
+            for s in ex.gather(handles)]
 
 
 def frame_handles(graph, kind, input_id):

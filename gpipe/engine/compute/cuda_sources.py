@@ -71,7 +71,7 @@ MODULES = {
                             "bfs_batch_parents_push")),
     "bfs_owners.cu": Module(("bfs_owner_edge_end", "bfs_owner_top_down", "bfs_owner_claim",
                              "bfs_owner_bottom_up", "frontier_to_bitmap", "bitmap_to_frontier",
-                             "bfs_owner_mark", "bfs_owner_resolve")),
+                             "bfs_owner_level_begin", "bfs_owner_mark", "bfs_owner_resolve")),
     "bfs_persistent.cu": Module(("bfs_persistent",), cooperative=True),
     "csr.cu": Module(("csr_count", "csr_scatter")),
     "sssp.cu": Module(("sssp_relax_edges", "sssp_settle_parents")),

@@ -155,27 +155,27 @@ def bitmap_to_frontier(bitmap, out, counters):
         cuda.grid(n_words), (cuda.BLOCK,), (bitmap, cupy.int64(n_words), out, counters[NEXT:]))
 
 
-def bfs_owner_mark(indptr, indices, frontier, k, edges, visited, marks, counters):
-    """Top-down half of a fixed-size level: set in ``marks`` the bit of every target of the
-    first ``k`` local ids of ``frontier`` (out-degree sum ``edges``) that ``visited`` lacks.
+def bfs_owner_level_begin(front, visited, marks, counters):
+    """The start of a fixed-size level: ``visited |= front``, ``marks`` cleared (None: left
+    alone, a bottom-up level), ``counters[:4]`` zeroed; one launch. See
+    :func:`gpipe.engine.compute.cpu_bfs_owners.bfs_owner_level_begin`."""
+    n_words = int(visited.size)
+    owners_kernel("bfs_owner_level_begin", counters)(
+        cuda.grid(max(n_words, 4)), (cuda.BLOCK,),
+        (front, visited, marks if marks is not None else 0, cupy.int64(n_words), counters))
 
-    See :func:`gpipe.engine.compute.cpu_bfs_owners.bfs_owner_mark`; bitmaps are uint32 words here.
-    ``k`` and ``edges`` are known on the host (the level's gathered counters), so nothing is
-    read back. Zeroes ``counters`` for the resolve that follows (as ``bfs_owner_edge_end``
-    does, which makes the prefix sum for frontiers of up to ``_SCAN_ITEMS`` vertices).
+
+def bfs_owner_mark(indptr, indices, frontier, k, visited, marks):
+    """Top-down half of a fixed-size level: set in ``marks`` the bit of every target of the
+    first ``k`` local ids of ``frontier`` that ``visited`` lacks. One warp per frontier vertex,
+    its lanes striding over the row; ``k`` is known on the host (the level's gathered
+    counters), so nothing is read back. See :func:`gpipe.engine.compute.cpu_bfs_owners.bfs_owner_mark`;
+    bitmaps are uint32 words here.
     """
-    if k <= _SCAN_ITEMS:
-        edge_end = cupy.empty(max(k, 1), dtype=cupy.int64)
-        owners_kernel("bfs_owner_edge_end", indices)(
-            (1,), (_SCAN_BLOCK,), (indptr, frontier, edge_end, counters, cupy.int32(counters.size)))
-    else:
-        counters.fill(0)
-        edge_end = gpu_arrays.edge_end(indptr, frontier[:k])
-    if k == 0 or edges == 0:
+    if k == 0:
         return
     owners_kernel("bfs_owner_mark", indices)(
-        cuda.grid(edges), (cuda.BLOCK,),
-        (indptr, indices, frontier, edge_end, cupy.int64(k), visited, marks))
+        cuda.grid(32 * k), (cuda.BLOCK,), (indptr, indices, frontier, cupy.int64(k), visited, marks))
 
 
 def bfs_owner_resolve(indptr, indices, level, front, own_marks, received, owner, dist, parent,

@@ -103,12 +103,13 @@ def bfs_owner(channel, part: Partition, ids, layout: Layout, local_sources, grou
     frame."""
     return owner_result(channel, group, part, layout,
                         lambda transport: bfs_owner_arrays(transport, part, layout, local_sources,
-                                                           depth_limit, thresholds),
+                                                           depth_limit, thresholds,
+                                                           device_times=with_stats),
                         BFS, ids, parents, vertex_dtype, with_stats)
 
 
 def bfs_owner_arrays(transport, part: Partition, layout: Layout, local_sources, depth_limit=None,
-                     thresholds: Thresholds = Thresholds()):
+                     thresholds: Thresholds = Thresholds(), device_times: bool = False):
     """One owner's share of a BFS over several owners, level by level in step with its peers.
 
     Parameters
@@ -124,6 +125,9 @@ def bfs_owner_arrays(transport, part: Partition, layout: Layout, local_sources, 
     depth_limit : int or None
     thresholds : Thresholds
         The direction rule; every owner must get the same.
+    device_times : bool
+        Time each level on the device where the transport can (the stats' ``device_s``;
+        undirected graphs' levels only).
 
     Returns
     -------
@@ -163,7 +167,7 @@ def bfs_owner_arrays(transport, part: Partition, layout: Layout, local_sources, 
     reporter = progress.Reporter(transport.key, "bfs", part.owner, transport.n_owners)
     if part.undirected:
         dist, parent, steps = bfs_levels_arrays(transport, part, layout, local_sources,
-                                                depth_limit, thresholds, reporter)
+                                                depth_limit, thresholds, reporter, device_times)
     else:
         dist, parent, steps = _queued_levels(transport, part, layout, local_sources, depth_limit,
                                              thresholds, reporter)

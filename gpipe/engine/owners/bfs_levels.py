@@ -47,7 +47,7 @@ EDGES = 4  # counters[EDGES]: the owner's out-edge count, gathered with the firs
 
 
 def bfs_levels_arrays(transport, part: Partition, layout: Layout, local_sources, depth_limit,
-                      thresholds, progress):
+                      thresholds, progress, device_times=False):
     """One owner's ``(dist int32[n_local], parent int64[n_local], OwnerSteps)`` of a BFS of an
     undirected graph, level by level in step with its peers (module docstring).
 
@@ -57,9 +57,9 @@ def bfs_levels_arrays(transport, part: Partition, layout: Layout, local_sources,
     :class:`gpipe.watch.progress.Reporter`, told of each level. Each level is one step of the
     stats, labelled with its direction; its ``frontier`` is the frontier it expanded (all
     owners), ``kernel_s`` the host's time queuing it, ``wait_s`` the wait for its counters, and
-    ``device_s`` the time the owner's stream spent on its queued work (the gather of its
-    frontier to its claims), where the transport can time it (NCCL). The first level is
-    top-down.
+    ``device_s`` (with ``device_times``) the time the owner's stream spent on its queued work
+    (the gather of its frontier to its claims), where the transport can time it (NCCL). The
+    first level is top-down.
     """
     run = _Levels(part, layout, transport)
     stats = messages.OwnerSteps(part.owner)
@@ -83,10 +83,10 @@ def bfs_levels_arrays(transport, part: Partition, layout: Layout, local_sources,
         else:
             bottom_up = thresholds.go_bottom_up(edges, total_edges - checked_edges, layout.n)
         tag = 3 * level
-        before = transport.marker()
-        sent = run.level(tag, level, bottom_up, int(mine[run.kernels.NEXT]),
-                         int(mine[run.kernels.NEXT_EDGES]))
-        marks.append((before, transport.marker()))
+        before = transport.marker() if device_times else None
+        sent = run.level(tag, level, bottom_up, int(mine[run.kernels.NEXT]))
+        if device_times:
+            marks.append((before, transport.marker()))
         queued = time.perf_counter()
         rows = transport.gather_counters(tag + 3, run.counters)
         ended = time.perf_counter()
@@ -100,7 +100,7 @@ def bfs_levels_arrays(transport, part: Partition, layout: Layout, local_sources,
         progress.level(level, previous)
         level += 1
     if marks and marks[0][0] is not None:
-        stats.device_s = [transport.elapsed(a, b) for a, b in marks]
+        stats.device_s = [transport.elapsed(a, b) for a, b in marks]  # the work has run by now
     return run.dist, run.parent, stats
 
 
@@ -134,7 +134,6 @@ class _Levels:
         self.parent = xp.full(part.n_local, -1, dtype="int64")
         self.counters = xp.zeros(EDGES + 1, dtype="int64")
         self.counters[EDGES] = part.n_edges
-        self.kernel_counters = self.counters[:EDGES]
 
     def start(self, local_sources):
         """Put the sources (local ids) in the first frontier; returns the counters to gather."""
@@ -151,25 +150,23 @@ class _Levels:
         self.counters[kernels.NEXT] = k
         return self.counters
 
-    def level(self, tag: int, level: int, bottom_up: bool, k: int, edges: int) -> int:
+    def level(self, tag: int, level: int, bottom_up: bool, k: int) -> int:
         """Queue one level from the frontier in ``next_slice`` and ``queue`` (``k`` vertices
-        here, out-degree sum ``edges``), its steps tagged ``tag + 1`` and ``tag + 2``; returns
-        the bytes this owner sends its peers."""
-        part, kernels, transport, xp = self.part, self.kernels, self.transport, self.xp
+        here), its steps tagged ``tag + 1`` and ``tag + 2``; returns the bytes this owner sends
+        its peers."""
+        part, kernels, transport = self.part, self.kernels, self.transport
         transport.gather_slices(tag + 1, self.next_slice, self.front)
-        xp.bitwise_or(self.visited, self.front, out=self.visited)
+        kernels.bfs_owner_level_begin(self.front, self.visited, None if bottom_up else self.marks,
+                                      self.counters)
         slice_bytes = int(self.next_slice.nbytes) * (self.layout.n_owners - 1)
         if bottom_up:
-            self.kernel_counters.fill(0)
             kernels.bfs_owner_resolve(part.indptr, part.indices, level, self.front, None,
                                       self.received, part.owner, self.dist, self.parent,
-                                      self.next_slice, self.queue, self.kernel_counters)
+                                      self.next_slice, self.queue, self.counters)
             return slice_bytes
-        self.marks.fill(0)
-        kernels.bfs_owner_mark(part.indptr, part.indices, self.queue, k, edges, self.visited,
-                               self.marks, self.kernel_counters)
+        kernels.bfs_owner_mark(part.indptr, part.indices, self.queue, k, self.visited, self.marks)
         transport.swap_slices(tag + 2, self.marks, self.received)
         kernels.bfs_owner_resolve(part.indptr, part.indices, level, self.front, self.own_marks,
                                   self.received, part.owner, self.dist, self.parent,
-                                  self.next_slice, self.queue, self.kernel_counters)
+                                  self.next_slice, self.queue, self.counters)
         return 2 * slice_bytes

@@ -351,12 +351,15 @@ __global__ void bitmap_to_frontier(const unsigned* __restrict__ bitmap, long lon
 //
 //   bfs_owner_level_begin<Index>  the start of a level in one launch: `visited` (the OR of
 //       every level's gathered frontier, global ids) takes in the level's `front`, `marks` is
-//       cleared (top-down levels; null for bottom-up) and the four counters are zeroed.
+//       cleared (top-down levels; null for bottom-up) and the four counters are zeroed (null:
+//       left to bfs_owner_edge_end, which zeroes them as it starts a top-down level).
 //   bfs_owner_mark<Index>     top-down, first half: every out-edge u->v of the queued frontier
-//       (the first k entries of `frontier`, local ids; one warp per vertex) whose target is not
-//       yet in `visited` sets v's bit in `marks` (global ids). Owned and remote targets alike:
-//       the owners swap the marks of each other's ranges (a fixed-size all-to-all), and nothing
-//       is claimed here, so the parent is left to the resolve.
+//       (the first k = counters[kFrontier] entries of `frontier`, local ids; edge_end as
+//       bfs_owner_edge_end writes it) whose target is not yet in `visited` sets v's bit in
+//       `marks` (global ids). Owned and remote targets alike: the owners swap the marks of each
+//       other's ranges (a fixed-size all-to-all), and nothing is claimed here, so the parent is
+//       left to the resolve. bfs_owner_mark_rows does the same one warp per vertex, for
+//       frontiers longer than the one-block scan takes (k known on the host).
 //   bfs_owner_resolve<Index>  the claim of a level, both directions: every unvisited owned
 //       vertex v (with `masked`, only those marked by some owner: this owner's own marks OR
 //       every peer's segment in `received`) scans its row for a neighbour in `front` (the
@@ -375,7 +378,7 @@ __global__ void bfs_owner_level_begin(const unsigned* __restrict__ front,
                                       unsigned long long* __restrict__ counters) {
     const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
     const long long first = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (first < 4) {
+    if (counters != nullptr && first < 4) {
         counters[first] = 0ull;
     }
     for (long long w = first; w < n_words; w += stride) {
@@ -390,11 +393,37 @@ template <typename Index>
 __global__ void bfs_owner_mark(const long long* __restrict__ indptr,
                                const Index* __restrict__ indices,
                                const long long* __restrict__ frontier,
-                               long long k,
+                               const long long* __restrict__ edge_end,
                                const unsigned* __restrict__ visited,
-                               unsigned* __restrict__ marks) {
-    // One warp per frontier vertex, its lanes striding over the row: no prefix sum, so the
-    // level needs no scan and no length on the host beyond k.
+                               unsigned* __restrict__ marks,
+                               const unsigned long long* __restrict__ counters) {
+    // Edge-parallel over the frontier's out-edges (prefix sum + binary search, as
+    // bfs_owner_top_down): a hub's row is spread over the whole grid.
+    const long long k = static_cast<long long>(counters[kFrontier]);
+    const long long n_edges = k > 0 ? edge_end[k - 1] : 0;
+    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+    for (long long e = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; e < n_edges;
+         e += stride) {
+        long long u = 0;
+        const long long v = frontier_target(indptr, indices, frontier, edge_end, k, e, &u);
+        const unsigned bit = 1u << (v & 31);
+        // Plain reads first: most targets of a large frontier are known or marked already.
+        if ((visited[v >> 5] & bit) == 0u && (marks[v >> 5] & bit) == 0u) {
+            atomicOr(&marks[v >> 5], bit);
+        }
+    }
+}
+
+template <typename Index>
+__global__ void bfs_owner_mark_rows(const long long* __restrict__ indptr,
+                                    const Index* __restrict__ indices,
+                                    const long long* __restrict__ frontier,
+                                    long long k,
+                                    const unsigned* __restrict__ visited,
+                                    unsigned* __restrict__ marks) {
+    // One warp per frontier vertex, its lanes striding over the row: no prefix sum. For
+    // frontiers too long for bfs_owner_edge_end's one-block scan, which come after the hubs
+    // are visited, so their rows are short.
     const int lane = threadIdx.x & 31;
     const long long warp_id = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
     const long long n_warps = (static_cast<long long>(gridDim.x) * blockDim.x) >> 5;
@@ -404,7 +433,6 @@ __global__ void bfs_owner_mark(const long long* __restrict__ indptr,
         for (long long e = indptr[u] + lane; e < end; e += 32) {
             const long long v = static_cast<long long>(indices[e]);
             const unsigned bit = 1u << (v & 31);
-            // Plain reads first: most targets of a large frontier are known or marked already.
             if ((visited[v >> 5] & bit) == 0u && (marks[v >> 5] & bit) == 0u) {
                 atomicOr(&marks[v >> 5], bit);
             }

@@ -466,8 +466,12 @@ def check_owner_mark_and_resolve(kernels, device, host, index_dtype):
     np.testing.assert_array_equal(unpack_bits(host(visited), n_owners * OWNER_CHUNK), visited_ids)
     assert unpack_bits(host(marks), n_owners * OWNER_CHUNK).size == 0
     assert list(host(counters)) == [0, 0, 0, 0, 9]
+    counters = device(level_counters(kernels, 0, frontier.size, _degree(me, frontier))[:4])
+    kernels.bfs_owner_level_begin(device(pack_bits([], n_owners * OWNER_CHUNK, kernels)), visited,
+                                  None, None)  # a top-down level's: its mark zeroes the counters
     kernels.bfs_owner_mark(device(me.indptr), device(me.indices), device(queue), frontier.size,
-                           visited, marks)
+                           _degree(me, frontier), visited, marks, counters)
+    assert (host(counters)[kernels.NEXT:] == 0).all()
     _, targets = _edges_of(me, frontier)
     want_marks = np.setdiff1d(targets, visited_ids)
     assert want_marks.size > 10 and (want_marks // OWNER_CHUNK != 1).any()  # remote ones too

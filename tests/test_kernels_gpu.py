@@ -889,9 +889,10 @@ def test_owner_steps_with_many_warps_and_long_rows(path):
 
 @pytest.mark.parametrize("frontier_size", [20_000, 80_000])
 def test_owner_mark_and_resolve_with_many_warps_and_long_rows(frontier_size):
-    # The fixed-size level against its Numba twin: frontiers of more vertices than the grid
-    # has warps, a hub whose row a warp scans together.
-    from gpipe.engine.compute import cpu
+    # The fixed-size level against its Numba twin: a frontier marked edge-parallel (scanned in
+    # one block) and one marked a warp per vertex (longer than that scan takes), a hub whose
+    # row the resolve's warp scans together.
+    from gpipe.engine.compute import cpu, gpu_bfs_owners
 
     n, chunk = 300_000, 100_032  # three owners; chunk a multiple of 64
     src, dst, _ = hub_edges(12, n, 1_500_000)
@@ -899,17 +900,22 @@ def test_owner_mark_and_resolve_with_many_warps_and_long_rows(frontier_size):
     me = kernel_graphs.Owner(src, dst, np.ones(src.size), chunk, 2 * chunk, np.int32)
     rng = np.random.default_rng(frontier_size)
     frontier = rng.choice(me.n_local, frontier_size, replace=False).astype(np.int64)
+    assert (frontier_size > gpu_bfs_owners._SCAN_ITEMS) == (frontier_size == 80_000)
     edges = int((me.indptr[frontier + 1] - me.indptr[frontier]).sum())
     visited_ids = np.union1d(frontier + me.offset, rng.choice(n, 50_000, replace=False))
     queue = np.zeros(me.n_local, dtype=np.int64)
     queue[:frontier.size] = frontier
     h_marks = np.zeros(3 * chunk // 64, dtype=np.int64)
-    cpu.bfs_owner_mark(me.indptr, me.indices, queue, frontier.size,
-                       kernel_graphs.pack_bits(visited_ids, 3 * chunk, cpu), h_marks)
+    cpu.bfs_owner_mark(me.indptr, me.indices, queue, frontier.size, edges,
+                       kernel_graphs.pack_bits(visited_ids, 3 * chunk, cpu), h_marks,
+                       np.zeros(4, dtype=np.int64))
     d_marks = cupy.zeros(3 * chunk // 32, dtype=cupy.uint32)
+    d_counters = cupy.asarray(np.array([9, 9, frontier.size, edges], dtype=np.int64))
     indptr, indices = cupy.asarray(me.indptr), cupy.asarray(me.indices)
-    gpu.bfs_owner_mark(indptr, indices, cupy.asarray(queue), frontier.size,
-                       cupy.asarray(kernel_graphs.pack_bits(visited_ids, 3 * chunk, gpu)), d_marks)
+    gpu.bfs_owner_mark(indptr, indices, cupy.asarray(queue), frontier.size, edges,
+                       cupy.asarray(kernel_graphs.pack_bits(visited_ids, 3 * chunk, gpu)), d_marks,
+                       d_counters)
+    assert (d_counters.get()[gpu.NEXT:] == 0).all()
     marked = kernel_graphs.unpack_bits(h_marks, 3 * chunk)
     assert marked.size > 10_000 and edges > 100_000
     np.testing.assert_array_equal(kernel_graphs.unpack_bits(d_marks.get(), 3 * chunk), marked)

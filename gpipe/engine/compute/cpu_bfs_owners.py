@@ -359,21 +359,26 @@ def bitmap_to_frontier(bitmap, out, counters):
 
 def bfs_owner_level_begin(front, visited, marks, counters):
     """The start of a fixed-size level (gpipe/engine/owners/bfs_levels.py): `visited` (the OR of
-    every level's gathered frontier) takes in `front`; `marks` is cleared unless None (a
-    bottom-up level leaves it); ``counters[:4]`` are zeroed for the steps that add to them."""
+    every level's gathered frontier) takes in `front`; `marks` is cleared and ``counters[:4]``
+    zeroed, each unless None (a bottom-up level leaves the marks; a top-down level's mark
+    zeroes the counters)."""
     np.bitwise_or(visited, front, out=visited)
     if marks is not None:
         marks[:] = 0
-    counters[:4] = 0
+    if counters is not None:
+        counters[:4] = 0
 
 
-def bfs_owner_mark(indptr, indices, frontier, k, visited, marks):
+def bfs_owner_mark(indptr, indices, frontier, k, edges, visited, marks, counters):
     """Top-down half of a fixed-size level: set in `marks` the bit of every target v (global
-    id) of the first `k` local ids of `frontier` whose bit `visited` lacks. Owned and remote
-    targets alike; nothing is claimed (the parents are found by `bfs_owner_resolve` once the
-    owners have swapped their marks). `marks` and `visited` are int64[n_owners * words] bitmaps
-    over global ids (each owner's slot is `words` whole words); `marks` is only ever or-ed into.
+    id) of the first `k` local ids of `frontier` (out-degree sum `edges`) whose bit `visited`
+    lacks, and zero ``counters[:4]`` for the resolve. Owned and remote targets alike; nothing is
+    claimed (the parents are found by `bfs_owner_resolve` once the owners have swapped their
+    marks). `marks` and `visited` are int64[n_owners * words] bitmaps over global ids (each
+    owner's slot is `words` whole words); `marks` is only ever or-ed into.
     """
+    del edges  # the GPU twin sizes its grid by it
+    counters[:4] = 0
     _mark_step(indptr, indices, frontier, np.int64(k), visited, marks)
 
 

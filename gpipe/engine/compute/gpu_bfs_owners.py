@@ -29,6 +29,7 @@ _SCAN_ITEMS = 8 * _SCAN_BLOCK * _SCAN_PER_THREAD  # up to 8 tiles in bfs_owner_e
 
 BITMAP_BITS = 32
 BITMAP_DTYPE = cupy.uint32
+_LONG = numpy.empty(0, dtype=numpy.int64)  # names the instantiation of kernels whose Index is unused
 
 FRONTIER = 0  # counters[FRONTIER]: length of the frontier a top-down level expanded (kFrontier)
 FRONTIER_EDGES = 1  # its out-degree sum (kFrontierEdges)
@@ -157,24 +158,38 @@ def bitmap_to_frontier(bitmap, out, counters):
 
 def bfs_owner_level_begin(front, visited, marks, counters):
     """The start of a fixed-size level: ``visited |= front``, ``marks`` cleared (None: left
-    alone, a bottom-up level), ``counters[:4]`` zeroed; one launch. See
+    alone, a bottom-up level), ``counters[:4]`` zeroed (None: left alone); one launch. See
     :func:`gpipe.engine.compute.cpu_bfs_owners.bfs_owner_level_begin`."""
     n_words = int(visited.size)
-    owners_kernel("bfs_owner_level_begin", counters)(
+    owners_kernel("bfs_owner_level_begin", _LONG)(
         cuda.grid(max(n_words, 4)), (cuda.BLOCK,),
-        (front, visited, marks if marks is not None else 0, cupy.int64(n_words), counters))
+        (front, visited, marks if marks is not None else 0, cupy.int64(n_words),
+         counters if counters is not None else 0))
 
 
-def bfs_owner_mark(indptr, indices, frontier, k, visited, marks):
+def bfs_owner_mark(indptr, indices, frontier, k, edges, visited, marks, counters):
     """Top-down half of a fixed-size level: set in ``marks`` the bit of every target of the
-    first ``k`` local ids of ``frontier`` that ``visited`` lacks. One warp per frontier vertex,
-    its lanes striding over the row; ``k`` is known on the host (the level's gathered
-    counters), so nothing is read back. See :func:`gpipe.engine.compute.cpu_bfs_owners.bfs_owner_mark`;
+    first ``k`` local ids of ``frontier`` (out-degree sum ``edges``) that ``visited`` lacks, and
+    zero ``counters[:4]`` for the resolve. See :func:`gpipe.engine.compute.cpu_bfs_owners.bfs_owner_mark`;
     bitmaps are uint32 words here.
+
+    ``k`` and ``edges`` are known on the host (the level's gathered counters), so nothing is
+    read back. Up to ``_SCAN_ITEMS`` vertices, edge-parallel (``bfs_owner_edge_end`` scans the
+    degrees in one block, taking the length from ``counters[NEXT]`` on the device, and zeroes
+    the counters): a hub's row is spread over the grid. Longer frontiers, which come once the
+    hubs are visited, go one warp per vertex, with no scan.
     """
-    if k == 0:
+    if k <= _SCAN_ITEMS:
+        edge_end = cupy.empty(max(k, 1), dtype=cupy.int64)
+        owners_kernel("bfs_owner_edge_end", indices)(
+            (1,), (_SCAN_BLOCK,), (indptr, frontier, edge_end, counters, cupy.int32(4)))
+        if k and edges:
+            owners_kernel("bfs_owner_mark", indices)(
+                cuda.grid(edges), (cuda.BLOCK,),
+                (indptr, indices, frontier, edge_end, visited, marks, counters))
         return
-    owners_kernel("bfs_owner_mark", indices)(
+    counters[:4].fill(0)
+    owners_kernel("bfs_owner_mark_rows", indices)(
         cuda.grid(32 * k), (cuda.BLOCK,), (indptr, indices, frontier, cupy.int64(k), visited, marks))
 
 

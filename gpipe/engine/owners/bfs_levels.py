@@ -84,7 +84,8 @@ def bfs_levels_arrays(transport, part: Partition, layout: Layout, local_sources,
             bottom_up = thresholds.go_bottom_up(edges, total_edges - checked_edges, layout.n)
         tag = 3 * level
         before = transport.marker() if device_times else None
-        sent = run.level(tag, level, bottom_up, int(mine[run.kernels.NEXT]))
+        sent = run.level(tag, level, bottom_up, int(mine[run.kernels.NEXT]),
+                         int(mine[run.kernels.NEXT_EDGES]))
         if device_times:
             marks.append((before, transport.marker()))
         queued = time.perf_counter()
@@ -150,21 +151,22 @@ class _Levels:
         self.counters[kernels.NEXT] = k
         return self.counters
 
-    def level(self, tag: int, level: int, bottom_up: bool, k: int) -> int:
+    def level(self, tag: int, level: int, bottom_up: bool, k: int, edges: int) -> int:
         """Queue one level from the frontier in ``next_slice`` and ``queue`` (``k`` vertices
-        here), its steps tagged ``tag + 1`` and ``tag + 2``; returns the bytes this owner sends
-        its peers."""
+        here, out-degree sum ``edges``), its steps tagged ``tag + 1`` and ``tag + 2``; returns
+        the bytes this owner sends its peers."""
         part, kernels, transport = self.part, self.kernels, self.transport
         transport.gather_slices(tag + 1, self.next_slice, self.front)
         kernels.bfs_owner_level_begin(self.front, self.visited, None if bottom_up else self.marks,
-                                      self.counters)
+                                      self.counters if bottom_up else None)
         slice_bytes = int(self.next_slice.nbytes) * (self.layout.n_owners - 1)
         if bottom_up:
             kernels.bfs_owner_resolve(part.indptr, part.indices, level, self.front, None,
                                       self.received, part.owner, self.dist, self.parent,
                                       self.next_slice, self.queue, self.counters)
             return slice_bytes
-        kernels.bfs_owner_mark(part.indptr, part.indices, self.queue, k, self.visited, self.marks)
+        kernels.bfs_owner_mark(part.indptr, part.indices, self.queue, k, edges, self.visited,
+                               self.marks, self.counters)
         transport.swap_slices(tag + 2, self.marks, self.received)
         kernels.bfs_owner_resolve(part.indptr, part.indices, level, self.front, self.own_marks,
                                   self.received, part.owner, self.dist, self.parent,

@@ -461,3 +461,11 @@ def test_bench_reports_each_owners_build_by_phase_on_a_cpu_cluster():
     for peaks in build["owner_phase_peaks"]:
         assert {"split", "csr"} <= set(peaks) and all(isinstance(v, int) for v in peaks.values())
     assert "build by phase" in bench.format_table(report)
+
+
+def test_bench_tmpdir_that_does_not_exist_is_made(tmp_path, restore_logging):
+    scratch = tmp_path / "not" / "yet"
+    status = cli.main(["-q", "bench", "--scale", "6", "--sources", "1", "--end-to-end",
+                       "--backend", "cpu", "--tmpdir", str(scratch)])
+    assert status == 0
+    assert scratch.is_dir() and not any(scratch.iterdir())  # the run's own folder is gone again

@@ -854,3 +854,14 @@ def test_exit_handlers_that_never_end_are_cut_short_and_the_processes_left_are_k
         assert psutil.Process(pid).status() == psutil.STATUS_ZOMBIE  # killed, not yet reaped
     except psutil.NoSuchProcess:
         pass
+
+
+def test_a_bench_tmpdir_under_a_file_is_one_line(a_file, capsys):
+    assert main(["bench", "--scale", "4", "--tmpdir", str(a_file / "scratch")]) == 2
+    line = one_line(capsys.readouterr().err)
+    assert line.startswith(f"gpipe: error: --tmpdir {a_file / 'scratch'}: cannot create it")
+
+
+def test_a_bench_tmpdir_that_is_a_file_is_one_line(a_file, capsys):
+    assert main(["bench", "--scale", "4", "--tmpdir", str(a_file)]) == 2
+    assert one_line(capsys.readouterr().err) == f"gpipe: error: --tmpdir {a_file}: exists and is not a directory"

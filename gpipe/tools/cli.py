@@ -208,6 +208,8 @@ def _argument_types(signature) -> str:
 
 
 def _bench(args, pipeline):
+    if args.tmpdir is not None:
+        args.tmpdir = str(scratch_folder(args.tmpdir, "--tmpdir"))
     if args.each:
         from gpipe.tools import bench_each
 
@@ -216,6 +218,26 @@ def _bench(args, pipeline):
 
     return bench.main(args)
 
+
+
+def scratch_folder(path, option: str):
+    """The folder ``path`` (absolute), created with its parents if missing, for an ``option``
+    that names where to write scratch files. Raises InputError (one line naming the option and
+    the reason) where it is not a folder or cannot be made."""
+    from pathlib import Path
+
+    from gpipe.errors import InputError
+
+    folder = Path(path).expanduser().absolute()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise InputError(f"{option} {path}: exists and is not a directory") from None
+    except OSError as error:
+        raise InputError(f"{option} {path}: cannot create it: {error.strerror or error}") from None
+    if not folder.is_dir():
+        raise InputError(f"{option} {path}: exists and is not a directory")
+    return folder
 
 
 class _Parser(argparse.ArgumentParser):

@@ -10,8 +10,10 @@ What ``gpipe run CONFIG`` and ``gpipe bfs|sssp`` do, and what the ready job
 
 Steps, each timed and logged: connect to the cluster the configuration names, read the
 edges (:func:`gpipe.read_edges`), build the graph (:meth:`gpipe.Graph.from_edges`), traverse
-(``bfs`` or ``sssp``), write the result with :func:`gpipe.io.write.write_parquet` (readers of
-the output path see the previous result or the new one, never a mix), report what was reached.
+(``bfs`` or ``sssp``), count what was reached, write the result with
+:func:`gpipe.io.write.write_parquet` (readers of the output path see the previous result or the
+new one, never a mix) and, inside the same rename, the job report ``OUT/_gpipe.json``
+(:mod:`gpipe.io.report`: phases, rows, bytes, owners, transport, machine, versions, command).
 
 Exit status of :func:`run_file`: 0 on success; 2 with a one-line message on stderr when the
 configuration or the data is unusable (:class:`gpipe.InputError`); 1 with a one-line message for
@@ -45,6 +47,7 @@ from any working directory::
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import sys
@@ -57,13 +60,15 @@ from gpipe.cluster import connect, disconnect, silenced_logging
 from gpipe.engine import execution
 from gpipe.engine.interrupts import phase
 from gpipe.errors import InputError, report_or_raise
-from gpipe.graph import Graph
+from gpipe.engine.backend import name_of_frame as edges_backend
+from gpipe.graph import Graph, built_of
 from gpipe.io import validate
 from gpipe.io.read import read_edges
+from gpipe.io.report import job_report, write_report
 from gpipe.partitioning import sizing
 from gpipe.watch import dashboard, progress
-from gpipe.io.write import (OutputExists, check_writable, refuse_over_edges, restore_interrupted, summarize,
-                            write_parquet)
+from gpipe.io.write import (OutputExists, WriteFailed, check_writable, refuse_over_edges, restore_interrupted,
+                            summarize, write_parquet)
 
 __all__ = ["ALGORITHMS", "coerce_source", "configure_logging", "load_config", "run", "run_file"]
 
@@ -152,7 +157,9 @@ def run(config, *, how_to_overwrite="set output.overwrite to true"):
         written), ``vertices`` (rows of the result: the vertices that occur in an edge),
         ``reached`` (rows with a distance), ``max_distance``, ``directed`` (whether edges were
         followed ``src -> dst`` only; logged with the summary) and ``seconds`` (per step:
-        ``connect`` (with a cluster), ``read``, ``build``, ``traverse``, ``write``, ``summary``).
+        ``connect`` (with a cluster), ``read``, ``build``, ``traverse``, ``summary``,
+        ``write``). The output folder also holds the job report, ``_gpipe.json``
+        (:func:`gpipe.io.report.job_report`), which Parquet readers skip.
 
     Raises
     ------
@@ -173,6 +180,7 @@ def run(config, *, how_to_overwrite="set output.overwrite to true"):
     if os.path.lexists(output["path"]) and not output["overwrite"]:  # fail before the work
         raise OutputExists(output["path"], how_to_overwrite)
     timings = {}
+    started = time.time()
     client = stop_following = None
     try:
         if settings["cluster"] is None:
@@ -220,13 +228,28 @@ def run(config, *, how_to_overwrite="set output.overwrite to true"):
                 result = graph.sssp(source, max_distance=settings["max_distance"],
                                     parents=settings["parents"])
             result = _materialize(result, client)
+        with _step("summary", timings):
+            summary = summarize(result)  # before the write: the report inside it says it
         with _step("write", timings):
+            write_began = time.perf_counter()
+
+            def report_beside(folder):
+                phases = dict(timings, write=time.perf_counter() - write_began)
+                write_report(folder, job_report(
+                    settings=settings, source=source, summary=summary, phases=phases, started=started,
+                    output=folder, owners=graph.num_partitions, transport=_transport_of(graph),
+                    workers=len(getattr(execution.current(client), "workers", [])),
+                    backend=edges_backend(edges)))
+
             try:
-                written = write_parquet(result, output["path"], overwrite=output["overwrite"])
+                written = write_parquet(result, output["path"], overwrite=output["overwrite"],
+                                        beside=report_beside)
             except OutputExists as error:  # written by someone else meanwhile
                 raise OutputExists(error.path, how_to_overwrite) from None
-        with _step("summary", timings):
-            summary = summarize(result)
+            except OSError as error:  # the result is in memory: this is the output's filesystem
+                if error.errno == errno.ENOMEM:
+                    raise
+                raise WriteFailed(output["path"], error) from error
     finally:
         interrupted = isinstance(sys.exc_info()[1], KeyboardInterrupt)  # Ctrl-C: close quietly
         with silenced_logging(interrupted):
@@ -441,6 +464,14 @@ def _connect(cluster):
                          "cluster configuration's scheduler_address and that the scheduler runs") from None
     log.info("connected to %s (dashboard: %s)", client.scheduler.address, client.dashboard_link or "off")
     return client
+
+
+def _transport_of(graph) -> str:
+    """What carried the traffic between ``graph``'s owners: ``"nccl"``, ``"dask"`` (Dask's
+    worker-to-worker comms) or ``"none"`` (one owner)."""
+    if graph.num_partitions < 2:
+        return "none"
+    return "nccl" if built_of(graph).transport is not None else "dask"
 
 
 def _materialize(result, client):

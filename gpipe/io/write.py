@@ -54,10 +54,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpipe.engine.interrupts import deferred_interrupt, phase
-from gpipe.errors import InputError
+from gpipe.errors import GpipeError, InputError
 
 __all__ = ["to_parquet", "write_parquet", "check_writable", "refuse_over_edges", "restore_interrupted",
-           "summarize", "OutputExists"]
+           "summarize", "OutputExists", "WriteFailed"]
 
 log = logging.getLogger("gpipe.output")
 
@@ -169,6 +169,16 @@ def _shown(given, resolved) -> str:
     return repr(given) if os.path.abspath(given) == resolved else f"{given!r} (= {resolved!r})"
 
 
+class WriteFailed(GpipeError):
+    """Writing an output failed for a reason of its filesystem (full, read-only, gone); nothing
+    was put in place. The message names the output and the system's reason."""
+
+    def __init__(self, path, error: OSError):
+        super().__init__(f"cannot write {path}: {error.strerror or error}; nothing was written there "
+                         "(free space where it goes, or choose another output)")
+        self.path = path
+
+
 class OutputExists(InputError):
     """The output path exists and no overwrite was asked for; ``path`` names it.
 
@@ -181,7 +191,7 @@ class OutputExists(InputError):
         self.path = path
 
 
-def write_parquet(frame, path, *, overwrite=False):
+def write_parquet(frame, path, *, overwrite=False, beside=None):
     """Write a Dask DataFrame to a Parquet directory at `path`, all at once or not at all.
 
     The partitions are written to a temporary directory beside the target, named
@@ -203,6 +213,11 @@ def write_parquet(frame, path, *, overwrite=False):
     overwrite : bool, optional (default=False)
         Replace an existing file or directory at `path`. Without it, an existing `path` is an
         error and nothing is computed.
+    beside : callable, optional
+        ``beside(folder)`` is called once every partition is written into the temporary
+        folder, before it is renamed into place, to write files that arrive with the data (the
+        job report, :mod:`gpipe.io.report`). Name them with a leading ``_`` or ``.``, which
+        Parquet readers skip. If it raises, nothing is renamed into place.
 
     Returns
     -------
@@ -245,6 +260,8 @@ def write_parquet(frame, path, *, overwrite=False):
     staging = sibling_path(target, "tmp")
     try:
         frame.to_parquet(staging, write_index=False)
+        if beside is not None:
+            beside(staging)
         phase("write")
         with deferred_interrupt():  # Ctrl-C: the renames and the old output's removal run whole
             _move_into_place(staging, target, overwrite)

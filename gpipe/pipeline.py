@@ -70,7 +70,8 @@ from gpipe.watch import dashboard, progress
 from gpipe.io.write import (OutputExists, WriteFailed, check_writable, refuse_over_edges, restore_interrupted,
                             summarize, write_parquet)
 
-__all__ = ["ALGORITHMS", "coerce_source", "configure_logging", "load_config", "run", "run_file"]
+__all__ = ["ALGORITHMS", "coerce_source", "configure_logging", "load_config", "run", "run_file",
+           "run_files"]
 
 log = logging.getLogger("gpipe.pipeline")
 
@@ -136,7 +137,7 @@ def _beside(folder, value):
     return str(folder / text)
 
 
-def run(config, *, how_to_overwrite="set output.overwrite to true"):
+def run(config, *, how_to_overwrite="set output.overwrite to true", client=None):
     """Run one traversal as `config` describes and write its result; return a summary.
 
     Parameters
@@ -149,6 +150,10 @@ def run(config, *, how_to_overwrite="set output.overwrite to true"):
         How the caller asks to replace an existing output, as the error says it
         (``output 'out' already exists; set output.overwrite to true to replace it``); the
         command line names its ``--overwrite``.
+    client : distributed.Client, optional
+        A client already connected to the cluster that ``config["cluster"]`` names (see
+        :func:`run_files`): used as it is, and left open. Without it, a configured cluster is
+        connected to (or started) here and closed at the end.
 
     Returns
     -------
@@ -181,13 +186,14 @@ def run(config, *, how_to_overwrite="set output.overwrite to true"):
         raise OutputExists(output["path"], how_to_overwrite)
     timings = {}
     started = time.time()
-    client = stop_following = None
+    given, stop_following = client, None
     try:
         if settings["cluster"] is None:
             log.info("no cluster configured: using the active Dask client if any, else this process")
         else:
-            with _step("connect", timings):
-                client = _connect(settings["cluster"])
+            if given is None:
+                with _step("connect", timings):
+                    client = _connect(settings["cluster"])
             log.info("Dask dashboard: %s", getattr(client, "dashboard_link", None))
             if getattr(client, "dashboard_link", None):
                 dashboard.install(client)
@@ -255,7 +261,7 @@ def run(config, *, how_to_overwrite="set output.overwrite to true"):
         with silenced_logging(interrupted):
             if stop_following is not None:
                 stop_following()
-            if client is not None:
+            if client is not None and given is None:
                 disconnect(client)
     summary.update(algorithm=settings["algorithm"], source=source, output=str(written), seconds=timings,
                    directed=settings["directed"])
@@ -315,6 +321,48 @@ def run_file(path):
         return report_or_raise(error)
     steps = ", ".join(f"{name} {seconds:.2f}s" for name, seconds in summary["seconds"].items())
     log.info("done in %.2fs (%s)", time.perf_counter() - start, steps)
+    return 0
+
+
+def run_files(paths) -> int:
+    """Run the jobs of several configuration files one after another, on one cluster.
+
+    Every file is loaded and checked first (:func:`load_config` and the keys :func:`run`
+    checks before any work), so a bad file fails the run before any job starts. The cluster
+    that the files name (each names the same one, or none) is connected to, or started, once,
+    and every job runs on it; it is closed after the last. The jobs run in the order given,
+    and the first that fails ends the run: its one line names its file.
+
+    Returns the exit status of :func:`run_file`'s kind: 0 when every job succeeded, else the
+    failing job's (2 for unusable input, 1 for other gpipe errors and memory, 130 for SIGINT).
+    """
+    start = time.perf_counter()
+    client = current = None
+    try:
+        configs = [load_config(path) for path in paths]
+        clusters = [_validate(config)["cluster"] for config in configs]
+        named = [c for c in clusters if c is not None]
+        if any(c != named[0] for c in named):
+            raise InputError("the jobs of one run must name the same cluster (or none): "
+                             + ", ".join(f"{path} names {c!r}" for path, c in zip(paths, clusters)))
+        if named:
+            client = _connect(named[0])
+        for number, (path, config) in enumerate(zip(paths, configs), 1):
+            current = path
+            if len(configs) > 1:
+                log.info("job %d of %d: %s", number, len(configs), path)
+            run(config, client=client)
+        current = None
+    except (Exception, KeyboardInterrupt) as error:
+        if current is not None and len(paths) > 1 and isinstance(error, InputError):
+            error = InputError(f"{current}: {error}")
+        return report_or_raise(error)
+    finally:
+        if client is not None:
+            interrupted = isinstance(sys.exc_info()[1], KeyboardInterrupt)
+            with silenced_logging(interrupted):
+                disconnect(client)
+    log.info("%d job(s) done in %.2fs", len(configs), time.perf_counter() - start)
     return 0
 
 

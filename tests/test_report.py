@@ -171,3 +171,52 @@ def test_write_report_is_whole_or_absent(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == [job.REPORT_NAME]
     with pytest.raises(FileNotFoundError):
         job.read_report(tmp_path / "elsewhere")
+
+
+def job_file(tmp_path, name, folder, source, cluster, **changes):
+    config = {"algorithm": "bfs", "source": source, "cluster": cluster,
+              "edges": {"path": str(folder), "backend": "cpu"},
+              "output": {"path": str(tmp_path / f"out-{name}")}}
+    config.update(changes)
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+CLUSTER = {"kind": "local-cpu", "n_workers": 2, "threads_per_worker": 1, "dashboard_address": None}
+
+
+def test_several_jobs_share_one_cluster(edges, tmp_path, capsys):
+    frame, folder = edges
+    files = [job_file(tmp_path, "a", folder, a_source(frame), CLUSTER),
+             job_file(tmp_path, "b", folder, a_source(frame), CLUSTER, algorithm="sssp",
+                      directed=False)]
+    assert main(["run", *map(str, files)]) == 0  # logs at INFO to stderr
+    err = capsys.readouterr().err
+    assert err.count("connected to") == 1 and "job 2 of 2" in err
+    for name in ("a", "b"):
+        report = job.read_report(tmp_path / f"out-{name}")
+        assert "connect" not in report["phases"] and report["workers"] == 2
+    assert job.read_report(tmp_path / "out-b")["config"]["algorithm"] == "sssp"
+
+
+def test_jobs_naming_different_clusters_fail_before_any_work(edges, tmp_path, capsys):
+    frame, folder = edges
+    other = dict(CLUSTER, n_workers=1)
+    files = [job_file(tmp_path, "a", folder, a_source(frame), CLUSTER),
+             job_file(tmp_path, "b", folder, a_source(frame), other)]
+    assert main(["-q", "run", *map(str, files)]) == 2
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("gpipe: error: the jobs of one run must name the same cluster")
+    assert not (tmp_path / "out-a").exists() and not (tmp_path / "out-b").exists()
+
+
+def test_a_failing_job_ends_the_run_and_names_its_file(edges, tmp_path, capsys):
+    frame, folder = edges
+    files = [job_file(tmp_path, "a", folder, a_source(frame), None),
+             job_file(tmp_path, "b", folder, 10**9, None),
+             job_file(tmp_path, "c", folder, a_source(frame), None)]
+    assert main(["-q", "run", *map(str, files)]) == 2
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"gpipe: error: {files[1]}: ")
+    assert (tmp_path / "out-a").is_dir() and not (tmp_path / "out-c").exists()

@@ -8,7 +8,7 @@
     gpipe sssp EDGES --source S --out DIR [--weight COL] [--max-distance D]
                [...same options but --depth-limit]
     gpipe demo [--scale 16] [--out DIR] [--cpu] [--workers N] [--no-wait]
-    gpipe run CONFIG
+    gpipe run CONFIG [CONFIG ...]
     gpipe warmup
     gpipe bench (--scale S | --grid SIDE | --edges PATH) [--algo bfs|sssp|both] [--sources N]
                 [--ids dense|sparse|string]
@@ -172,7 +172,9 @@ def _traverse(args, pipeline):
 
 
 def _run(args, pipeline):
-    return pipeline.run_file(args.config)
+    if len(args.config) == 1:
+        return pipeline.run_file(args.config[0])
+    return pipeline.run_files(args.config)
 
 
 def _demo(args, pipeline):
@@ -302,9 +304,11 @@ def make_parser():
                       help="close the cluster after the summary (on a terminal it waits for Enter)")
     demo.add_argument("--workers", type=int, metavar="N", help="cluster workers (default: one per GPU or core)")
 
-    run = commands.add_parser("run", help="run a pipeline configuration (conf/pipelines/*.yaml)")
+    run = commands.add_parser("run", help="run pipeline configurations (conf/pipelines/*.yaml)",
+                              description="Run the jobs of one or more pipeline files, in order; "
+                                          "several files share one cluster, started once.")
     run.set_defaults(command=_run)
-    run.add_argument("config", help="pipeline YAML file")
+    run.add_argument("config", nargs="+", help="pipeline YAML file(s)")
 
     warm = commands.add_parser(
         "warmup", help="compile every kernel into the on-disk cache (for container images)",

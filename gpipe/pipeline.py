@@ -128,13 +128,14 @@ def _yaml_problem(error) -> str:
 
 
 def _beside(folder, value):
-    """A relative path `value` taken from `folder`; anything else (URL, absolute, not a path) as is."""
+    """A relative path `value` taken from `folder`, resolved (``conf/pipelines/../../out`` is
+    printed as the folder it names); anything else (URL, absolute, not a path) as is."""
     if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
         return value
     text = os.fspath(value)
     if "://" in text or os.path.isabs(text):
         return value
-    return str(folder / text)
+    return os.path.realpath(folder / text)
 
 
 def run(config, *, how_to_overwrite="set output.overwrite to true", client=None):

@@ -366,6 +366,11 @@ def test_run_takes_relative_paths_from_the_config_folder(graph, tmp_path, monkey
     assert main(["run", str(config)]) == 0
     assert_distances(tmp_path / "results" / "sssp", expected_sssp(edges, [source], directed=True))
     assert os.listdir(elsewhere) == []
+    from gpipe.pipeline import load_config
+
+    loaded = load_config(config)  # printed as the folders they name: no "../"
+    assert loaded["output"]["path"] == str((tmp_path / "results" / "sssp").resolve())
+    assert loaded["edges"]["path"] == str(folder.resolve())
 
 
 @pytest.mark.parametrize(
@@ -577,19 +582,50 @@ def test_run_checks_its_output_before_reading(a_file, tmp_path, capsys):
     assert "is a file, not a directory" in one_line(capsys.readouterr().err)
 
 
-@pytest.mark.parametrize("argv, words", [
-    (["--depth-limit", "99999999999999999999999"], ["depth_limit", "2147483647", "99999999999999999999999"]),
-    (["--depth-limit", "-1"], ["depth_limit", "-1"]),
-    (["--depth-limit", str(2**31)], ["depth_limit", str(2**31)]),
-    (["--partitions", "0"], ["partitions", "0"]),
-    (["--partitions", "-3"], ["partitions", "-3"]),
+@pytest.mark.parametrize("argv, line", [
+    (["--depth-limit", "99999999999999999999999"],
+     "--depth-limit must be an integer from 0 to 2147483647, not 99999999999999999999999"),
+    (["--depth-limit", "-1"], "--depth-limit must be an integer from 0 to 2147483647, not -1"),
+    (["--depth-limit", str(2**31)], f"--depth-limit must be an integer from 0 to 2147483647, not {2**31}"),
+    (["--partitions", "0"], "--partitions must be a positive integer, not 0"),
+    (["--partitions", "-3"], "--partitions must be a positive integer, not -3"),
 ], ids=["huge", "negative", "int32+1", "zero-partitions", "negative-partitions"])
-def test_options_out_of_range_fail_before_reading(tmp_path, capsys, argv, words):
-    """The edges path does not exist: the option's error comes first, so nothing was read."""
+def test_options_out_of_range_fail_before_reading_naming_the_option(tmp_path, capsys, argv, line):
+    """The edges path does not exist: the option's error comes first, so nothing was read; it
+    names the option as typed, not the configuration key."""
     assert main(["bfs", NOWHERE, "--source", "0", "--out", str(tmp_path / "out")] + argv) == 2
-    line = one_line(capsys.readouterr().err)
-    assert line.startswith("gpipe: error:") and all(word in line for word in words), line
-    assert NOWHERE not in line
+    assert one_line(capsys.readouterr().err) == f"gpipe: error: {line}"
+
+
+def test_a_negative_max_distance_names_the_option(tmp_path, capsys):
+    assert main(["sssp", NOWHERE, "--source", "0", "--out", str(tmp_path / "out"),
+                 "--max-distance", "-2"]) == 2
+    assert one_line(capsys.readouterr().err) == (
+        "gpipe: error: --max-distance must be a non-negative number, not -2.0")
+
+
+def every_option():
+    """(command, option strings, help) of every optional argument of every command."""
+    from gpipe.tools.cli import make_parser
+
+    parser = make_parser()
+    commands = next(a for a in parser._actions if a.choices and "bfs" in a.choices).choices
+    for name, sub in [("gpipe", parser), *commands.items()]:
+        for action in sub._actions:
+            if action.option_strings and action.help not in (None, "==SUPPRESS=="):
+                yield name, action.option_strings, action.help
+
+
+def test_every_option_says_its_default_and_every_command_what_it_does():
+    from gpipe.tools.cli import make_parser
+
+    lacking = [(name, options) for name, options, text in every_option()
+               if "default" not in text and "required" not in text
+               and options[0] not in ("-h", "--version")]
+    assert lacking == []
+    parser = make_parser()
+    commands = next(a for a in parser._actions if a.choices and "bfs" in a.choices).choices
+    assert all(sub.description for sub in commands.values()), [n for n, s in commands.items() if not s.description]
 
 
 def test_run_takes_partitions_auto(graph, tmp_path):

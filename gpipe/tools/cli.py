@@ -148,7 +148,35 @@ def _flush():
             pass
 
 
+# The command line's options that the pipeline's checks name by their configuration key.
+_OPTION_OF_KEY = {"depth_limit": "--depth-limit", "max_distance": "--max-distance",
+                  "partitions": "--partitions"}
+
+
+def _check_options_as_typed(args):
+    """The pipeline's own checks of the numeric options, before anything is read, but their
+    errors naming the option as typed (``--depth-limit must be an integer from 0 to ...``), not
+    its configuration key and Python spelling (``depth_limit must be None or ...``)."""
+    from gpipe.errors import InputError
+    from gpipe.io import validate
+    from gpipe.partitioning import sizing
+
+    checks = {"depth_limit": validate.depth_limit, "max_distance": validate.max_distance,
+              "partitions": sizing.requested_partitions}
+    for key, check in checks.items():
+        value = getattr(args, key, None)
+        if value is None:
+            continue
+        try:
+            check(value)
+        except InputError as error:
+            text = str(error).replace(f"{key} must be None or ", f"{key} must be ", 1)
+            text = text.replace(" or None,", ",", 1)
+            raise InputError(text.replace(key, _OPTION_OF_KEY[key], 1)) from None
+
+
 def _traverse(args, pipeline):
+    _check_options_as_typed(args)
     config = {
         "algorithm": args.algorithm,
         "cluster": args.cluster,
@@ -269,39 +297,47 @@ def make_parser():
             action="append",
             required=True,
             metavar="S",
-            help="source vertex id; repeat for several sources (one traversal from all)",
+            help="source vertex id; repeat for several sources (one traversal from all); required",
         )
-        sub.add_argument("--out", required=True, metavar="DIR", help="output Parquet directory")
+        sub.add_argument("--out", required=True, metavar="DIR",
+                         help="output Parquet directory (with its job report, _gpipe.json); required")
         if algorithm == "bfs":
-            sub.add_argument("--depth-limit", type=int, metavar="K", help="visit vertices up to K hops away")
+            sub.add_argument("--depth-limit", type=int, metavar="K",
+                             help="visit vertices up to K hops away (default: no limit)")
         else:
             sub.add_argument("--weight", default="weight", metavar="COL", help="weight column (default: weight)")
             sub.add_argument("--max-distance", type=float, metavar="D",
-                             help="vertices farther than D are unreached (the search stops there)")
+                             help="vertices farther than D are unreached (the search stops there; "
+                                  "default: no cutoff)")
         sub.add_argument("--no-parents", action="store_true",
-                         help="distances only: no parent column (less memory)")
-        sub.add_argument("--undirected", action="store_true", help="each edge goes both ways")
+                         help="distances only: no parent column (less memory; default: with parents)")
+        sub.add_argument("--undirected", action="store_true",
+                         help="each edge goes both ways (default: directed, src -> dst)")
         sub.add_argument("--src", default="src", metavar="COL", help="source-vertex column (default: src)")
         sub.add_argument("--dst", default="dst", metavar="COL", help="target-vertex column (default: dst)")
         sub.add_argument(
             "--backend", default="auto", choices=("auto", "cpu", "gpu"), help="partition type (default: auto)"
         )
-        sub.add_argument("--overwrite", action="store_true", help="replace an existing output directory")
+        sub.add_argument("--overwrite", action="store_true",
+                         help="replace an existing output directory (default: an existing one is an error)")
         sub.add_argument("--partitions", type=int, metavar="P",
                          help="workers that own the graph (with --cluster); default: as few as hold it")
         sub.add_argument(
             "--cluster", metavar="FILE", help="cluster YAML (conf/cluster/*.yaml); default: no cluster, in-process"
         )
 
+    demo_summary = "generate a Kronecker graph, run BFS and SSSP on a local cluster, print a summary"
     demo = commands.add_parser(
-        "demo", help="generate a Kronecker graph, run BFS and SSSP on a local cluster, print a summary"
+        "demo", help=demo_summary,
+        description=demo_summary[0].upper() + demo_summary[1:] + " (README: Quick start)."
     )
     demo.set_defaults(command=_demo)
     demo.add_argument("--scale", type=int, default=16, help="2**SCALE vertex ids, 16 edges each (default: 16)")
     demo.add_argument("--out", default="out/demo", metavar="DIR", help="output folder (default: out/demo)")
-    demo.add_argument("--cpu", action="store_true", help="use a CPU cluster even where a GPU is available")
+    demo.add_argument("--cpu", action="store_true",
+                      help="use a CPU cluster even where a GPU is available (default: a GPU where usable)")
     demo.add_argument("--no-wait", action="store_true",
-                      help="close the cluster after the summary (on a terminal it waits for Enter)")
+                      help="close the cluster after the summary (default: on a terminal, wait for Enter)")
     demo.add_argument("--workers", type=int, metavar="N", help="cluster workers (default: one per GPU or core)")
 
     run = commands.add_parser("run", help="run pipeline configurations (conf/pipelines/*.yaml)",
@@ -326,7 +362,7 @@ def make_parser():
 def _add_global_options(parser, default):
     """Options that may come before the command or after it (``gpipe -q bfs ...``, ``gpipe bfs ... -q``)."""
     parser.add_argument("-q", "--quiet", action="store_true", default=default,
-                        help="log warnings only, not step timings")
+                        help="log warnings only, not step timings (default: log them)")
 
 
 def _add_bench_parser(commands):
@@ -334,48 +370,56 @@ def _add_bench_parser(commands):
     bench = commands.add_parser("bench", help=summary, description=summary)
     bench.set_defaults(command=_bench)
     graph = bench.add_mutually_exclusive_group(required=True)
-    graph.add_argument("--scale", type=int, metavar="S", help="Graph500 Kronecker graph, 2**S vertex ids, 16 edges each")
-    graph.add_argument("--grid", type=int, metavar="SIDE", help="3-D grid of SIDE**3 vertices (degree 6)")
-    graph.add_argument("--edges", metavar="PATH", help="Parquet edge list (file, directory or glob)")
+    graph.add_argument("--scale", type=int, metavar="S", help="Graph500 Kronecker graph, 2**S vertex ids, 16 edges each; one of --scale, --grid, --edges is required")
+    graph.add_argument("--grid", type=int, metavar="SIDE", help="3-D grid of SIDE**3 vertices (degree 6); one of --scale, --grid, --edges is required")
+    graph.add_argument("--edges", metavar="PATH", help="Parquet edge list (file, directory or glob); one of --scale, --grid, --edges is required")
     bench.add_argument("--src", default="src", metavar="COL", help="--edges source column (default: src)")
     bench.add_argument("--dst", default="dst", metavar="COL", help="--edges target column (default: dst)")
     bench.add_argument("--weight", metavar="COL", help="--edges weight column (default: none)")
-    bench.add_argument("--weights", action="store_true", help="add integer weights 1..255 (SSSP adds them anyway)")
+    bench.add_argument("--weights", action="store_true",
+                       help="add integer weights 1..255 (SSSP adds them anyway; default: unweighted BFS)")
     bench.add_argument("--ids", default="dense", choices=("dense", "sparse", "string"),
                        help="generated graphs' ids: as generated (0..n-1), sparse integers or strings, "
                             "the last two renumbered by the build (default: dense)")
     bench.add_argument("--seed", type=int, default=0, help="seed of the graph and of the sources (default: 0)")
-    bench.add_argument("--algo", default="bfs", choices=("bfs", "sssp", "both"), help="default: bfs")
+    bench.add_argument("--algo", default="bfs", choices=("bfs", "sssp", "both"), help="(default: bfs)")
     bench.add_argument("--sources", type=int, default=8, metavar="N",
                        help="random non-isolated sources, one traversal each (grid: the centre first; default: 8)")
     bench.add_argument("--repeat", type=int, default=1, metavar="R", help="timed runs per source (default: 1)")
-    bench.add_argument("--backend", default="auto", choices=("auto", "cpu", "gpu"), help="default: auto")
+    bench.add_argument("--backend", default="auto", choices=("auto", "cpu", "gpu"), help="(default: auto)")
     bench.add_argument("--workers", type=int, default=0, metavar="K",
                        help="0: no Dask cluster, in-process (default); K: a local cluster of K workers")
     bench.add_argument("--partitions", type=int, metavar="P",
                        help="owners of the graph, at most K (default: as few as hold it)")
     bench.add_argument("--shared-gpu", action="store_true",
                        help="GPU: K plain workers all on GPU 0 (times several owners on one GPU; "
-                            "the default on a one-GPU machine)")
+                            "the default on a one-GPU machine; elsewhere, one worker per GPU)")
     bench.add_argument("--protocol", default="auto", choices=("auto", "tcp", "ucx", "both"),
                        help="transport between GPU workers (default: auto, ucx where distributed-ucxx "
                             "is installed, else tcp); both: the whole run over each, side by side")
     bench.add_argument("--compare-scipy", action="store_true",
-                       help="also time scipy.sparse.csgraph breadth_first_order / dijkstra on the same graph")
+                       help="also time scipy.sparse.csgraph breadth_first_order / dijkstra on the same graph "
+                            "(default: not)")
     bench.add_argument("--end-to-end", action="store_true",
-                       help="also time Parquet read + persist, build, traverse, result frame (cold and warm)")
+                       help="also time Parquet read + persist, build, traverse, result frame (cold and warm; "
+                            "default: not)")
     bench.add_argument("--build-repeat", type=int, default=1, metavar="R",
                        help="builds of the graph from the persisted edges, each timed (default: 1)")
     bench.add_argument("--no-scipy-check", action="store_true",
-                       help="skip comparing the first source's distances with SciPy (done up to 2**22 vertices)")
+                       help="skip comparing the first source's distances with SciPy (default: compared up to "
+                            "2**22 vertices)")
     bench.add_argument("--each", type=int, metavar="N",
-                       help="time bfs_each/sssp_each from N random sources instead (gpipe/tools/bench_each.py)")
+                       help="time bfs_each/sssp_each from N random sources instead (gpipe/tools/bench_each.py; "
+                            "default: single-source queries)")
     bench.add_argument("--targets", type=int, metavar="M",
-                       help="--each: a distance table to M random vertices")
+                       help="--each: a distance table to M random vertices (default: every vertex)")
     bench.add_argument("--each-parquet", action="store_true",
-                       help="--each: also time bfs_each(depth_limit=2).to_parquet (rows/s, peak memory)")
-    bench.add_argument("--tmpdir", metavar="DIR", help="where --end-to-end writes its Parquet files")
+                       help="--each: also time bfs_each(depth_limit=2).to_parquet (rows/s, peak memory; "
+                            "default: not)")
+    bench.add_argument("--tmpdir", metavar="DIR",
+                       help="where --end-to-end writes its Parquet files, made if missing (default: the "
+                            "system's temporary folder)")
     bench.add_argument("--paths", action="store_true",
                        help="also time Graph.path(s, t) to a random reached t against len() of the "
-                            "traversal, and the memory of parents=False against parents=True")
-    bench.add_argument("--json", metavar="PATH", help="write the full report here")
+                            "traversal, and the memory of parents=False against parents=True (default: not)")
+    bench.add_argument("--json", metavar="PATH", help="write the full report here (default: none)")

@@ -184,3 +184,15 @@ def test_figures_the_readme_quotes_are_in_benchmarks():
             assert re.search(rf"(?<![\w.]){re.escape(figure[0])} ?{figure[1]}\b", BENCHMARKS), \
                 f"README quotes {quoted} ({text[:80]}...), which BENCHMARKS.md does not have"
     assert checked >= 2  # the warmup and first-contact figures at least
+
+
+def test_the_first_screen_gives_the_two_commands_and_ci_runs_the_second():
+    """A newcomer's first screen (30 lines) says how to install and run the demo, and how to
+    run the tests; CI's entry point runs exactly that test command."""
+    first_screen = "\n".join(README.splitlines()[:30])
+    demo = "pip install -e '.[test]' && gpipe demo"
+    tests = ("python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[test]' && "
+             "python -m pytest -q")
+    assert demo in first_screen and tests in first_screen
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert tests in ci

@@ -104,14 +104,24 @@ def command_report(error: BaseException) -> tuple[int, str] | None:
 def report_or_raise(error: BaseException) -> int:
     """Print `error` as :func:`command_report`'s one line on stderr and return its exit status;
     raise it again (with its traceback) when it is a bug."""
-    import sys
-
     report = command_report(error)
     if report is None:
         raise error
     status, line = report
-    print(line, file=sys.stderr)
+    say(line)
     return status
+
+
+def say(line: str) -> None:
+    """Write ``line`` to stderr and flush it, where stderr can still take it: a pipe whose
+    reader is gone (``gpipe ... 2>&1 | tee log`` after Ctrl-C ended ``tee``) drops the line
+    rather than turn the command's exit status into a ``BrokenPipeError``."""
+    import sys
+
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError):  # a closed pipe or stream: nobody is left to read the line
+        pass
 
 
 def out_of_memory(error: BaseException) -> str | None:

@@ -315,15 +315,19 @@ def stop_if_running(proc):
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-def interrupted_stderr(status, reader, err):
+def interrupted_stderr(status, reader, err, written=()):
     """The stderr of a command that SIGINT stopped, once ``reader`` (the thread appending its
     lines to ``err``) is done: asserted to be exit status 130 and the one last line
-    ``gpipe: interrupted``, with no traceback."""
+    ``gpipe: interrupted`` (naming the outputs ``written`` whole before it, if any), with no
+    traceback."""
     reader.join(10)
     stderr = "".join(err)
     assert status == 130, stderr
     lines = [line for line in stderr.splitlines() if line.strip()]
-    assert lines[-1] == "gpipe: interrupted" and stderr.count("gpipe: interrupted") == 1, stderr
+    last = "gpipe: interrupted"
+    if written:
+        last += f"; written whole before it: {', '.join(map(str, written))}"
+    assert lines[-1] == last and stderr.count("gpipe: interrupted") == 1, stderr
     assert "Traceback" not in stderr and "Error" not in stderr, stderr
     return stderr
 
@@ -834,7 +838,10 @@ def test_ctrl_c_at_any_phase_is_one_line_exit_130_and_leaves_nothing(graph, tmp_
         took = time.monotonic() - sent
     finally:
         stop_if_running(proc)
-    stderr = interrupted_stderr(status, reader, err)
+    # What was put in place whole before the interrupt, the line names: the output after the
+    # summary, the demo's generated edges (written before its cluster starts).
+    written = [out] if phase == "done" else [out / "edges"] if command == "demo" else []
+    stderr = interrupted_stderr(status, reader, err, written)
     assert took <= 2.0, f"exited {took:.1f} s after SIGINT"
     gone, alive = psutil.wait_procs(children, timeout=2)
     assert alive == [], alive
@@ -901,3 +908,53 @@ def test_a_bench_tmpdir_under_a_file_is_one_line(a_file, capsys):
 def test_a_bench_tmpdir_that_is_a_file_is_one_line(a_file, capsys):
     assert main(["bench", "--scale", "4", "--tmpdir", str(a_file)]) == 2
     assert one_line(capsys.readouterr().err) == f"gpipe: error: --tmpdir {a_file}: exists and is not a directory"
+
+
+def closed_pipe():
+    """The write end of a pipe whose reader is gone (``| tee log`` after Ctrl-C ended tee)."""
+    read, write = os.pipe()
+    os.close(read)
+    return write
+
+
+def test_an_error_into_a_closed_pipe_keeps_its_exit_status(tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    stderr = closed_pipe()
+    try:
+        done = subprocess.run([sys.executable, "-m", "gpipe", "bfs", NOWHERE, "--source", "0",
+                               "--out", str(tmp_path / "out")], stdout=subprocess.DEVNULL,
+                              stderr=stderr, env=env, timeout=120)
+    finally:
+        os.close(stderr)
+    assert done.returncode == 2
+
+
+def test_ctrl_c_into_a_closed_pipe_keeps_exit_130(graph, tmp_path):
+    import signal
+
+    edges, folder = graph
+    env = dict(os.environ, GPIPE_PHASES="traverse",
+               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    marker = tmp_path / "phases"
+    argv = [sys.executable, "-c",
+            "import sys, runpy; sys.argv = ['gpipe'] + sys.argv[1:]; "
+            f"open({str(marker)!r}, 'w').close(); runpy.run_module('gpipe', run_name='__main__')",
+            "bfs", str(folder), "--source", str(sources_of(edges, 1)[0]), "--out", str(tmp_path / "out")]
+    stderr = closed_pipe()
+    try:
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=stderr, env=env,
+                                start_new_session=True)
+    finally:
+        os.close(stderr)
+    try:
+        # Its stderr cannot be read: wait until the traversal's pause has surely begun.
+        deadline = time.monotonic() + 60
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(8)
+        os.killpg(proc.pid, signal.SIGINT)
+        status = proc.wait(60)
+    finally:
+        stop_if_running(proc)
+    assert status == 130
+    assert not (tmp_path / "out").exists()

@@ -32,7 +32,10 @@ def phase(name: str) -> None:
     wanted = os.environ.get(PHASES_ENV)
     if not wanted:
         return
-    print(f"gpipe: phase {name}", file=sys.stderr, flush=True)
+    try:
+        print(f"gpipe: phase {name}", file=sys.stderr, flush=True)
+    except (OSError, ValueError):  # stderr is a pipe nobody reads any more: pause all the same
+        pass
     if wanted == name:
         time.sleep(60)
 

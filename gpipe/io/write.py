@@ -57,7 +57,7 @@ from gpipe.engine.interrupts import deferred_interrupt, phase
 from gpipe.errors import GpipeError, InputError
 
 __all__ = ["to_parquet", "write_parquet", "check_writable", "refuse_over_edges", "restore_interrupted",
-           "summarize", "OutputExists", "WriteFailed"]
+           "summarize", "outputs_written", "forget_outputs_written", "OutputExists", "WriteFailed"]
 
 log = logging.getLogger("gpipe.output")
 
@@ -265,11 +265,27 @@ def write_parquet(frame, path, *, overwrite=False, beside=None):
         phase("write")
         with deferred_interrupt():  # Ctrl-C: the renames and the old output's removal run whole
             _move_into_place(staging, target, overwrite)
+            _PUT_IN_PLACE.append(target)
     except BaseException:
         with deferred_interrupt():
             _remove(staging)
         raise
     return target
+
+
+_PUT_IN_PLACE: list = []  # outputs this process's writes put in place, in order
+
+
+def outputs_written() -> list:
+    """The outputs (absolute paths) that :func:`write_parquet` has put in place, whole, in
+    this process since :func:`forget_outputs_written`: what a command interrupted after them
+    says is complete."""
+    return list(_PUT_IN_PLACE)
+
+
+def forget_outputs_written() -> None:
+    """Start :func:`outputs_written` afresh (a command's start)."""
+    _PUT_IN_PLACE.clear()
 
 
 def check_writable(path) -> Path:

@@ -43,7 +43,7 @@ import sys
 
 from gpipe import __version__
 from gpipe.engine.interrupts import phase
-from gpipe.errors import report_or_raise
+from gpipe.errors import report_or_raise, say
 
 __all__ = ["main", "command"]
 
@@ -52,7 +52,8 @@ def main(argv=None):
     """Run the ``gpipe`` command line with `argv` (default ``sys.argv[1:]``); return the exit status.
 
     Ctrl-C (``KeyboardInterrupt``) at any moment of it, the imports included, returns 130
-    after the one line ``gpipe: interrupted`` on stderr.
+    after the one line ``gpipe: interrupted`` on stderr; where outputs were already put in
+    place whole, the line names them (``gpipe: interrupted; written whole before it: OUT``).
 
     Examples
     --------
@@ -63,14 +64,29 @@ def main(argv=None):
         args = make_parser().parse_args(argv)
         phase("imports")
         from gpipe import pipeline  # NumPy, pandas, Dask, gpipe: the first second of a command
+        from gpipe.io.write import forget_outputs_written
 
+        forget_outputs_written()
         pipeline.configure_logging(logging.WARNING if args.quiet else logging.INFO)
         status = args.command(args, pipeline)
         if status == 0:
             phase("done")
         return status
-    except (Exception, KeyboardInterrupt) as error:
+    except KeyboardInterrupt:
+        say(_interrupted_line())
+        return 130
+    except Exception as error:  # noqa: BLE001 (a bug is raised again, with its traceback)
         return report_or_raise(error)
+
+
+def _interrupted_line() -> str:
+    """``gpipe: interrupted``, and the outputs that were already put in place whole, if any
+    (a rerun would find them there), so the user knows what the interrupt did not undo."""
+    write = sys.modules.get("gpipe.io.write")
+    done = write.outputs_written() if write is not None else []
+    if not done:
+        return "gpipe: interrupted"
+    return f"gpipe: interrupted; written whole before it: {', '.join(map(str, done))}"
 
 
 def command():
@@ -134,7 +150,7 @@ def _run_exit_handlers(handlers, limit_s: float) -> None:
 def _interrupted_at_exit(signum, frame):
     import os
 
-    print("gpipe: interrupted", file=sys.stderr)
+    say(_interrupted_line())
     _flush()
     os._exit(130)
 

@@ -86,3 +86,57 @@ def compile_all(report=None) -> list:
             if report is not None:
                 report(*done[-1])
     return done
+
+
+# --- compilations that outlive their process ---------------------------------------------------
+
+FINISH_LOCK = ".gpipe-finish.lock"  # in Numba's cache folder: one finisher compiles at a time
+
+
+def finish_detached(pairs) -> None:
+    """Start a detached process (its own session, no terminal, output discarded) that compiles
+    ``pairs`` (``(dispatcher, signature)`` of :data:`ENTRY_POINTS`) into Numba's on-disk cache,
+    and return at once. The process names them by their place in :data:`ENTRY_POINTS`, which
+    the same installed modules declare in the same order, and inherits this environment
+    (``NUMBA_CACHE_DIR``, ``NUMBA_CPU_NAME``), so it writes the cache this process reads."""
+    import subprocess
+    import sys
+
+    places = {id(dispatcher): i for i, (dispatcher, _) in enumerate(ENTRY_POINTS)}
+    named = []
+    for dispatcher, signature in pairs:
+        i = places.get(id(dispatcher))
+        if i is not None and signature in ENTRY_POINTS[i][1]:
+            named.append(f"{i}:{ENTRY_POINTS[i][1].index(signature)}")
+    if not named:
+        return
+    code = "import sys; from gpipe.engine.compute.cpu_jit import compile_named; compile_named(sys.argv[1:])"
+    subprocess.Popen([sys.executable, "-c", code, *named],
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+
+
+def compile_named(named) -> None:
+    """The detached process of :func:`finish_detached`: compile the signatures named
+    ``"i:j"`` (signature ``j`` of entry point ``i``), one finisher at a time per cache folder (a
+    later one then finds most of them cached)."""
+    import fcntl
+    import os
+
+    from gpipe.engine.compute import cpu  # noqa: F401 (declares every CPU kernel, in order)
+
+    cache_path = getattr(getattr(ENTRY_POINTS[0][0], "_cache", None), "cache_path", None)
+    lock = None
+    if cache_path:
+        os.makedirs(cache_path, exist_ok=True)
+        lock = open(os.path.join(cache_path, FINISH_LOCK), "w")
+        fcntl.flock(lock, fcntl.LOCK_EX)
+    try:
+        for place in named:
+            i, j = (int(part) for part in place.split(":"))
+            dispatcher, signatures = ENTRY_POINTS[i]
+            dispatcher.compile(signatures[j])  # loads it instead where it is cached already
+    finally:
+        if lock is not None:
+            lock.close()
+

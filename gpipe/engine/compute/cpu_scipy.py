@@ -30,7 +30,10 @@ Threads: the background thread only compiles (``Dispatcher.compile``; Numba seri
 compilations under its global compiler lock, and a kernel compiled there is usable by any
 thread once its overload is added), it never runs a kernel. It is a daemon; at interpreter
 exit it is told to stop and the compilation in flight (at most one kernel) is waited for, so
-that LLVM is not torn down under it.
+that LLVM is not torn down under it. The kernels still queued then are handed to a detached
+process that compiles them into the cache and outlives this one
+(:func:`gpipe.engine.compute.cpu_jit.finish_detached`): the cache fills once, whatever the
+first process's length.
 """
 
 from __future__ import annotations
@@ -196,12 +199,16 @@ class _Compiler:
         with self._lock:
             return self._lock.wait_for(lambda: not self._queue and not self._running, timeout)
 
-    def stop(self, timeout=60.0) -> None:
-        """Compile nothing more; wait for the compilation in flight (at exit)."""
+    def stop(self, timeout=60.0, hand_over=None) -> None:
+        """Compile nothing more; wait for the compilation in flight (at exit). What is still
+        queued goes to ``hand_over(pairs)`` when given (:func:`_finish_elsewhere`)."""
         with self._lock:
             self._stopping = True
+            left = list(self._queue)
             self._queue.clear()
             thread = self._thread
+        if left and hand_over is not None:
+            hand_over(left)
         if thread is not None and thread.is_alive() and thread is not threading.current_thread():
             thread.join(timeout)
 
@@ -223,8 +230,25 @@ class _Compiler:
                 self._lock.notify_all()
 
 
+def _finish_elsewhere(pairs) -> None:
+    """Compile ``pairs`` (``(dispatcher, signature)``) into Numba's cache in a detached process
+    (:func:`gpipe.engine.compute.cpu_jit.finish_detached`), which outlives this one: a process
+    shorter than its first queries' compilations leaves the cache whole all the same, so that
+    every process after it answers with warm kernels. Never raises (it runs at exit)."""
+    try:
+        from gpipe.engine.compute import cpu_jit
+
+        cpu_jit.finish_detached(pairs)
+    except Exception:  # noqa: BLE001 (at exit: the next process compiles what is missing)
+        pass
+
+
+def _stop_at_exit() -> None:
+    _COMPILER.stop(hand_over=_finish_elsewhere)
+
+
 _COMPILER = _Compiler()
-atexit.register(_COMPILER.stop)
+atexit.register(_stop_at_exit)
 
 
 # --- SciPy's answers ---------------------------------------------------------------------------

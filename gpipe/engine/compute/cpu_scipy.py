@@ -32,8 +32,8 @@ thread once its overload is added), it never runs a kernel. It is a daemon; at i
 exit it is told to stop and the compilation in flight (at most one kernel) is waited for, so
 that LLVM is not torn down under it. The kernels still queued then are handed to a detached
 process that compiles them into the cache and outlives this one
-(:func:`gpipe.engine.compute.cpu_jit.finish_detached`): the cache fills once, whatever the
-first process's length.
+(:mod:`gpipe.engine.compute.cpu_cache`): the cache fills once, whatever the first process's
+length.
 """
 
 from __future__ import annotations
@@ -232,13 +232,13 @@ class _Compiler:
 
 def _finish_elsewhere(pairs) -> None:
     """Compile ``pairs`` (``(dispatcher, signature)``) into Numba's cache in a detached process
-    (:func:`gpipe.engine.compute.cpu_jit.finish_detached`), which outlives this one: a process
+    (:func:`gpipe.engine.compute.cpu_cache.finish_detached`), which outlives this one: a process
     shorter than its first queries' compilations leaves the cache whole all the same, so that
     every process after it answers with warm kernels. Never raises (it runs at exit)."""
     try:
-        from gpipe.engine.compute import cpu_jit
+        from gpipe.engine.compute import cpu_cache
 
-        cpu_jit.finish_detached(pairs)
+        cpu_cache.finish_detached(pairs)
     except Exception:  # noqa: BLE001 (at exit: the next process compiles what is missing)
         pass
 

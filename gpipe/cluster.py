@@ -180,7 +180,12 @@ def connect(config):
         If `kind` or a key is unknown (the message names it), ``scheduler_address`` is
         missing for ``remote``, or ``local-cuda`` is asked for without dask-cuda or a GPU.
     OSError
-        If a remote scheduler cannot be reached within ``timeout``.
+        If a remote scheduler cannot be reached within ``timeout`` (a TLS handshake that fails
+        is one such error).
+    gpipe.InputError
+        For a ``tls://`` scheduler address without ``distributed.comm.tls.ca-file`` and
+        ``distributed.comm.tls.client.cert`` in Dask config (the cluster file's ``dask:``
+        section sets them, with ``distributed.comm.tls.client.key``).
 
     Examples
     --------
@@ -214,10 +219,32 @@ def connect(config):
         address = options.pop("scheduler_address", None)
         if not address:
             raise InputError("a remote cluster configuration needs 'scheduler_address'")
+        _check_tls(str(address))
         return Client(address, **options)
     if kind == "local-cuda":
         return _client_of(_local_cuda_cluster(options))
     return _client_of(_local_cpu_cluster(options))
+
+
+TLS_SETTINGS = ("distributed.comm.tls.ca-file", "distributed.comm.tls.client.cert",
+                "distributed.comm.tls.client.key")
+
+
+def _check_tls(address: str) -> None:
+    """Refuse, in one line, a ``tls://`` scheduler address without the certificates a client
+    needs (Dask would fail with a TypeError deep in its comms): the CA file and the client's
+    certificate, from Dask config (a cluster file's ``dask:`` section sets them)."""
+    if not address.startswith("tls://"):
+        return
+    import dask
+
+    missing = [name for name in TLS_SETTINGS[:2] if not dask.config.get(name, None)]
+    if missing:
+        raise InputError(
+            f"cannot connect to the Dask scheduler {address!r}: it takes TLS, and "
+            f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set; give the CA "
+            "file and this client's certificate and key (distributed.comm.tls.client.key) under "
+            "the cluster file's dask: section, as conf/cluster/remote.yaml shows")
 
 
 def _client_of(cluster):

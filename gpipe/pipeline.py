@@ -509,8 +509,8 @@ def _connect(cluster):
         if address is None:  # a local cluster that failed to start: not a bad address
             raise
         raise InputError(f"cannot connect to the Dask scheduler {address!r}: "
-                         f"{' '.join(str(error).split()) or type(error).__name__}; check the "
-                         "cluster configuration's scheduler_address and that the scheduler runs") from None
+                         f"{' '.join(str(error).split()) or type(error).__name__}; "
+                         f"{_what_to_check(str(address), error)}") from None
     log.info("connected to %s (dashboard: %s)", client.scheduler.address, client.dashboard_link or "off")
     return client
 
@@ -521,6 +521,21 @@ def _transport_of(graph) -> str:
     if graph.num_partitions < 2:
         return "none"
     return "nccl" if built_of(graph).transport is not None else "dask"
+
+
+def _what_to_check(address: str, error: OSError) -> str:
+    """What a failed connection to ``address`` asks the user to check: over TLS, the
+    certificates; a plain connection reset or closed, that the scheduler may take TLS only."""
+    if address.startswith("tls://"):
+        return ("check distributed.comm.tls.ca-file (the CA that signed the scheduler's "
+                "certificate) and distributed.comm.tls.client.cert and .key under the cluster "
+                "file's dask: section, and that the scheduler runs")
+    text = f"{type(error).__name__} {error}".lower()
+    if any(word in text for word in ("reset", "closed", "handshake", "ssl")):
+        return ("a scheduler that takes TLS only closes plain connections: give its tls:// "
+                "address and the TLS settings (conf/cluster/remote.yaml), or check "
+                "scheduler_address and that the scheduler runs")
+    return "check the cluster configuration's scheduler_address and that the scheduler runs"
 
 
 def _materialize(result, client):

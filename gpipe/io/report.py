@@ -8,7 +8,8 @@ fails or is killed at any phase leaves neither. Readers of Parquet datasets (Das
 pyarrow, Spark) skip names that start with ``_`` or ``.``: ``OUT`` still reads as the result
 alone.
 
-What it holds (:func:`job_report`): the command line, the configuration as the job ran it,
+What it holds (:func:`job_report`): the command line, the configuration as the job ran it (PEM
+text given inline, a TLS key say, replaced by a note),
 each phase's seconds, the rows and bytes written, the owners and the transport between them,
 the machine, the versions of gpipe and the libraries it ran on, and when it started and ended.
 """
@@ -64,7 +65,7 @@ def job_report(*, settings: dict, source, summary: dict, phases: dict, started: 
         "format": FORMAT,
         "gpipe": _version("gpipe") or "unknown (not installed: run from a checkout)",
         "command": list(sys.argv),
-        "config": settings,
+        "config": _without_secrets(settings),
         "source": source,
         "started_at": _iso(started),
         "finished_at": _iso(time.time()),
@@ -101,6 +102,18 @@ def read_report(output) -> dict:
     an older gpipe).
     """
     return json.loads((Path(output) / REPORT_NAME).read_text())
+
+
+def _without_secrets(value):
+    """``value`` (a configuration) with any PEM text (a TLS key or certificate given inline
+    rather than as a file's path) replaced by a note: no report holds a key's contents."""
+    if isinstance(value, dict):
+        return {k: _without_secrets(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_without_secrets(v) for v in value]
+    if isinstance(value, str) and "-----BEGIN" in value:
+        return "(PEM text, not shown)"
+    return value
 
 
 def _iso(seconds: float) -> str:

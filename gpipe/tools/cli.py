@@ -236,9 +236,10 @@ def _warmup(args, pipeline):
         if not args.quiet:
             print(f"{seconds:6.2f} s  {name}{_argument_types(signature)}", flush=True)
 
-    warmed = warmup(report)
+    warmed = warmup(report, processes=args.processes)
     print(f"gpipe warmup: {len(warmed.cpu)} CPU kernel signatures compiled or loaded in "
-          f"{warmed.seconds:.1f} s, cached in {warmed.cache_dir}; GPU: {warmed.gpu}")
+          f"{warmed.seconds:.1f} s by {warmed.processes} process(es), cached in "
+          f"{warmed.cache_dir}; GPU: {warmed.gpu}")
     return 0
 
 
@@ -367,6 +368,8 @@ def make_parser():
         description="Compile every CPU kernel into Numba's on-disk cache (NUMBA_CACHE_DIR if set) "
                     "and warm the GPU kernels where a GPU is usable, so that no later query compiles.")
     warm.set_defaults(command=_warmup)
+    warm.add_argument("--processes", type=int, metavar="N",
+                      help="processes that compile the CPU kernels together (default: one per CPU core)")
 
     _add_bench_parser(commands)
     for sub in commands.choices.values():

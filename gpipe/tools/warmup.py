@@ -26,17 +26,23 @@ class Warmed:
 
     cpu: list = field(default_factory=list)  # (qualified name, signature, seconds)
     cache_dir: str | None = None
+    processes: int = 1  # that compiled the CPU kernels together
     gpu: str = "skipped: no usable GPU"
     seconds: float = 0.0
 
 
-def warmup(report=None) -> Warmed:
+def warmup(report=None, processes=None) -> Warmed:
     """Compile every CPU kernel signature into Numba's cache; warm the GPU kernels where a GPU is usable.
 
     Parameters
     ----------
     report : callable, optional
         ``report(name, signature, seconds)`` after each CPU signature, for progress output.
+        With several processes it is called once they are done, each signature then loaded
+        from the cache (its seconds are the load's).
+    processes : int, optional
+        Processes that compile the CPU kernels together (default: one per CPU core; Numba
+        compiles one kernel at a time per process).
 
     Returns
     -------
@@ -49,10 +55,16 @@ def warmup(report=None) -> Warmed:
     kernel modules (or Numba's user-wide cache where that folder is read-only); run warmup with
     the same setting, and as the same user, as the queries that should find it.
     """
-    from gpipe.engine.compute import cpu, cpu_jit  # noqa: F401 (cpu: declares every CPU kernel)
+    import os
+
+    from gpipe.engine.compute import cpu, cpu_cache, cpu_jit  # noqa: F401 (cpu: declares every CPU kernel)
 
     started = time.perf_counter()
-    warmed = Warmed(cpu=cpu_jit.compile_all(report), cache_dir=_cache_dir(cpu_jit))
+    processes = (os.cpu_count() or 1) if processes is None else max(1, int(processes))
+    if processes > 1:
+        cpu_cache.compile_in_parallel(processes)
+    warmed = Warmed(cpu=cpu_jit.compile_all(report), cache_dir=_cache_dir(cpu_jit),
+                    processes=processes)
     warmed.gpu = _warm_gpu()
     warmed.seconds = time.perf_counter() - started
     return warmed

@@ -39,16 +39,18 @@ def finish_detached(pairs) -> None:
                      stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
 
 
-def compile_named(named) -> None:
-    """The detached process of :func:`finish_detached`: compile the signatures named
-    ``"i:j"`` (signature ``j`` of entry point ``i``), one finisher at a time per cache folder (a
-    later one then finds most of them cached)."""
+def compile_named(named, one_at_a_time: bool = True) -> None:
+    """Compile the signatures named ``"i:j"`` (signature ``j`` of entry point ``i`` of
+    :data:`ENTRY_POINTS`) into Numba's cache; a signature cached already is loaded instead.
+    ``one_at_a_time``: the detached finisher's way, one such process at a time per cache folder
+    (a later one then finds most of them cached); :func:`compile_in_parallel`'s processes
+    share the work instead."""
     import fcntl
     import os
 
     cache_path = getattr(getattr(ENTRY_POINTS[0][0], "_cache", None), "cache_path", None)
     lock = None
-    if cache_path:
+    if cache_path and one_at_a_time:
         os.makedirs(cache_path, exist_ok=True)
         lock = open(os.path.join(cache_path, FINISH_LOCK), "w")
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -56,8 +58,34 @@ def compile_named(named) -> None:
         for place in named:
             i, j = (int(part) for part in place.split(":"))
             dispatcher, signatures = ENTRY_POINTS[i]
-            dispatcher.compile(signatures[j])  # loads it instead where it is cached already
+            dispatcher.compile(signatures[j])
     finally:
         if lock is not None:
             lock.close()
 
+
+def compile_in_parallel(processes: int) -> int:
+    """Compile every declared signature into Numba's cache with ``processes`` processes: this
+    one and ``processes - 1`` others, each a share (Numba compiles under a global lock, so
+    threads would not help; processes writing one cache folder do not collide, each entry
+    being written whole under its own name). Returns the signatures compiled or loaded here.
+    Raises RuntimeError naming a helper process that failed."""
+    import subprocess
+    import sys
+
+    places = [f"{i}:{j}" for i, (_, signatures) in enumerate(ENTRY_POINTS) for j in range(len(signatures))]
+    shares = [places[k::processes] for k in range(max(1, processes))]
+    code = ("import sys; from gpipe.engine.compute.cpu_cache import compile_named; "
+            "compile_named(sys.argv[1:], one_at_a_time=False)")
+    helpers = [subprocess.Popen([sys.executable, "-c", code, *share], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+               for share in shares[1:] if share]
+    try:
+        compile_named(shares[0], one_at_a_time=False)
+    finally:
+        for helper in helpers:
+            _, err = helper.communicate()
+            if helper.returncode != 0:
+                last = (err.strip().splitlines() or ["no message"])[-1]
+                raise RuntimeError(f"a warmup process compiling kernels failed ({helper.returncode}): {last}")
+    return len(shares[0])

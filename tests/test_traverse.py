@@ -28,6 +28,7 @@ def test_cycle_checks_run_at_powers_of_two():
 # ---------------------------------------------------------------------------------------------
 
 import threading  # noqa: E402
+from dataclasses import replace  # noqa: E402
 
 import pytest  # noqa: E402
 
@@ -55,7 +56,7 @@ class ThreadChannel:
 
 
 def owner_bfs(src, dst, n, n_owners, directed, sources, depth_limit=None, direction="auto",
-              backend="cpu"):
+              backend="cpu", levels="fixed"):
     """Global (dist, parent) on the host and every owner's stats, from owners run as threads."""
     layout = Layout(n=n, n_owners=n_owners)
     xp = gpipe_backend(backend).xp
@@ -65,7 +66,7 @@ def owner_bfs(src, dst, n, n_owners, directed, sources, depth_limit=None, direct
         mine = (src >= lo) & (src < lo + size)
         parts.append(build_partition(backend, layout, p, directed, False, None,
                                      [(xp.asarray(src[mine]), xp.asarray(dst[mine]), None, None, False, None)]))
-    thresholds = owners_bfs.bfs_thresholds(direction)
+    thresholds = replace(owners_bfs.bfs_thresholds(direction), levels=levels)
     mailbox, results, errors = peers.Mailbox(), [None] * n_owners, []
     owners = layout.owner_of(np.asarray(sources))
 
@@ -101,10 +102,10 @@ def gpipe_backend(name):
 
 
 def check_owner_bfs(src, dst, n, n_owners, directed, sources, depth_limit=None, direction="auto",
-                    backend="cpu"):
+                    backend="cpu", levels="fixed"):
     """owner_bfs against SciPy (distances, cut at depth_limit) and the tree check; the stats."""
     dist, parent, stats = owner_bfs(src, dst, n, n_owners, directed, sources, depth_limit,
-                                    direction, backend)
+                                    direction, backend, levels)
     unit = np.ones(src.size)
     want = kernel_graphs.scipy_bfs_dist(kernel_graphs.scipy_graph(src, dst, unit, n), np.unique(sources))
     if depth_limit is not None:
@@ -134,9 +135,10 @@ def check_owner_bfs_case(seed, directed, n_owners, direction, backend, monkeypat
     n = 300
     src, dst, _ = kernel_graphs.random_edges(seed, n=n, m=900, directed=directed)
     rule = MIXED if direction == "mixed" else direction
-    for sources in (np.array([7]), np.array([3, 150, 3, 299])):
+    loops = ["queued"] if directed else ["fixed", "queued"]  # directed graphs have only one
+    for loop, sources in [(loop, s) for loop in loops for s in (np.array([7]), np.array([3, 150, 3, 299]))]:
         stats, levels = check_owner_bfs(src, dst, n, n_owners, directed, sources, direction=rule,
-                                        backend=backend)
+                                        backend=backend, levels=loop)
         assert levels[0] == owners_bfs.TOP_DOWN
         if directed or direction == "top-down":
             assert set(levels) == {owners_bfs.TOP_DOWN}
@@ -147,7 +149,7 @@ def check_owner_bfs_case(seed, directed, n_owners, direction, backend, monkeypat
             changes = [(a, b) for a, b in zip(levels, levels[1:]) if a != b]
             assert (owners_bfs.TOP_DOWN, owners_bfs.BOTTOM_UP) in changes
             assert (owners_bfs.BOTTOM_UP, owners_bfs.TOP_DOWN) in changes
-        if directed:  # the queue-based loop: one step, two where bottom-up turned back
+        if loop == "queued":  # one step, two where a bottom-up message turned back
             assert all(m in (1, 2) for m in stats.messages)
         else:  # fixed-size levels: gather, swap (top-down only), counters
             assert all(m == (3 if d == owners_bfs.TOP_DOWN else 2)
@@ -218,6 +220,21 @@ def test_owner_bfs_directed_stats_count_the_candidates_sent():
         assert set(s.labels) == {owners_bfs.TOP_DOWN}
         assert all(b % 8 == 0 for b in s.bytes_sent)  # int32 (target, parent) pairs
         assert sum(s.bytes_sent) > 0
+
+
+def test_the_level_loop_from_dask_config():
+    import dask
+
+    assert owners_bfs.bfs_thresholds().levels == "auto"
+    auto = owners_bfs.Thresholds()
+    assert auto.fixed_levels("gpu") and not auto.fixed_levels("cpu")
+    for setting, cpu, gpu in (("fixed", True, True), ("queued", False, False)):
+        with dask.config.set({owners_bfs.LEVELS_KEY: setting}):
+            chosen = owners_bfs.bfs_thresholds()
+            assert (chosen.fixed_levels("cpu"), chosen.fixed_levels("gpu")) == (cpu, gpu)
+    with dask.config.set({owners_bfs.LEVELS_KEY: "sideways"}):
+        with pytest.raises(InputError, match="bfs-levels"):
+            owners_bfs.bfs_thresholds()
 
 
 def test_bfs_thresholds_from_dask_config():

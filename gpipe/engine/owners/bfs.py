@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 import dask
 import numpy as np
@@ -32,6 +32,8 @@ from gpipe.errors import InputError
 from gpipe.watch import progress
 
 DIRECTION_KEY = "gpipe.bfs-direction"
+LEVELS_KEY = "gpipe.bfs-levels"  # "auto" (fixed-size levels on GPU, queued on CPU), "fixed", "queued"
+LEVELS = ("auto", "fixed", "queued")
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,17 @@ class Thresholds:
     alpha: float = 15.0
     beta: float = 18.0
     gamma: float = 8.0
+    levels: str = "auto"  # Dask config gpipe.bfs-levels: which loop an undirected graph runs
+
+    def fixed_levels(self, backend_name: str) -> bool:
+        """Whether an undirected graph's levels run fixed-size (:mod:`gpipe.engine.owners.bfs_levels`)
+        rather than queued: ``levels`` ``"fixed"`` or ``"queued"``, or with ``"auto"`` fixed on the
+        GPU, where they measured as fast or faster (BENCHMARKS.md, "Issue 32, first session"),
+        queued on the CPU, where they measured faster (kron18 on 2 owners: 36-40 ms against
+        50-56)."""
+        if self.levels == "auto":
+            return backend_name == backends.GPU
+        return self.levels == "fixed"
 
     def go_bottom_up(self, frontier_edges, unexplored_edges, n) -> bool:
         m_f = float(frontier_edges)
@@ -78,13 +91,24 @@ def bfs_thresholds(setting=None) -> Thresholds:
     example ``dask.config.set({"gpipe.bfs-direction": {"alpha": 1e9, "beta": 1e-9}})``. It is
     read on the client when a traversal starts and travels to the owners with their tasks.
     Only traversals over several owners use it. Raises InputError for any other value.
+
+    Dask config ``gpipe.bfs-levels`` (``"auto"``, ``"fixed"``, ``"queued"``), read with it, sets
+    ``Thresholds.levels``: which level loop an undirected graph's owners run
+    (:meth:`Thresholds.fixed_levels`).
     """
+    levels = dask.config.get(LEVELS_KEY, "auto")
+    if levels not in LEVELS:
+        raise InputError(f"{LEVELS_KEY} must be one of {', '.join(LEVELS)}, not {levels!r}")
+    return replace(_direction(setting), levels=levels)
+
+
+def _direction(setting) -> Thresholds:
     if setting is None:
         setting = dask.config.get(DIRECTION_KEY, "auto")
     if isinstance(setting, str) and setting in DIRECTIONS:
         return DIRECTIONS[setting]
     if isinstance(setting, Mapping):
-        names = {f.name for f in fields(Thresholds)}
+        names = {f.name for f in fields(Thresholds)} - {"levels"}
         unknown = sorted(set(setting) - names)
         if unknown:
             raise InputError(f"{DIRECTION_KEY}: unknown threshold {unknown[0]!r}; "
@@ -165,7 +189,7 @@ def bfs_owner_arrays(transport, part: Partition, layout: Layout, local_sources, 
     top-down. Directed graphs stay top-down (no in-edges are stored).
     """
     reporter = progress.Reporter(transport.key, "bfs", part.owner, transport.n_owners)
-    if part.undirected:
+    if part.undirected and thresholds.fixed_levels(part.backend):
         dist, parent, steps = bfs_levels_arrays(transport, part, layout, local_sources,
                                                 depth_limit, thresholds, reporter, device_times)
     else:

@@ -389,6 +389,20 @@ __global__ void bfs_owner_level_begin(const unsigned* __restrict__ front,
     }
 }
 
+namespace {
+
+// Sets v's bit in `marks` unless `visited` or `marks` has it already (plain reads first: most
+// targets of a large frontier are known or marked, and they cost no atomic).
+__device__ __forceinline__ void mark_unvisited(const unsigned* __restrict__ visited,
+                                               unsigned* __restrict__ marks, long long v) {
+    const unsigned bit = 1u << (v & 31);
+    if ((visited[v >> 5] & bit) == 0u && (marks[v >> 5] & bit) == 0u) {
+        atomicOr(&marks[v >> 5], bit);
+    }
+}
+
+}  // namespace
+
 template <typename Index>
 __global__ void bfs_owner_mark(const long long* __restrict__ indptr,
                                const Index* __restrict__ indices,
@@ -405,12 +419,7 @@ __global__ void bfs_owner_mark(const long long* __restrict__ indptr,
     for (long long e = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; e < n_edges;
          e += stride) {
         long long u = 0;
-        const long long v = frontier_target(indptr, indices, frontier, edge_end, k, e, &u);
-        const unsigned bit = 1u << (v & 31);
-        // Plain reads first: most targets of a large frontier are known or marked already.
-        if ((visited[v >> 5] & bit) == 0u && (marks[v >> 5] & bit) == 0u) {
-            atomicOr(&marks[v >> 5], bit);
-        }
+        mark_unvisited(visited, marks, frontier_target(indptr, indices, frontier, edge_end, k, e, &u));
     }
 }
 
@@ -431,11 +440,7 @@ __global__ void bfs_owner_mark_rows(const long long* __restrict__ indptr,
         const long long u = frontier[i];
         const long long end = indptr[u + 1];
         for (long long e = indptr[u] + lane; e < end; e += 32) {
-            const long long v = static_cast<long long>(indices[e]);
-            const unsigned bit = 1u << (v & 31);
-            if ((visited[v >> 5] & bit) == 0u && (marks[v >> 5] & bit) == 0u) {
-                atomicOr(&marks[v >> 5], bit);
-            }
+            mark_unvisited(visited, marks, static_cast<long long>(indices[e]));
         }
     }
 }

@@ -410,6 +410,20 @@ def check_owner_claim(kernels, device, host, index_dtype):
     np.testing.assert_array_equal(host(counters), got)
 
 
+def first_frontier_neighbours(owner, in_front, dist0, searching, distance):
+    """The plain reading of a bottom-up claim: each vertex in ``searching`` (local ids, a mask)
+    with a neighbour in the frontier (``in_front``, global ids) gets ``distance`` and its first
+    such neighbour in row order as parent. Returns ``(dist, parent)``; the others keep
+    ``dist0`` and parent -1."""
+    dist, parent = dist0.copy(), np.full(owner.n_local, -1, dtype=np.int64)
+    for v in np.flatnonzero(searching):
+        row = owner.indices[owner.indptr[v]:owner.indptr[v + 1]].astype(np.int64)
+        hits = row[in_front[row]]
+        if hits.size:
+            dist[v], parent[v] = distance, hits[0]
+    return dist, parent
+
+
 def check_owner_bottom_up(kernels, device, host, index_dtype):
     """Every unvisited owned vertex with a neighbour in the frontier (of all owners) takes the
     first such neighbour in row order as parent; the next bitmap and the counters."""
@@ -424,14 +438,9 @@ def check_owner_bottom_up(kernels, device, host, index_dtype):
     counters = device(np.full(kernels.QUEUES + 3, 99, dtype=np.int64))  # a level zeroes them first
     kernels.bfs_owner_bottom_up(device(me.indptr), device(me.indices), dist, parent, 4,
                                 device(pack_bits(frontier, n, kernels)), next_front, counters)
-    want_dist, want_parent = dist0.copy(), np.full(me.n_local, -1, dtype=np.int64)
     in_front = np.zeros(n, dtype=bool)
     in_front[frontier] = True
-    for v in np.flatnonzero(dist0 == -1):
-        row = me.indices[me.indptr[v]:me.indptr[v + 1]].astype(np.int64)
-        hits = row[in_front[row]]
-        if hits.size:
-            want_dist[v], want_parent[v] = 5, hits[0]
+    want_dist, want_parent = first_frontier_neighbours(me, in_front, dist0, dist0 == -1, 5)
     woke = np.flatnonzero(want_dist != dist0)
     assert woke.size > 5
     np.testing.assert_array_equal(host(dist), want_dist)
@@ -503,12 +512,7 @@ def check_owner_mark_and_resolve(kernels, device, host, index_dtype):
             wanted[peer_marked - me.offset] = True
         else:
             wanted[:] = True
-        want_dist, want_parent = dist0.copy(), np.full(me.n_local, -1, dtype=np.int64)
-        for v in np.flatnonzero(wanted & (dist0 == -1)):
-            row = me.indices[me.indptr[v]:me.indptr[v + 1]].astype(np.int64)
-            hits = row[in_front[row]]
-            if hits.size:
-                want_dist[v], want_parent[v] = 3, hits[0]
+        want_dist, want_parent = first_frontier_neighbours(me, in_front, dist0, wanted & (dist0 == -1), 3)
         woke = np.flatnonzero(want_dist != dist0)
         assert woke.size > 3
         np.testing.assert_array_equal(host(dist), want_dist)

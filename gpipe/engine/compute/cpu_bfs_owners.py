@@ -154,17 +154,25 @@ def _bottom_up_step(indptr, indices, dist, parent, level, front, next_front):
         lo = w * 64
         for v in range(lo, min(lo + 64, n_local)):
             if dist[v] == -1:
-                for e in range(indptr[v], indptr[v + 1]):
-                    u = np.int64(indices[e])
-                    if (front[u >> 6] >> (u & 63)) & 1:
-                        dist[v] = level + 1
-                        parent[v] = u
-                        word |= np.int64(1) << (v - lo)
-                        awake += 1
-                        awake_edges += indptr[v + 1] - indptr[v]
-                        break
+                u = _frontier_neighbour(indptr, indices, front, v)
+                if u >= 0:
+                    dist[v] = level + 1
+                    parent[v] = u
+                    word |= np.int64(1) << (v - lo)
+                    awake += 1
+                    awake_edges += indptr[v + 1] - indptr[v]
         next_front[w] = word
     return awake, awake_edges
+
+
+@numba.njit(cache=True, nogil=True)
+def _frontier_neighbour(indptr, indices, front, v):
+    """The first neighbour of `v` in row order that `front` (global bitmap) holds, or -1."""
+    for e in range(indptr[v], indptr[v + 1]):
+        u = np.int64(indices[e])
+        if (front[u >> 6] >> (u & 63)) & 1:
+            return u
+    return np.int64(-1)
 
 
 @kernel((INT64S, INT64S))
@@ -224,16 +232,14 @@ def _resolve_step(indptr, indices, level, front, masked, own_marks, received, n_
         lo = w * 64
         for v in range(lo, min(lo + 64, n_local)):
             if dist[v] == -1 and (wanted >> (v - lo)) & 1:
-                for e in range(indptr[v], indptr[v + 1]):
-                    u = np.int64(indices[e])
-                    if (front[u >> 6] >> (u & 63)) & 1:
-                        dist[v] = level + 1
-                        parent[v] = u
-                        word |= np.int64(1) << (v - lo)
-                        frontier[n_next] = v
-                        n_next += 1
-                        next_edges += indptr[v + 1] - indptr[v]
-                        break
+                u = _frontier_neighbour(indptr, indices, front, v)
+                if u >= 0:
+                    dist[v] = level + 1
+                    parent[v] = u
+                    word |= np.int64(1) << (v - lo)
+                    frontier[n_next] = v
+                    n_next += 1
+                    next_edges += indptr[v + 1] - indptr[v]
         next_front[w] = word
     counters[NEXT] = n_next
     counters[NEXT_EDGES] = next_edges

@@ -374,17 +374,38 @@ def _kill_new_children(psutil, before: set, settle_s: float = 0.1, limit_s: floa
         time.sleep(0.02)
 
 
-def disconnect(client):
+def disconnect(client, quietly: bool = False):
     """Close `client` and, if it was started on a local cluster, that cluster.
 
     A remote scheduler and its workers keep running. Safe to call on a closed client. A
     Ctrl-C meanwhile takes effect once both are closed (:func:`gpipe.engine.interrupts.deferred_interrupt`).
+    ``quietly`` (after a Ctrl-C): a local cluster's worker processes are first asked to log
+    nothing more, since they write to the same terminal and would complain of the tasks their
+    closing cancels; the caller silences this process, where the nannies run
+    (:func:`silenced_logging`).
     """
     cluster = getattr(client, "cluster", None)
     with deferred_interrupt():
+        if quietly and cluster is not None:
+            _log_nothing_on(client)
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+def _log_nothing_on(client) -> None:
+    """Ask every worker process of ``client``'s local cluster to log nothing more, without
+    waiting for the answers (the message goes ahead of the closing that follows it). Its
+    nannies live in this process, which :func:`silenced_logging` silences for the close."""
+    with contextlib.suppress(Exception):  # a cluster half gone: it is being closed anyway
+        client.run(_log_nothing, wait=False)
+
+
+async def _log_nothing() -> None:
+    """A coroutine, as ``Client.run(wait=False)`` requires: it runs on the worker's event loop."""
+    import logging
+
+    logging.disable(logging.CRITICAL)
 
 
 @contextlib.contextmanager

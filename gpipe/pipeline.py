@@ -263,7 +263,7 @@ def run(config, *, how_to_overwrite="set output.overwrite to true", client=None)
             if stop_following is not None:
                 stop_following()
             if client is not None and given is None:
-                disconnect(client)
+                disconnect(client, quietly=interrupted)
     summary.update(algorithm=settings["algorithm"], source=source, output=str(written), seconds=timings,
                    directed=settings["directed"])
     log.info(
@@ -339,6 +339,7 @@ def run_files(paths) -> int:
     """
     start = time.perf_counter()
     client = current = None
+    interrupted = False
     try:
         configs = [load_config(path) for path in paths]
         clusters = [_validate(config)["cluster"] for config in configs]
@@ -355,14 +356,18 @@ def run_files(paths) -> int:
             run(config, client=client)
         current = None
     except (Exception, KeyboardInterrupt) as error:
+        interrupted = isinstance(error, KeyboardInterrupt)
         if current is not None and len(paths) > 1 and isinstance(error, InputError):
             error = InputError(f"{current}: {error}")
+        if interrupted and client is not None:
+            with silenced_logging():  # before the line, which is the last
+                disconnect(client, quietly=True)
+            client = None
         return report_or_raise(error)
     finally:
         if client is not None:
-            interrupted = isinstance(sys.exc_info()[1], KeyboardInterrupt)
             with silenced_logging(interrupted):
-                disconnect(client)
+                disconnect(client, quietly=interrupted)
     log.info("%d job(s) done in %.2fs", len(configs), time.perf_counter() - start)
     return 0
 

@@ -185,3 +185,31 @@ def test_the_resource_tracker_gpipe_starts_does_not_warn_of_semaphores_left_by_k
     assert done.returncode == 0, done.stderr
     # The tracker keeps stderr open until it has written, after its parent: run() waited for it.
     assert ("leaked semaphore" in done.stderr) == (start == "plain"), done.stderr
+
+
+def test_closing_quietly_first_tells_the_workers_to_log_nothing():
+    """After a Ctrl-C a local cluster closes with its tasks cancelled; its worker processes,
+    which write to the same terminal, are first told to log nothing more (fire and forget, so
+    a busy or half-gone cluster cannot hold the close up). This process, where the nannies
+    live, keeps logging as before (the caller silences it for the close only)."""
+    import logging
+    import time
+
+    from distributed import Client, LocalCluster
+
+    from gpipe import cluster as clusters
+
+    def disabled():
+        return logging.root.manager.disable
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as local, \
+            Client(local) as client:
+        assert set(client.run(disabled).values()) == {logging.NOTSET}
+        clusters._log_nothing_on(client)  # returns at once: the answers are not awaited
+        deadline = time.monotonic() + 10
+        workers = client.run(disabled)
+        while set(workers.values()) != {logging.CRITICAL} and time.monotonic() < deadline:
+            time.sleep(0.05)
+            workers = client.run(disabled)
+        assert set(workers.values()) == {logging.CRITICAL} and len(workers) == 2
+        assert logging.root.manager.disable == logging.NOTSET

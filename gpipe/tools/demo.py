@@ -122,8 +122,9 @@ def run_demo(scale=16, out="out/demo", *, cpu=False, edge_factor=16, seed=0, n_w
                   file=file, flush=True)
             input()
     finally:
-        with silenced_logging(isinstance(sys.exc_info()[1], KeyboardInterrupt)):  # Ctrl-C
-            disconnect(client)  # a Ctrl-C meanwhile waits for the workers to be closed
+        interrupted = isinstance(sys.exc_info()[1], KeyboardInterrupt)  # Ctrl-C
+        with silenced_logging(interrupted):
+            disconnect(client, quietly=interrupted)  # a Ctrl-C meanwhile waits for the workers
     return summary
 
 

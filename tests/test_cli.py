@@ -958,3 +958,24 @@ def test_ctrl_c_into_a_closed_pipe_keeps_exit_130(graph, tmp_path):
         stop_if_running(proc)
     assert status == 130
     assert not (tmp_path / "out").exists()
+
+
+def test_a_ctrl_c_python_can_only_ignore_is_noted_without_a_traceback(capsys, monkeypatch):
+    """A SIGINT that lands in a garbage collector's callback cannot be raised there: Python
+    prints "Exception ignored in ..." with a traceback and goes on. The command notes it
+    silently and ends as interrupted."""
+    import types
+
+    from gpipe.tools import cli
+
+    reported = []
+    monkeypatch.setattr(sys, "unraisablehook", reported.append)  # the hook before; restored after
+    noted = cli._catch_unraisable_interrupts()
+    event = types.SimpleNamespace(exc_type=KeyboardInterrupt, exc_value=KeyboardInterrupt(),
+                                  exc_traceback=None, err_msg="Exception ignored in", object=None)
+    sys.unraisablehook(event)
+    assert noted == [True] and reported == [] and capsys.readouterr().err == ""
+    other = types.SimpleNamespace(exc_type=ValueError, exc_value=ValueError("kept"), exc_traceback=None,
+                                  err_msg="Exception ignored in", object=None)
+    sys.unraisablehook(other)
+    assert noted == [True] and reported == [other]  # reported as before

@@ -103,7 +103,11 @@ def command():
     import os
     import signal
 
+    interrupted_in_callback = _catch_unraisable_interrupts()
     status = main()
+    if status == 0 and interrupted_in_callback:  # a Ctrl-C that Python could only "ignore"
+        say(_interrupted_line())
+        status = 130
     if status == 130:  # interrupted: what the command started is closed (or killed, starting)
         _flush()
         os.dup2(os.open(os.devnull, os.O_WRONLY), 2)  # its line is the last: threads still
@@ -145,6 +149,24 @@ def _run_exit_handlers(handlers, limit_s: float) -> None:
         logging.getLogger(__name__).warning(
             "exit: the exit handlers (closing a local cluster) did not end within %g s; "
             "killed this process's %d remaining child process(es)", limit_s, len(children))
+
+
+def _catch_unraisable_interrupts() -> list:
+    """Make a Ctrl-C that lands in a callback Python cannot raise from (a garbage collector's
+    callback, a finalizer) silent, and note it in the list returned, instead of the traceback
+    that Python prints as "Exception ignored in ..." while the command goes on; other
+    unraisable errors are reported as before."""
+    noted = []
+    default = sys.unraisablehook
+
+    def hook(unraisable):
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            noted.append(True)
+            return
+        default(unraisable)
+
+    sys.unraisablehook = hook
+    return noted
 
 
 def _interrupted_at_exit(signum, frame):

@@ -979,3 +979,36 @@ def test_a_ctrl_c_python_can_only_ignore_is_noted_without_a_traceback(capsys, mo
                                   err_msg="Exception ignored in", object=None)
     sys.unraisablehook(other)
     assert noted == [True] and reported == [other]  # reported as before
+
+
+@pytest.mark.parametrize("after_s", [1.5, 2.5, 3.5])
+def test_ctrl_c_on_a_busy_machine_is_one_line(graph, tmp_path, after_s):
+    """Both cores busy with other processes, SIGINT to the command's process group at a few
+    moments of a cluster run (starting, reading, traversing, writing): only the one line, and
+    130, or the run was over already; nothing of Dask's shutdown reaches the terminal."""
+    import signal
+
+    edges, folder = graph
+    cluster = {"kind": "local-cpu", "n_workers": 2, "threads_per_worker": 1, "dashboard_address": None}
+    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump(cluster))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "gpipe", "sssp", str(folder), "--source",
+                                 str(sources_of(edges, 1)[0]), "--out", str(tmp_path / "out"),
+                                 "--cluster", str(tmp_path / "cluster.yaml")],
+                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
+        time.sleep(after_s)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        for process in busy:
+            process.kill()
+    lines = [line for line in err.splitlines() if line.strip() and " gpipe." not in line]
+    if proc.returncode == 0:  # it had finished: its own log lines only
+        assert lines == [], err
+    else:
+        assert proc.returncode == 130 and len(lines) == 1, err
+        assert lines[0].startswith("gpipe: interrupted"), err

@@ -122,6 +122,14 @@ class Graph:
         return self._built.layout.n_owners
 
     @property
+    def transport(self) -> str:
+        """What carries the traffic between the owners of a traversal: ``"nccl"`` (GPU owners,
+        one per device), ``"dask"`` (Dask's worker-to-worker comms) or ``"none"`` (one owner)."""
+        if self.num_partitions < 2:
+            return "none"
+        return "nccl" if self._built.transport is not None else "dask"
+
+    @property
     def replicas(self) -> int:
         """Workers over which :meth:`bfs_each` and :meth:`sssp_each` spread a one-owner graph's
         batches: its owner and the workers chosen at the build to hold a copy of its partition,

@@ -61,7 +61,7 @@ from gpipe.engine import execution
 from gpipe.engine.interrupts import phase
 from gpipe.errors import InputError, report_or_raise
 from gpipe.engine.backend import name_of_frame as edges_backend
-from gpipe.graph import Graph, built_of
+from gpipe.graph import Graph
 from gpipe.io import validate
 from gpipe.io.read import read_edges
 from gpipe.io.report import job_report, write_report
@@ -244,7 +244,7 @@ def run(config, *, how_to_overwrite="set output.overwrite to true", client=None)
                 phases = dict(timings, write=time.perf_counter() - write_began)
                 write_report(folder, job_report(
                     settings=settings, source=source, summary=summary, phases=phases, started=started,
-                    output=folder, owners=graph.num_partitions, transport=_transport_of(graph),
+                    output=folder, owners=graph.num_partitions, transport=graph.transport,
                     workers=len(getattr(execution.current(client), "workers", [])),
                     backend=edges_backend(edges)))
 
@@ -518,14 +518,6 @@ def _connect(cluster):
                          f"{_what_to_check(str(address), error)}") from None
     log.info("connected to %s (dashboard: %s)", client.scheduler.address, client.dashboard_link or "off")
     return client
-
-
-def _transport_of(graph) -> str:
-    """What carried the traffic between ``graph``'s owners: ``"nccl"``, ``"dask"`` (Dask's
-    worker-to-worker comms) or ``"none"`` (one owner)."""
-    if graph.num_partitions < 2:
-        return "none"
-    return "nccl" if built_of(graph).transport is not None else "dask"
 
 
 def _what_to_check(address: str, error: OSError) -> str:

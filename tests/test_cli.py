@@ -989,7 +989,10 @@ def test_ctrl_c_on_a_busy_machine_is_one_line(graph, tmp_path, after_s):
     import signal
 
     edges, folder = graph
-    cluster = {"kind": "local-cpu", "n_workers": 2, "threads_per_worker": 1, "dashboard_address": None}
+    # A free port: with null the scheduler's HTTP server still takes 8787 on localhost, and
+    # warns (four lines) where another test's cluster holds it.
+    cluster = {"kind": "local-cpu", "n_workers": 2, "threads_per_worker": 1,
+               "dashboard_address": "127.0.0.1:0"}
     (tmp_path / "cluster.yaml").write_text(yaml.safe_dump(cluster))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]

@@ -332,7 +332,9 @@ def start_apart_from_sigint(start):
         while starter.is_alive():
             starter.join(0.05)
     except KeyboardInterrupt:
-        _kill_new_children(psutil, before)
+        # The nannies (this process's) restart each worker killed here, and would say so.
+        with silenced_logging():
+            _kill_new_children(psutil, before)
         raise
     if "error" in outcome:
         raise outcome["error"]

@@ -226,8 +226,7 @@ def connect(config):
     return _client_of(_local_cpu_cluster(options))
 
 
-TLS_SETTINGS = ("distributed.comm.tls.ca-file", "distributed.comm.tls.client.cert",
-                "distributed.comm.tls.client.key")
+TLS_NEEDED = ("distributed.comm.tls.ca-file", "distributed.comm.tls.client.cert")
 
 
 def _check_tls(address: str) -> None:
@@ -238,7 +237,7 @@ def _check_tls(address: str) -> None:
         return
     import dask
 
-    missing = [name for name in TLS_SETTINGS[:2] if not dask.config.get(name, None)]
+    missing = [name for name in TLS_NEEDED if not dask.config.get(name, None)]
     if missing:
         raise InputError(
             f"cannot connect to the Dask scheduler {address!r}: it takes TLS, and "

@@ -339,7 +339,6 @@ def run_files(paths) -> int:
     """
     start = time.perf_counter()
     client = current = None
-    interrupted = False
     try:
         configs = [load_config(path) for path in paths]
         clusters = [_validate(config)["cluster"] for config in configs]
@@ -356,18 +355,16 @@ def run_files(paths) -> int:
             run(config, client=client)
         current = None
     except (Exception, KeyboardInterrupt) as error:
-        interrupted = isinstance(error, KeyboardInterrupt)
         if current is not None and len(paths) > 1 and isinstance(error, InputError):
             error = InputError(f"{current}: {error}")
-        if interrupted and client is not None:
+        if isinstance(error, KeyboardInterrupt) and client is not None:
             with silenced_logging():  # before the line, which is the last
                 disconnect(client, quietly=True)
             client = None
         return report_or_raise(error)
     finally:
         if client is not None:
-            with silenced_logging(interrupted):
-                disconnect(client, quietly=interrupted)
+            disconnect(client)
     log.info("%d job(s) done in %.2fs", len(configs), time.perf_counter() - start)
     return 0
 

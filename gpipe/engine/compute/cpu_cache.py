@@ -23,7 +23,6 @@ def finish_detached(pairs) -> None:
     the same installed modules declare in the same order, and inherits this environment
     (``NUMBA_CACHE_DIR``, ``NUMBA_CPU_NAME``), so it writes the cache this process reads."""
     import subprocess
-    import sys
 
     places = {id(dispatcher): i for i, (dispatcher, _) in enumerate(ENTRY_POINTS)}
     named = []
@@ -31,12 +30,19 @@ def finish_detached(pairs) -> None:
         i = places.get(id(dispatcher))
         if i is not None and signature in ENTRY_POINTS[i][1]:
             named.append(f"{i}:{ENTRY_POINTS[i][1].index(signature)}")
-    if not named:
-        return
-    code = "import sys; from gpipe.engine.compute.cpu_cache import compile_named; compile_named(sys.argv[1:])"
-    subprocess.Popen([sys.executable, "-c", code, *named],
-                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                     stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+    if named:
+        _compiler_process(named, one_at_a_time=True, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+
+
+def _compiler_process(named, one_at_a_time: bool, **popen):
+    """A process of this Python running :func:`compile_named` over ``named``."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from gpipe.engine.compute.cpu_cache import compile_named; "
+            f"compile_named(sys.argv[1:], one_at_a_time={one_at_a_time})")
+    return subprocess.Popen([sys.executable, "-c", code, *named], stdin=subprocess.DEVNULL, **popen)
 
 
 def compile_named(named, one_at_a_time: bool = True) -> None:
@@ -64,21 +70,18 @@ def compile_named(named, one_at_a_time: bool = True) -> None:
             lock.close()
 
 
-def compile_in_parallel(processes: int) -> int:
+def compile_in_parallel(processes: int) -> None:
     """Compile every declared signature into Numba's cache with ``processes`` processes: this
     one and ``processes - 1`` others, each a share (Numba compiles under a global lock, so
     threads would not help; processes writing one cache folder do not collide, each entry
-    being written whole under its own name). Returns the signatures compiled or loaded here.
-    Raises RuntimeError naming a helper process that failed."""
+    being written whole under its own name). Raises RuntimeError naming a helper process that
+    failed."""
     import subprocess
-    import sys
 
     places = [f"{i}:{j}" for i, (_, signatures) in enumerate(ENTRY_POINTS) for j in range(len(signatures))]
     shares = [places[k::processes] for k in range(max(1, processes))]
-    code = ("import sys; from gpipe.engine.compute.cpu_cache import compile_named; "
-            "compile_named(sys.argv[1:], one_at_a_time=False)")
-    helpers = [subprocess.Popen([sys.executable, "-c", code, *share], stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    helpers = [_compiler_process(share, one_at_a_time=False, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.PIPE, text=True)
                for share in shares[1:] if share]
     try:
         compile_named(shares[0], one_at_a_time=False)
@@ -88,4 +91,3 @@ def compile_in_parallel(processes: int) -> int:
             if helper.returncode != 0:
                 last = (err.strip().splitlines() or ["no message"])[-1]
                 raise RuntimeError(f"a warmup process compiling kernels failed ({helper.returncode}): {last}")
-    return len(shares[0])

@@ -86,4 +86,3 @@ def compile_all(report=None) -> list:
             if report is not None:
                 report(*done[-1])
     return done
-

@@ -1,8 +1,8 @@
 """One owner's share of a BFS over several owners, level by level in step with its peers.
 
-Undirected graphs run the fixed-size levels of :mod:`gpipe.engine.owners.bfs_levels` (bitmaps
-only, one host read per level). Directed graphs run the queue-based loop below, whose rows are
-not their vertices' in-edges: it sorts nothing between levels: a top-down step sends
+Undirected graphs on GPUs run the fixed-size levels of :mod:`gpipe.engine.owners.bfs_levels`
+(bitmaps only, one host read per level; :meth:`Thresholds.fixed_levels`). Directed graphs, and
+undirected ones on CPUs, run the queue-based loop below, which sorts nothing between levels: a top-down step sends
 each remote vertex at most once per traversal (a per-traversal bitmap of sent ids), into
 queues allocated once, and the receiver claims what arrives with the same claim as its own
 edges, so duplicates from several senders resolve themselves. Undirected graphs go bottom-up
@@ -49,7 +49,8 @@ class Thresholds:
     [Beamer, Asanovic, Patterson, SC 2012]; gamma, as in ``kernels/bfs_persistent.cu``, keeps
     small frontiers top-down, since a bottom-up level reads every unvisited vertex and every
     owner receives the whole frontier bitmap. ``alpha=0`` keeps every level top-down; ``alpha = beta =
-    gamma = inf`` makes every level after the first bottom-up.
+    gamma = inf`` makes every level after the first bottom-up. ``levels`` travels with them:
+    which of the two level loops an undirected graph runs (:meth:`fixed_levels`).
     """
 
     alpha: float = 15.0
@@ -141,8 +142,9 @@ def bfs_owner_arrays(transport, part: Partition, layout: Layout, local_sources, 
     transport : gpipe.engine.owners.transport.Transport
         This owner's end of the wire (NCCL or Dask's comms).
     part : Partition
-        This owner's CSR; ``part.undirected`` picks the fixed-size levels of
-        :func:`gpipe.engine.owners.bfs_levels.bfs_levels_arrays` (and allows bottom-up levels).
+        This owner's CSR; ``part.undirected`` allows bottom-up levels, and with
+        ``thresholds.fixed_levels(part.backend)`` picks the fixed-size levels of
+        :func:`gpipe.engine.owners.bfs_levels.bfs_levels_arrays`.
     layout : Layout
     local_sources : array of int
         This owner's sources, local ids (repeats allowed; may be empty).
@@ -166,7 +168,7 @@ def bfs_owner_arrays(transport, part: Partition, layout: Layout, local_sources, 
 
     Notes
     -----
-    What follows is the loop of a directed graph; an undirected graph's is described in
+    What follows is the queue-based loop; the fixed-size one is described in
     :mod:`gpipe.engine.owners.bfs_levels`. Each level is one step of the transport. Top-down: an exchange of every owner's counters
     as the expansion kernel left them on the device (read once, by the step:
     :meth:`~gpipe.engine.owners.transport.Transport.exchange_counters`; each owner makes every owner's
@@ -201,7 +203,8 @@ def bfs_owner_arrays(transport, part: Partition, layout: Layout, local_sources, 
 
 def _queued_levels(transport, part: Partition, layout: Layout, local_sources, depth_limit,
                    thresholds: Thresholds, reporter):
-    """The level loop of :func:`bfs_owner_arrays` over candidate queues (directed graphs)."""
+    """The level loop of :func:`bfs_owner_arrays` over candidate queues (directed graphs, and
+    undirected ones where :meth:`Thresholds.fixed_levels` says no)."""
     run = _OwnerBfs(part, layout, transport)
     stats = _LevelStats(transport, reporter, part.owner)
     stats.progress.start(len(local_sources))

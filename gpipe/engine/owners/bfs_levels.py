@@ -24,7 +24,8 @@ Over NCCL steps 1-3 are queued on the owner's stream and step 4 is one all-gathe
 of a pinned buffer. The bitmaps cost ``n / 8`` bytes per owner and level (gathered) and as much
 again top-down (swapped), whatever the frontier holds: the price of a level that the host need
 not size. Directed graphs keep the queue-based loop of :mod:`gpipe.engine.owners.bfs` (their
-rows are not their vertices' in-edges, so a mark could not find its parent).
+rows are not their vertices' in-edges, so a mark could not find its parent), and so do CPU
+owners by default, where that loop measured faster (``Thresholds.fixed_levels``).
 
 References: A. Buluc, K. Madduri, "Parallel Breadth-First Search on Distributed Memory Systems",
 SC 2011 (1-D partitioned BFS with bitmap frontiers); S. Beamer, K. Asanovic, D. Patterson,
@@ -121,7 +122,7 @@ class _Levels:
         xp = be.xp
         self.part, self.layout, self.transport, self.xp = part, layout, transport, xp
         self.kernels = kernels = be.kernels
-        self.words = words = layout.chunk // kernels.BITMAP_BITS
+        words = layout.chunk // kernels.BITMAP_BITS
         size = layout.n_owners * words
         self.front = xp.zeros(size, dtype=kernels.BITMAP_DTYPE)
         self.visited = xp.zeros(size, dtype=kernels.BITMAP_DTYPE)

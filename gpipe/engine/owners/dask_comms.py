@@ -63,9 +63,6 @@ class DaskTransport(Transport):
             out[q * slot + words.size:(q + 1) * slot] = 0
         return stack_counts(rows)
 
-    def gather_slices(self, tag, piece, out):
-        self.allgather(tag, np.zeros(1), piece, out)
-
     def swap_slices(self, tag, send, recv):
         slot = send.size // self.n_owners
         buckets = [None if q == self.owner else self.payload((send[q * slot:(q + 1) * slot],))
@@ -74,11 +71,6 @@ class DaskTransport(Transport):
         for q, got in enumerate(received):
             if got is not None:
                 recv[q * slot:(q + 1) * slot] = self._xp.asarray(got[0])
-
-    def gather_counters(self, tag, counters):
-        row = np.asarray(self.read(counters), dtype=np.int64)
-        matrix, _ = self.exchange(tag, row.astype(np.float64), [None] * self.n_owners, ())
-        return matrix.astype(np.int64)
 
     def check(self):
         check = getattr(self.channel, "check", None)

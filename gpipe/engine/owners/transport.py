@@ -83,12 +83,13 @@ class Transport(abc.ABC):
 
     # --- fixed-size steps (gpipe.engine.owners.bfs_levels): no length is learned before them ---
 
-    @abc.abstractmethod
     def gather_slices(self, tag, piece, out) -> None:
         """Every owner's ``piece`` (``out.size // n_owners`` words on every owner) written into
         ``out`` at ``q * (out.size // n_owners)`` for owner ``q``. Where the transport queues
-        its steps on the owner's stream (NCCL), returns once queued: what the owner queues
-        after it reads ``out`` complete."""
+        its steps on the owner's stream (NCCL, which overrides this), returns once queued: what
+        the owner queues after it reads ``out`` complete. Here: :meth:`allgather` with no
+        counts to speak of."""
+        self.allgather(tag, np.zeros(1), piece, out)
 
     @abc.abstractmethod
     def swap_slices(self, tag, send, recv) -> None:
@@ -97,11 +98,14 @@ class Transport(abc.ABC):
         slot of ``recv`` is left as it is). Queued like :meth:`gather_slices`; ``send`` may be
         overwritten by work queued after it."""
 
-    @abc.abstractmethod
     def gather_counters(self, tag, counters) -> np.ndarray:
         """Every owner's ``counters`` (an int64 array of the owner's array module, the same
         length on every owner, read once the work queued before has run), as a host int64
-        array ``[n_owners, counters.size]`` in owner order: the one host read of a step."""
+        array ``[n_owners, counters.size]`` in owner order: the one host read of a step. Here:
+        this owner's read, then :meth:`exchange` of it with no buckets (NCCL overrides this)."""
+        row = np.asarray(self.read(counters), dtype=np.int64)
+        matrix, _ = self.exchange(tag, row.astype(np.float64), [None] * self.n_owners, ())
+        return matrix.astype(np.int64)
 
     def marker(self):
         """A timestamp of the owner's stream at this point of its queued work, or None where

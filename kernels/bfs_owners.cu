@@ -498,3 +498,102 @@ __global__ void bfs_owner_resolve(const long long* __restrict__ indptr,
     }
     warp_add(&counters[kNextEdges], found_edges);
 }
+
+// ---------------------------------------------------------------------------------------------
+// A top-down level from a small frontier sends its edges, not bitmaps: every owner's frontier
+// out-edges as (target, parent) pairs in a slot of a size the host knows before the level (the
+// largest frontier out-degree sum of any owner, from the last gathered counters), gathered by
+// every owner. Fewer bytes than two bitmaps over all n ids while the frontier is small, and the
+// claim takes its parent from the pair: no row is scanned (a hub's neighbours have long rows).
+//
+//   bfs_owner_pairs<Index>  slot e < n_edges of `pairs` (Index[2 * slots], interleaved) gets
+//       the level's out-edge number e (as bfs_owner_mark numbers them, edge_end being the
+//       inclusive prefix sum of the k frontier vertices' out-degrees): (v, offset + u), or
+//       (-1, offset + u) where v is in `visited`; slots [n_edges, slots) get (-1, -1). It
+//       also clears next_front (`words` words) and zeroes counters[kFrontier..kNextEdges].
+//   bfs_owner_claim_pairs<Index>  every owner's pairs (`n_pairs` of them, gathered): `visited`
+//       takes in every pair's target and parent (so it still holds every vertex known to be
+//       reached, as the gathered frontiers keep it in the other levels); a target in
+//       [offset, offset + n_local) still unvisited is claimed by atomicCAS on dist, takes the
+//       pair's parent, its bit set in next_front, its local id appended to `frontier` at
+//       counters[kNext], its out-degree added to counters[kNextEdges].
+// ---------------------------------------------------------------------------------------------
+
+template <typename Index>
+__global__ void bfs_owner_pairs(const long long* __restrict__ indptr,
+                                const Index* __restrict__ indices,
+                                long long offset,
+                                const long long* __restrict__ frontier,
+                                const long long* __restrict__ edge_end,
+                                long long k,
+                                const unsigned* __restrict__ visited,
+                                Index* __restrict__ pairs,
+                                long long slots,
+                                unsigned* __restrict__ next_front,
+                                long long words,
+                                unsigned long long* __restrict__ counters) {
+    const long long n_edges = k > 0 ? edge_end[k - 1] : 0;
+    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+    const long long first = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (first <= kNextEdges) {
+        counters[first] = 0ull;
+    }
+    for (long long w = first; w < words; w += stride) {
+        next_front[w] = 0u;
+    }
+    for (long long e = first; e < slots; e += stride) {
+        long long v = -1, u = -1 - offset;
+        if (e < n_edges) {
+            v = frontier_target(indptr, indices, frontier, edge_end, k, e, &u);
+            if (in_bitmap(visited, v)) {
+                v = -1;
+            }
+        }
+        pairs[2 * e] = static_cast<Index>(v);
+        pairs[2 * e + 1] = static_cast<Index>(offset + u);
+    }
+}
+
+template <typename Index>
+__global__ void bfs_owner_claim_pairs(const long long* __restrict__ indptr,
+                                      const Index* __restrict__ pairs,
+                                      long long n_pairs,
+                                      long long offset,
+                                      long long n_local,
+                                      int level,
+                                      unsigned* __restrict__ visited,
+                                      int* __restrict__ dist,
+                                      long long* __restrict__ parent,
+                                      unsigned* __restrict__ next_front,
+                                      long long* __restrict__ frontier,
+                                      unsigned long long* __restrict__ counters) {
+    warp_uniform_loop(n_pairs, [&](long long i) {
+        bool claimed = false;
+        long long local = 0, degree = 0;
+        if (i < n_pairs) {
+            const long long v = static_cast<long long>(pairs[2 * i]);
+            const long long u = static_cast<long long>(pairs[2 * i + 1]);
+            if (u >= 0 && !in_bitmap(visited, u)) {
+                atomicOr(&visited[u >> 5], 1u << (u & 31));
+            }
+            if (v >= 0) {
+                if (!in_bitmap(visited, v)) {
+                    atomicOr(&visited[v >> 5], 1u << (v & 31));
+                }
+                local = v - offset;
+                if (local >= 0 && local < n_local && dist[local] == -1 &&
+                    atomicCAS(&dist[local], -1, level + 1) == -1) {
+                    parent[local] = u;
+                    atomicOr(&next_front[local >> 5], 1u << (local & 31));
+                    degree = indptr[local + 1] - indptr[local];
+                    claimed = true;
+                }
+            }
+        }
+        warp_add(&counters[kNextEdges], degree);
+        const unsigned long long slot = warp_append_slot(&counters[kNext], claimed);
+        if (claimed) {
+            frontier[slot] = local;
+        }
+    });
+}

@@ -527,6 +527,66 @@ def check_owner_mark_and_resolve(kernels, device, host, index_dtype):
     assert mine.size and not np.isin(mine, front).any()
 
 
+def check_owner_pairs(kernels, device, host, index_dtype):
+    """A top-down level of pairs (gpipe/engine/owners/bfs_levels.py), checked the plain way:
+    every out-edge of the frontier in its slot, row by row (target -1 where visited, padding
+    (-1, -1)); then the claim of every owner's gathered pairs takes exactly the unvisited
+    targets this owner holds, each with the parent of one of its pairs, and `visited` takes in
+    every pair's target and parent."""
+    n, n_owners = 300, 3
+    _, _, owners = owner_graph(7, index_dtype, n=n, m=900)
+    me, rng = owners[1], np.random.default_rng(5)
+    words = OWNER_CHUNK // kernels.BITMAP_BITS
+    frontier = rng.choice(me.n_local, 12, replace=False).astype(np.int64)
+    visited_ids = np.union1d(frontier + me.offset, rng.choice(n, 60, replace=False))
+    queue = np.full(me.n_local, -5, dtype=np.int64)
+    queue[:frontier.size] = frontier
+    sources, targets = _edges_of(me, frontier)
+    slots = targets.size + 5
+    pairs = device(np.full(2 * slots, 77, dtype=index_dtype))
+    next_front = device(np.full(words, 7, dtype=kernels.BITMAP_DTYPE))
+    counters = device(level_counters(kernels, 0, frontier.size, targets.size)[:4])
+    visited = device(pack_bits(visited_ids, n_owners * OWNER_CHUNK, kernels))
+    kernels.bfs_owner_pairs(device(me.indptr), device(me.indices), me.offset, device(queue),
+                            frontier.size, targets.size, visited, pairs, next_front, counters)
+    want = np.full((slots, 2), -1, dtype=np.int64)
+    want[:targets.size, 0] = np.where(np.isin(targets, visited_ids), -1, targets)
+    want[:targets.size, 1] = sources + me.offset
+    assert (want[:, 0] >= 0).sum() > 10 and (want[:targets.size, 0] == -1).any()
+    np.testing.assert_array_equal(host(pairs).reshape(-1, 2), want)
+    assert (host(counters) == 0).all() and unpack_bits(host(next_front), OWNER_CHUNK).size == 0
+
+    # Every owner's slot gathered: a peer's pairs (some into this owner's range, repeated
+    # targets), this owner's, and a slot of padding.
+    peer = np.full((slots, 2), -1, dtype=np.int64)
+    peer[:40, 0] = rng.choice(np.arange(me.offset - 20, me.offset + me.n_local + 20), 40)
+    peer[:40, 1] = rng.choice(n, 40)
+    peer[40:45] = peer[:5]  # the same pairs again
+    gathered = np.concatenate([peer, want, np.full((slots, 2), -1, dtype=np.int64)])
+    dist0 = np.where(np.isin(np.arange(me.n_local) + me.offset, visited_ids), 0, -1).astype(np.int32)
+    dist, parent = device(dist0.copy()), device(np.full(me.n_local, -1, dtype=np.int64))
+    out_queue = device(np.full(me.n_local, -3, dtype=np.int64))
+    kernels.bfs_owner_claim_pairs(device(me.indptr), device(gathered.astype(index_dtype).ravel()),
+                                  me.offset, 4, visited, dist, parent, next_front, out_queue, counters)
+    local = gathered[:, 0] - me.offset
+    mine = (gathered[:, 0] >= 0) & (local >= 0) & (local < me.n_local)
+    woke = np.unique(local[mine][dist0[local[mine]] == -1])
+    assert woke.size > 10
+    want_dist = dist0.copy()
+    want_dist[woke] = 5
+    np.testing.assert_array_equal(host(dist), want_dist)
+    got_parent = host(parent)
+    offered = {(int(v), int(u)) for v, u in zip(local[mine], gathered[mine, 1])}
+    assert all((int(v), int(got_parent[v])) in offered for v in woke)
+    assert (np.delete(got_parent, woke) == -1).all()
+    np.testing.assert_array_equal(unpack_bits(host(next_front), OWNER_CHUNK), woke)
+    got = host(counters)
+    assert got[kernels.NEXT] == woke.size and got[kernels.NEXT_EDGES] == _degree(me, woke)
+    np.testing.assert_array_equal(np.sort(host(out_queue)[:woke.size]), woke)
+    reached = np.concatenate([visited_ids, gathered[gathered[:, 0] >= 0, 0], gathered[gathered[:, 1] >= 0, 1]])
+    np.testing.assert_array_equal(unpack_bits(host(visited), n_owners * OWNER_CHUNK), np.unique(reached))
+
+
 def check_frontier_bitmap_round_trip(kernels, device, host):
     """frontier_to_bitmap clears the words it is given; bitmap_to_frontier reads the ids back."""
     n_local = 200

@@ -531,6 +531,11 @@ def test_owner_mark_and_resolve(index_dtype):
     kernel_graphs.check_owner_mark_and_resolve(cpu, np.asarray, np.asarray, index_dtype)
 
 
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+def test_owner_pairs_and_their_claim(index_dtype):
+    kernel_graphs.check_owner_pairs(cpu, np.asarray, np.asarray, index_dtype)
+
+
 def test_owner_frontier_bitmap_round_trip():
     kernel_graphs.check_frontier_bitmap_round_trip(cpu, np.asarray, np.asarray)
 

@@ -815,6 +815,11 @@ def test_owner_mark_and_resolve(index_dtype):
     kernel_graphs.check_owner_mark_and_resolve(gpu, cupy.asarray, cupy.asnumpy, index_dtype)
 
 
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+def test_owner_pairs_and_their_claim(index_dtype):
+    kernel_graphs.check_owner_pairs(gpu, cupy.asarray, cupy.asnumpy, index_dtype)
+
+
 def test_owner_frontier_bitmap_round_trip():
     kernel_graphs.check_frontier_bitmap_round_trip(gpu, cupy.asarray, cupy.asnumpy)
 
@@ -885,6 +890,66 @@ def test_owner_steps_with_many_warps_and_long_rows(path):
     np.testing.assert_array_equal(d_counters.get(), h_counters)
     np.testing.assert_array_equal(kernel_graphs.unpack_bits(d_next.get(), me.n_local),
                                   kernel_graphs.unpack_bits(h_next, me.n_local))
+
+
+@pytest.mark.parametrize("frontier_size", [3, 20_000, 80_000])
+def test_owner_pairs_with_many_warps_and_long_rows(frontier_size):
+    # A level of pairs against its Numba twin: the hub's row (vertex 0, every vertex's
+    # neighbour) with the next two longest, and frontiers scanned in one block or (beyond it)
+    # by CuPy; the claim of every owner's pairs (here three slots).
+    from gpipe.engine.compute import cpu
+
+    n, chunk = 300_000, 100_032  # three owners; chunk a multiple of 64
+    src, dst, _ = hub_edges(12, n, 1_500_000)
+    src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
+    me = kernel_graphs.Owner(src, dst, np.ones(src.size), 0, chunk, np.int32)
+    rng = np.random.default_rng(frontier_size)
+    degree = np.diff(me.indptr)
+    frontier = (np.argsort(degree)[-3:] if frontier_size == 3 else
+                rng.choice(me.n_local, frontier_size, replace=False)).astype(np.int64)
+    edges = int(degree[frontier].sum())
+    visited_ids = np.union1d(frontier + me.offset, rng.choice(n, 50_000, replace=False))
+    queue = np.zeros(me.n_local, dtype=np.int64)
+    queue[:frontier.size] = frontier
+    slots = edges + 3
+    h_pairs = np.zeros(2 * slots, dtype=np.int32)
+    cpu.bfs_owner_pairs(me.indptr, me.indices, me.offset, queue, frontier.size, edges,
+                        kernel_graphs.pack_bits(visited_ids, 3 * chunk, cpu), h_pairs,
+                        np.zeros(chunk // 64, np.int64), np.zeros(4, np.int64))
+    d_visited = cupy.asarray(kernel_graphs.pack_bits(visited_ids, 3 * chunk, gpu))
+    d_pairs = cupy.zeros(2 * slots, dtype=cupy.int32)
+    d_counters = cupy.asarray(np.array([9, 9, frontier.size, edges], dtype=np.int64))
+    indptr = cupy.asarray(me.indptr)
+    gpu.bfs_owner_pairs(indptr, cupy.asarray(me.indices), me.offset, cupy.asarray(queue),
+                        frontier.size, edges, d_visited, d_pairs,
+                        cupy.ones(chunk // 32, dtype=cupy.uint32), d_counters)
+    assert edges > 20_000 and (d_counters.get() == 0).all()
+    np.testing.assert_array_equal(d_pairs.get(), h_pairs)
+
+    gathered = np.concatenate([h_pairs, np.roll(h_pairs, 2), np.full(2 * slots, -1, np.int32)])
+    dist0 = np.where(np.isin(np.arange(me.n_local) + me.offset, visited_ids), 0, -1).astype(np.int32)
+    h = {"dist": dist0.copy(), "parent": np.full(me.n_local, -1, np.int64), "next": np.zeros(chunk // 64, np.int64),
+         "queue": np.zeros(me.n_local, np.int64), "counters": np.zeros(4, np.int64)}
+    cpu.bfs_owner_claim_pairs(me.indptr, gathered, me.offset, 1,
+                              kernel_graphs.pack_bits(visited_ids, 3 * chunk, cpu), h["dist"], h["parent"],
+                              h["next"], h["queue"], h["counters"])
+    d = {"dist": cupy.asarray(dist0), "parent": cupy.full(me.n_local, -1, dtype=cupy.int64),
+         "next": cupy.zeros(chunk // 32, dtype=cupy.uint32), "queue": cupy.zeros(me.n_local, dtype=cupy.int64),
+         "counters": cupy.zeros(4, dtype=cupy.int64)}
+    gpu.bfs_owner_claim_pairs(indptr, cupy.asarray(gathered), me.offset, 1, d_visited, d["dist"],
+                              d["parent"], d["next"], d["queue"], d["counters"])
+    np.testing.assert_array_equal(d["dist"].get(), h["dist"])
+    np.testing.assert_array_equal(d["counters"].get(), h["counters"])
+    woke = np.flatnonzero(h["dist"] == 2)
+    assert woke.size > 1_000
+    np.testing.assert_array_equal(kernel_graphs.unpack_bits(d["next"].get(), chunk), woke)
+    np.testing.assert_array_equal(np.sort(d["queue"].get()[:woke.size]), woke)
+    pairs = gathered.reshape(-1, 2).astype(np.int64)
+    offered = set(zip((pairs[:, 0] - me.offset).tolist(), pairs[:, 1].tolist()))
+    got_parent = d["parent"].get()
+    assert all((int(v), int(got_parent[v])) in offered for v in woke)
+    reached = np.concatenate([visited_ids, pairs[pairs[:, 0] >= 0, 0], pairs[pairs[:, 1] >= 0, 1]])
+    np.testing.assert_array_equal(kernel_graphs.unpack_bits(d_visited.get(), 3 * chunk), np.unique(reached))
 
 
 @pytest.mark.parametrize("frontier_size", [20_000, 80_000])

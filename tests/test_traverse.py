@@ -27,6 +27,7 @@ def test_cycle_checks_run_at_powers_of_two():
 # DaskTransport over an in-process channel), against SciPy.
 # ---------------------------------------------------------------------------------------------
 
+import math  # noqa: E402
 import threading  # noqa: E402
 from dataclasses import replace  # noqa: E402
 
@@ -56,8 +57,9 @@ class ThreadChannel:
 
 
 def owner_bfs(src, dst, n, n_owners, directed, sources, depth_limit=None, direction="auto",
-              backend="cpu", levels="fixed"):
-    """Global (dist, parent) on the host and every owner's stats, from owners run as threads."""
+              backend="cpu", levels="fixed", pairs=None):
+    """Global (dist, parent) on the host and every owner's stats, from owners run as threads
+    (``pairs``: ``Thresholds.pairs`` where not None)."""
     layout = Layout(n=n, n_owners=n_owners)
     xp = gpipe_backend(backend).xp
     parts = []
@@ -67,6 +69,8 @@ def owner_bfs(src, dst, n, n_owners, directed, sources, depth_limit=None, direct
         parts.append(build_partition(backend, layout, p, directed, False, None,
                                      [(xp.asarray(src[mine]), xp.asarray(dst[mine]), None, None, False, None)]))
     thresholds = replace(owners_bfs.bfs_thresholds(direction), levels=levels)
+    if pairs is not None:
+        thresholds = replace(thresholds, pairs=pairs)
     mailbox, results, errors = peers.Mailbox(), [None] * n_owners, []
     owners = layout.owner_of(np.asarray(sources))
 
@@ -102,10 +106,10 @@ def gpipe_backend(name):
 
 
 def check_owner_bfs(src, dst, n, n_owners, directed, sources, depth_limit=None, direction="auto",
-                    backend="cpu", levels="fixed"):
+                    backend="cpu", levels="fixed", pairs=None):
     """owner_bfs against SciPy (distances, cut at depth_limit) and the tree check; the stats."""
     dist, parent, stats = owner_bfs(src, dst, n, n_owners, directed, sources, depth_limit,
-                                    direction, backend, levels)
+                                    direction, backend, levels, pairs)
     unit = np.ones(src.size)
     want = kernel_graphs.scipy_bfs_dist(kernel_graphs.scipy_graph(src, dst, unit, n), np.unique(sources))
     if depth_limit is not None:
@@ -135,10 +139,14 @@ def check_owner_bfs_case(seed, directed, n_owners, direction, backend, monkeypat
     n = 300
     src, dst, _ = kernel_graphs.random_edges(seed, n=n, m=900, directed=directed)
     rule = MIXED if direction == "mixed" else direction
-    loops = ["queued"] if directed else ["fixed", "queued"]  # directed graphs have only one
-    for loop, sources in [(loop, s) for loop in loops for s in (np.array([7]), np.array([3, 150, 3, 299]))]:
+    # Directed graphs have only the queued loop; the fixed-size levels' top-down levels send
+    # bitmaps (pairs=0), pairs (inf) or, by default, whichever takes fewer bytes.
+    loops = [("queued", None)] if directed else [("fixed", 0.0), ("fixed", None), ("fixed", math.inf),
+                                                 ("queued", None)]
+    for (loop, pairs), sources in [(loop, s) for loop in loops
+                                   for s in (np.array([7]), np.array([3, 150, 3, 299]))]:
         stats, levels = check_owner_bfs(src, dst, n, n_owners, directed, sources, direction=rule,
-                                        backend=backend, levels=loop)
+                                        backend=backend, levels=loop, pairs=pairs)
         assert levels[0] == owners_bfs.TOP_DOWN
         if directed or direction == "top-down":
             assert set(levels) == {owners_bfs.TOP_DOWN}
@@ -151,8 +159,9 @@ def check_owner_bfs_case(seed, directed, n_owners, direction, backend, monkeypat
             assert (owners_bfs.BOTTOM_UP, owners_bfs.TOP_DOWN) in changes
         if loop == "queued":  # one step, two where a bottom-up message turned back
             assert all(m in (1, 2) for m in stats.messages)
-        else:  # fixed-size levels: gather, swap (top-down only), counters
-            assert all(m == (3 if d == owners_bfs.TOP_DOWN else 2)
+        else:  # fixed-size levels: gather, swap (top-down bitmaps only), counters
+            top_down = {0.0: [3], None: [2, 3], math.inf: [2]}[pairs]
+            assert all(m in (top_down if d == owners_bfs.TOP_DOWN else [2])
                        for d, m in zip(stats.labels, stats.messages))
 
 
@@ -200,7 +209,7 @@ def test_owner_bfs_sources_without_edges_and_a_lone_vertex():
 def test_owner_bfs_stats_count_the_bytes_sent():
     n = 300
     src, dst, _ = kernel_graphs.random_edges(2, n=n, m=900, directed=False)
-    _, _, stats = owner_bfs(src, dst, n, 2, False, np.array([7]), direction="bottom-up")
+    _, _, stats = owner_bfs(src, dst, n, 2, False, np.array([7]), direction="bottom-up", pairs=0.0)
     layout = Layout(n=n, n_owners=2)  # chunks of 192 ids: bitmap slots of 3 int64 words
     slot_bytes = 8 * (layout.chunk // 64)
     for s in stats:
@@ -288,4 +297,8 @@ def test_owner_bfs_larger_graph(backend, direction, request):
         # GAPBS's shape, top-down, bottom-up, top-down, decided on every level's exact counts.
         shape = "".join(d[0] for d in levels)
         assert shape.strip("t") and set(shape.strip("t")) == {"b"} and shape[0] == shape[-1] == "t"
-        assert stats.messages == [3 if d == owners_bfs.TOP_DOWN else 2 for d in stats.labels]
+        # The first levels' few out-edges go as pairs (gather, counters), a larger top-down
+        # frontier's as bitmaps (gather, swap, counters).
+        assert stats.messages[0] == 2 and 3 in stats.messages
+        assert all(m in ((2, 3) if d == owners_bfs.TOP_DOWN else (2,))
+                   for d, m in zip(stats.labels, stats.messages))

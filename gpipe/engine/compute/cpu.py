@@ -90,7 +90,8 @@ from gpipe.engine.compute.cpu_arrays import (arange, astype, copy, count_nonzero
                                              non_negative, packbits_little, scatter, take, unique)
 from gpipe.engine.compute.cpu_bfs_owners import (BITMAP_BITS, BITMAP_DTYPE, FRONTIER, FRONTIER_EDGES, NEXT,  # noqa: F401 (the contract: BFS over several owners)
                                                  NEXT_EDGES, QUEUES, bfs_owner_bottom_up, bfs_owner_claim,
-                                                 bfs_owner_level_begin, bfs_owner_mark, bfs_owner_resolve,
+                                                 bfs_owner_claim_pairs, bfs_owner_level_begin, bfs_owner_mark,
+                                                 bfs_owner_pairs, bfs_owner_resolve,
                                                  bfs_owner_top_down,
                                                  bitmap_to_frontier, frontier_to_bitmap)
 from gpipe.engine.compute.cpu_bfs_owners import bitmap_to_ids, ids_to_bitmap

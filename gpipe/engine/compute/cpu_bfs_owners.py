@@ -245,6 +245,50 @@ def _resolve_step(indptr, indices, level, front, masked, own_marks, received, n_
     counters[NEXT_EDGES] = next_edges
 
 
+@kernel(*each_index(lambda indices: (INT64S, indices, INT64, INT64S, INT64, INT64S, indices)))
+def _pairs_step(indptr, indices, offset, frontier, k, visited, pairs):
+    """The first `k` frontier vertices' out-edges as (target, parent) pairs, target -1 where
+    `visited` has it; the slots after them (-1, -1)."""
+    e = 0
+    for i in range(k):
+        u = frontier[i]
+        for j in range(indptr[u], indptr[u + 1]):
+            v = np.int64(indices[j])
+            pairs[2 * e] = -1 if (visited[v >> 6] >> (v & 63)) & 1 else v
+            pairs[2 * e + 1] = offset + u
+            e += 1
+    pairs[2 * e:] = -1
+
+
+@kernel(*each_index(lambda ids: (INT64S, ids, INT64, INT64, INT64S, INT32S, INT64S, INT64S,
+                                  INT64S, INT64S)))
+def _claim_pairs_step(indptr, pairs, offset, level, visited, dist, parent, next_front, frontier,
+                      counters):
+    """Claim this owner's unvisited targets of `pairs`, each taking its pair's parent; every
+    pair's target and parent go into `visited`."""
+    n_local = dist.shape[0]
+    n_next = counters[NEXT]
+    next_edges = counters[NEXT_EDGES]
+    for i in range(pairs.shape[0] // 2):
+        v = np.int64(pairs[2 * i])
+        u = np.int64(pairs[2 * i + 1])
+        if u >= 0:
+            visited[u >> 6] |= np.int64(1) << (u & 63)
+        if v < 0:
+            continue
+        visited[v >> 6] |= np.int64(1) << (v & 63)
+        local = v - offset
+        if 0 <= local < n_local and dist[local] == -1:
+            dist[local] = level + 1
+            parent[local] = u
+            next_front[local >> 6] |= np.int64(1) << (local & 63)
+            frontier[n_next] = local
+            n_next += 1
+            next_edges += indptr[local + 1] - indptr[local]
+    counters[NEXT] = n_next
+    counters[NEXT_EDGES] = next_edges
+
+
 # ---------------------------------------------------------------------------------------------
 # Contract: the functions the owner loop calls
 # ---------------------------------------------------------------------------------------------
@@ -427,3 +471,32 @@ def bfs_owner_resolve(indptr, indices, level, front, own_marks, received, owner,
     n_owners = received.shape[0] // own_marks.shape[0] if masked else 1
     _resolve_step(indptr, indices, np.int64(level), front, masked, own_marks, received,
                   np.int64(n_owners), np.int64(owner), dist, parent, next_front, frontier, counters)
+
+
+def bfs_owner_pairs(indptr, indices, offset, frontier, k, edges, visited, pairs, next_front,
+                    counters):
+    """Top-down from a small frontier, sending edges rather than bitmaps (a fixed-size level of
+    gpipe/engine/owners/bfs_levels.py whose slot size the host knows from the last counters).
+
+    Writes the out-edges of the first `k` local ids of `frontier` (`edges` of them, in row
+    order, frontier vertex by frontier vertex) into `pairs` (the dtype of `indices`, interleaved
+    ``target, parent``, ``pairs.size // 2 >= edges`` slots): ``(v, offset + u)`` for an edge
+    u -> v, with v = -1 where `visited` has v's bit; the slots after them get ``(-1, -1)``. Also
+    clears `next_front` and zeroes ``counters[:4]`` for `bfs_owner_claim_pairs`.
+    """
+    del edges  # the GPU twin sizes its scan by it
+    next_front[:] = 0
+    counters[:4] = 0
+    _pairs_step(indptr, indices, np.int64(offset), frontier, np.int64(k), visited, pairs)
+
+
+def bfs_owner_claim_pairs(indptr, pairs, offset, level, visited, dist, parent, next_front,
+                          frontier, counters):
+    """Claim, from every owner's gathered `pairs` (as `bfs_owner_pairs` writes them), the
+    unvisited targets this owner holds (global ids ``offset .. offset + n_local - 1``): dist =
+    level + 1, parent = the pair's parent (a global id; the first pair wins), the bit set in
+    `next_front`, the local id appended to `frontier` at ``counters[NEXT]``, its out-degree
+    added to ``counters[NEXT_EDGES]``. `visited` (int64 words over the global ids) takes in
+    every pair's target and parent, so that it still holds every vertex known to be reached."""
+    _claim_pairs_step(indptr, pairs, np.int64(offset), np.int64(level), visited, dist, parent,
+                      next_front, frontier, counters)

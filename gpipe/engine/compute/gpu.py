@@ -37,7 +37,8 @@ from gpipe.engine.compute.gpu_batch import (BFS_BATCH_WIDTH, SSSP_BATCH_WIDTH, b
 from gpipe.engine.compute.gpu_bfs import bfs, bfs_expand
 from gpipe.engine.compute.gpu_bfs_owners import (BITMAP_BITS, BITMAP_DTYPE, FRONTIER, FRONTIER_EDGES, NEXT,
                                                  NEXT_EDGES, QUEUES, bfs_owner_bottom_up, bfs_owner_claim,
-                                                 bfs_owner_level_begin, bfs_owner_mark, bfs_owner_resolve,
+                                                 bfs_owner_claim_pairs, bfs_owner_level_begin, bfs_owner_mark,
+                                                 bfs_owner_pairs, bfs_owner_resolve,
                                                  bfs_owner_top_down,
                                                  bitmap_to_frontier, frontier_to_bitmap)
 from gpipe.engine.compute.gpu_csr import build_csr, build_csr_pieces

@@ -211,3 +211,38 @@ def bfs_owner_resolve(indptr, indices, level, front, own_marks, received, owner,
          own_marks if masked else front, received if masked else front, cupy.int32(n_owners),
          cupy.int32(owner), cupy.int64(words), dist, parent, next_front, frontier, counters),
     )
+
+
+def bfs_owner_pairs(indptr, indices, offset, frontier, k, edges, visited, pairs, next_front,
+                    counters):
+    """Top-down from a small frontier: its out-edges as (target, parent) pairs in ``pairs``
+    (``indices``' dtype, ``2 * slots`` long, ``slots >= edges``); see
+    :func:`gpipe.engine.compute.cpu_bfs_owners.bfs_owner_pairs`. Edge-parallel as
+    :func:`bfs_owner_mark`, its prefix sum by ``bfs_owner_edge_end`` up to ``_SCAN_ITEMS``
+    vertices, by CuPy's scan beyond."""
+    if k <= _SCAN_ITEMS:
+        edge_end = cupy.empty(max(k, 1), dtype=cupy.int64)
+        owners_kernel("bfs_owner_edge_end", indices)(
+            (1,), (_SCAN_BLOCK,), (indptr, frontier, edge_end, counters, cupy.int32(4)))
+    else:
+        queued = frontier[:k]
+        edge_end = cupy.cumsum(indptr[queued + 1] - indptr[queued])
+    slots, words = int(pairs.size) // 2, int(next_front.size)
+    owners_kernel("bfs_owner_pairs", indices)(
+        cuda.grid(max(slots, words, 4)), (cuda.BLOCK,),
+        (indptr, indices, cupy.int64(offset), frontier, edge_end, cupy.int64(k), visited, pairs,
+         cupy.int64(slots), next_front, cupy.int64(words), counters))
+
+
+def bfs_owner_claim_pairs(indptr, pairs, offset, level, visited, dist, parent, next_front,
+                          frontier, counters):
+    """Claim this owner's targets of every owner's gathered ``pairs``; see
+    :func:`gpipe.engine.compute.cpu_bfs_owners.bfs_owner_claim_pairs`. One thread per pair,
+    appends aggregated per warp."""
+    n_pairs = int(pairs.size) // 2
+    if n_pairs == 0:
+        return
+    owners_kernel("bfs_owner_claim_pairs", pairs)(
+        cuda.grid(n_pairs), (cuda.BLOCK,),
+        (indptr, pairs, cupy.int64(n_pairs), cupy.int64(offset), cupy.int64(dist.size),
+         cupy.int32(level), visited, dist, parent, next_front, frontier, counters))

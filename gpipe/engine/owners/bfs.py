@@ -49,13 +49,17 @@ class Thresholds:
     [Beamer, Asanovic, Patterson, SC 2012]; gamma, as in ``kernels/bfs_persistent.cu``, keeps
     small frontiers top-down, since a bottom-up level reads every unvisited vertex and every
     owner receives the whole frontier bitmap. ``alpha=0`` keeps every level top-down; ``alpha = beta =
-    gamma = inf`` makes every level after the first bottom-up. ``levels`` travels with them:
-    which of the two level loops an undirected graph runs (:meth:`fixed_levels`).
+    gamma = inf`` makes every level after the first bottom-up. ``pairs``: a fixed-size
+    top-down level sends its frontier's out-edges as (target, parent) pairs while they take at
+    most ``pairs`` times the bytes of its two bitmaps (:meth:`send_pairs`; 0: never, inf:
+    always). ``levels`` travels with them: which of the two level loops an undirected graph
+    runs (:meth:`fixed_levels`).
     """
 
     alpha: float = 15.0
     beta: float = 18.0
     gamma: float = 8.0
+    pairs: float = 1.0
     levels: str = "auto"  # Dask config gpipe.bfs-levels: which loop an undirected graph runs
 
     def fixed_levels(self, backend_name: str) -> bool:
@@ -67,6 +71,12 @@ class Thresholds:
         if self.levels == "auto":
             return backend_name == backends.GPU
         return self.levels == "fixed"
+
+    def send_pairs(self, pair_bytes, bitmap_bytes) -> bool:
+        """Whether a top-down level of :mod:`gpipe.engine.owners.bfs_levels` sends pairs (what
+        every owner's pairs take, gathered) rather than bitmaps (what every owner's slots of
+        the frontier and the marks take)."""
+        return pair_bytes <= self.pairs * bitmap_bytes
 
     def go_bottom_up(self, frontier_edges, unexplored_edges, n) -> bool:
         m_f = float(frontier_edges)
@@ -113,7 +123,7 @@ def _direction(setting) -> Thresholds:
         unknown = sorted(set(setting) - names)
         if unknown:
             raise InputError(f"{DIRECTION_KEY}: unknown threshold {unknown[0]!r}; "
-                             "known: alpha, beta, gamma")
+                             "known: alpha, beta, gamma, pairs")
         return Thresholds(**{name: float(value) for name, value in setting.items()})
     raise InputError(f"{DIRECTION_KEY} must be 'auto', 'top-down', 'bottom-up' or a mapping of "
                      f"alpha/beta/gamma, not {setting!r}")

@@ -10,7 +10,13 @@ read is one small block of counters, every owner's, gathered at its end:
 2. top-down (a small frontier): each owner marks, in a bitmap over the global ids, the targets
    of its frontier's out-edges that are not yet visited (``bfs_owner_mark``, no claim), and the
    owners swap the marks of each other's ranges (``Transport.swap_slices``: a fixed-size
-   all-to-all);
+   all-to-all). While the frontier's out-edges are few (their pairs take fewer bytes than the
+   two bitmaps, ``Thresholds.send_pairs``), a top-down level sends them instead, steps 1-3 in
+   one: every owner writes its frontier's out-edges as (target, parent) pairs into a slot as
+   long as the largest owner's out-degree sum, known from the last counters
+   (``bfs_owner_pairs``), the slots are gathered, and each owner claims its targets with the
+   pair's parent (``bfs_owner_claim_pairs``), scanning no row: on a power-law graph the
+   first levels' targets are the hubs' neighbours, whose rows are the longest;
 3. each owner claims its unvisited vertices (top-down: the marked ones; bottom-up: all of
    them), each taking its first neighbour in ``front`` as parent (``bfs_owner_resolve``): the
    graph is undirected, so a marked vertex always has one, and the top-down half sends no
@@ -23,7 +29,7 @@ read is one small block of counters, every owner's, gathered at its end:
 Over NCCL steps 1-3 are queued on the owner's stream and step 4 is one all-gather and one read
 of a pinned buffer. The bitmaps cost ``n / 8`` bytes per owner and level (gathered) and as much
 again top-down (swapped), whatever the frontier holds: the price of a level that the host need
-not size. Directed graphs keep the queue-based loop of :mod:`gpipe.engine.owners.bfs` (their
+not size. The pairs cost 2 ids per slot and owner. Directed graphs keep the queue-based loop of :mod:`gpipe.engine.owners.bfs` (their
 rows are not their vertices' in-edges, so a mark could not find its parent), and so do CPU
 owners by default, where that loop measured faster (``Thresholds.fixed_levels``).
 
@@ -84,9 +90,14 @@ def bfs_levels_arrays(transport, part: Partition, layout: Layout, local_sources,
         else:
             bottom_up = thresholds.go_bottom_up(edges, total_edges - checked_edges, layout.n)
         tag = 3 * level
+        slots = int(rows[:, run.kernels.NEXT_EDGES].max())
+        pairs = not bottom_up and thresholds.send_pairs(run.pair_bytes(slots), run.bitmap_bytes)
         before = transport.marker() if device_times else None
-        sent = run.level(tag, level, bottom_up, int(mine[run.kernels.NEXT]),
-                         int(mine[run.kernels.NEXT_EDGES]))
+        k, mine_edges = int(mine[run.kernels.NEXT]), int(mine[run.kernels.NEXT_EDGES])
+        if pairs:
+            sent = run.pairs_level(tag, level, k, mine_edges, slots)
+        else:
+            sent = run.level(tag, level, bottom_up, k, mine_edges)
         if device_times:
             marks.append((before, transport.marker()))
         queued = time.perf_counter()
@@ -97,8 +108,8 @@ def bfs_levels_arrays(transport, part: Partition, layout: Layout, local_sources,
         mine = rows[transport.owner]
         previous = frontier
         frontier, edges = (int(x) for x in rows[:, next_at].sum(0))
-        stats.add(BOTTOM_UP if bottom_up else TOP_DOWN, previous, 1, 2 if bottom_up else 3, sent,
-                  queued - began, ended - queued)
+        stats.add(BOTTOM_UP if bottom_up else TOP_DOWN, previous, 1,
+                  2 if bottom_up or pairs else 3, sent, queued - began, ended - queued)
         progress.level(level, previous)
         level += 1
     if marks and marks[0][0] is not None:
@@ -114,7 +125,8 @@ class _Levels:
     words of either width). ``next_slice``: this owner's slot of the next frontier, the piece it
     contributes to the gather. ``queue``: the next frontier as local ids, its length in
     ``counters[NEXT]`` (what the top-down half expands). ``counters``: the kernels' four, then
-    the owner's out-edge count.
+    the owner's out-edge count. ``bitmap_bytes``: what a top-down level of bitmaps gathers and
+    swaps, one owner's slot each (the bytes the pairs are weighed against).
     """
 
     def __init__(self, part: Partition, layout: Layout, transport):
@@ -136,6 +148,11 @@ class _Levels:
         self.parent = xp.full(part.n_local, -1, dtype="int64")
         self.counters = xp.zeros(EDGES + 1, dtype="int64")
         self.counters[EDGES] = part.n_edges
+        self.bitmap_bytes = 2 * int(self.next_slice.nbytes) * layout.n_owners
+
+    def pair_bytes(self, slots: int) -> int:
+        """What a top-down level of pairs gathers: every owner's ``slots`` pairs of ids."""
+        return 2 * slots * self.part.indices.itemsize * self.layout.n_owners
 
     def start(self, local_sources):
         """Put the sources (local ids) in the first frontier; returns the counters to gather."""
@@ -173,3 +190,19 @@ class _Levels:
                                   self.received, part.owner, self.dist, self.parent,
                                   self.next_slice, self.queue, self.counters)
         return 2 * slice_bytes
+
+    def pairs_level(self, tag: int, level: int, k: int, edges: int, slots: int) -> int:
+        """Queue one top-down level of pairs from the frontier in ``queue`` (``k`` vertices
+        here, out-degree sum ``edges``), every owner's slot ``slots`` pairs long (at least
+        every owner's out-degree sum), its gather tagged ``tag + 1``; returns the bytes this
+        owner sends its peers."""
+        part, kernels, xp = self.part, self.kernels, self.xp
+        mine = xp.empty(2 * slots, dtype=part.indices.dtype)
+        gathered = xp.empty(self.layout.n_owners * mine.size, dtype=mine.dtype)
+        kernels.bfs_owner_pairs(part.indptr, part.indices, part.offset, self.queue, k, edges,
+                                self.visited, mine, self.next_slice, self.counters)
+        self.transport.gather_slices(tag + 1, mine, gathered)
+        kernels.bfs_owner_claim_pairs(part.indptr, gathered, part.offset, level, self.visited,
+                                      self.dist, self.parent, self.next_slice, self.queue,
+                                      self.counters)
+        return int(mine.nbytes) * (self.layout.n_owners - 1)

@@ -49,6 +49,9 @@ SLOW_STEP_S = 10.0  # a step that takes longer is logged once (a hang shows in t
 
 GROUPS: OrderedDict = OrderedDict()  # group key -> NCCL communicator, in this worker process
 _STREAMS = {}  # CUDA device id -> the stream this process's NCCL traversals run on
+# group key -> pinned host buffers its traversals read counts into, by (length, dtype): kept
+# from query to query (pinning costs more than a small level); a group's traversals take turns
+_PINNED = {}
 _CLIENT_GROUPS = {}  # (id of a client, its owners' addresses) -> group key, on the client
 # A client's NCCL traversals run one at a time, over one communicator or several: two at once
 # would interleave their collectives, and communicators that share a device deadlock when their
@@ -91,18 +94,45 @@ def join(channel, group: str, uid, n_owners: int) -> bool:
     from cupy.cuda import nccl
 
     comm = nccl.NcclCommunicator(n_owners, uid, channel.owner)
+    _warm(comm, n_owners, channel.owner)
     with _GROUPS_LOCK:
         GROUPS[group] = comm
         while len(GROUPS) > GROUPS_KEPT:
-            _, oldest = GROUPS.popitem(last=False)
+            key, oldest = GROUPS.popitem(last=False)
+            _PINNED.pop(key, None)
             _abort(oldest)
     return True
+
+
+def _warm(comm, n_owners: int, owner: int) -> None:
+    """Run each kind of step once on the owners' stream, small and large, and load the
+    kernels: NCCL connects a communicator's peers at each kind's first use (hundreds of
+    milliseconds), which would otherwise land in the graph's first query."""
+    import cupy
+    from cupy.cuda import nccl
+
+    from gpipe.engine import backend as backends
+
+    backends.get(backends.GPU).kernels.warmup()
+    stream = owner_stream()
+    with stream:
+        for size in (8, 1 << 20):
+            piece = cupy.zeros(size, dtype=cupy.uint8)
+            gathered = cupy.empty(n_owners * size, dtype=cupy.uint8)
+            comm.allGather(piece.data.ptr, gathered.data.ptr, size, nccl.NCCL_UINT8, stream.ptr)
+            nccl.groupStart()
+            for q in (q for q in range(n_owners) if q != owner):
+                comm.send(piece.data.ptr, size, nccl.NCCL_UINT8, q, stream.ptr)
+                comm.recv(gathered[q * size:].data.ptr, size, nccl.NCCL_UINT8, q, stream.ptr)
+            nccl.groupEnd()
+        stream.synchronize()
 
 
 def drop(group: str) -> None:
     """Abort and forget this worker's end of ``group`` (no-op if it has none)."""
     with _GROUPS_LOCK:
         comm = GROUPS.pop(group, None)
+        _PINNED.pop(group, None)
     if comm is not None:
         _abort(comm)
 
@@ -214,7 +244,7 @@ class NcclTransport(Transport):
         self.key = channel.key
         self.timeout = getattr(channel, "timeout", 900.0)
         self.stream = owner_stream()
-        self._pinned = {}  # host buffers for the gathered counts, by (length, dtype)
+        self._pinned = _PINNED.setdefault(group, {})  # host buffers for gathered counts
         self._staging = {}  # device buffers for an all-gather's padded piece, by (dtype, length)
 
     @contextlib.contextmanager

@@ -89,7 +89,8 @@ from gpipe.engine.compute.cpu_arrays import (arange, astype, copy, count_nonzero
                                              flatnonzero, full, isfinite, logical_not, negative,
                                              non_negative, packbits_little, scatter, take, unique)
 from gpipe.engine.compute.cpu_bfs_owners import (BITMAP_BITS, BITMAP_DTYPE, FRONTIER, FRONTIER_EDGES, NEXT,  # noqa: F401 (the contract: BFS over several owners)
-                                                 NEXT_EDGES, QUEUES, bfs_owner_bottom_up, bfs_owner_claim,
+                                                 NEXT_EDGES, PAIRS_MAX_FRONTIER, QUEUES, bfs_owner_bottom_up,
+                                                 bfs_owner_claim,
                                                  bfs_owner_claim_pairs, bfs_owner_level_begin, bfs_owner_mark,
                                                  bfs_owner_pairs, bfs_owner_resolve,
                                                  bfs_owner_top_down,

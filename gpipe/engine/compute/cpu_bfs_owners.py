@@ -71,6 +71,7 @@ import numpy as np
 
 from gpipe.engine.compute.cpu_jit import BOOL, INT32S, INT64, INT64S, each_index, kernel, plain
 
+PAIRS_MAX_FRONTIER = 2**62  # the longest frontier whose level bfs_levels sends as pairs: any
 BITMAP_BITS = 64
 BITMAP_DTYPE = np.int64
 

@@ -36,7 +36,8 @@ from gpipe.engine.compute.gpu_batch import (BFS_BATCH_WIDTH, SSSP_BATCH_WIDTH, b
                                             sssp_batch)
 from gpipe.engine.compute.gpu_bfs import bfs, bfs_expand
 from gpipe.engine.compute.gpu_bfs_owners import (BITMAP_BITS, BITMAP_DTYPE, FRONTIER, FRONTIER_EDGES, NEXT,
-                                                 NEXT_EDGES, QUEUES, bfs_owner_bottom_up, bfs_owner_claim,
+                                                 NEXT_EDGES, PAIRS_MAX_FRONTIER, QUEUES, bfs_owner_bottom_up,
+                                                 bfs_owner_claim,
                                                  bfs_owner_claim_pairs, bfs_owner_level_begin, bfs_owner_mark,
                                                  bfs_owner_pairs, bfs_owner_resolve,
                                                  bfs_owner_top_down,

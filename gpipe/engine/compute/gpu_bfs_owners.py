@@ -27,6 +27,10 @@ _SCAN_BLOCK = 1024  # kScanBlock in bfs_owners.cu
 _SCAN_PER_THREAD = 8  # kScanPerThread
 _SCAN_ITEMS = 8 * _SCAN_BLOCK * _SCAN_PER_THREAD  # up to 8 tiles in bfs_owner_edge_end; beyond, CuPy's scan
 
+# The longest frontier (any owner's) whose level bfs_levels sends as pairs: one block scans its
+# degrees; CuPy's multi-pass scan, which serves longer ones, measured 3-5 ms a level from a Dask
+# worker, where the bitmaps' warp-per-vertex mark needs no scan.
+PAIRS_MAX_FRONTIER = _SCAN_ITEMS
 BITMAP_BITS = 32
 BITMAP_DTYPE = cupy.uint32
 _LONG = numpy.empty(0, dtype=numpy.int64)  # names the instantiation of kernels whose Index is unused

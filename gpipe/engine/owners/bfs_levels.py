@@ -11,9 +11,10 @@ read is one small block of counters, every owner's, gathered at its end:
    of its frontier's out-edges that are not yet visited (``bfs_owner_mark``, no claim), and the
    owners swap the marks of each other's ranges (``Transport.swap_slices``: a fixed-size
    all-to-all). While the frontier's out-edges are few (their pairs take fewer bytes than the
-   two bitmaps, ``Thresholds.send_pairs``), a top-down level sends them instead, steps 1-3 in
-   one: every owner writes its frontier's out-edges as (target, parent) pairs into a slot as
-   long as the largest owner's out-degree sum, known from the last counters
+   two bitmaps, ``Thresholds.send_pairs``, and no owner's frontier is longer than the kernels'
+   ``PAIRS_MAX_FRONTIER``), a top-down level sends them instead, steps 1-3 in one: every owner
+   writes its frontier's out-edges as (target, parent) pairs into a slot at least as long as
+   the largest owner's out-degree sum, known from the last counters
    (``bfs_owner_pairs``), the slots are gathered, and each owner claims its targets with the
    pair's parent (``bfs_owner_claim_pairs``), scanning no row: on a power-law graph the
    first levels' targets are the hubs' neighbours, whose rows are the longest;
@@ -90,8 +91,9 @@ def bfs_levels_arrays(transport, part: Partition, layout: Layout, local_sources,
         else:
             bottom_up = thresholds.go_bottom_up(edges, total_edges - checked_edges, layout.n)
         tag = 3 * level
-        slots = int(rows[:, run.kernels.NEXT_EDGES].max())
-        pairs = not bottom_up and thresholds.send_pairs(run.pair_bytes(slots), run.bitmap_bytes)
+        slots = _pair_slots(int(rows[:, run.kernels.NEXT_EDGES].max()))
+        pairs = (not bottom_up and rows[:, run.kernels.NEXT].max() <= run.kernels.PAIRS_MAX_FRONTIER
+                 and thresholds.send_pairs(run.pair_bytes(slots), run.bitmap_bytes))
         before = transport.marker() if device_times else None
         k, mine_edges = int(mine[run.kernels.NEXT]), int(mine[run.kernels.NEXT_EDGES])
         if pairs:
@@ -115,6 +117,13 @@ def bfs_levels_arrays(transport, part: Partition, layout: Layout, local_sources,
     if marks and marks[0][0] is not None:
         stats.device_s = [transport.elapsed(a, b) for a, b in marks]  # the work has run by now
     return run.dist, run.parent, stats
+
+
+def _pair_slots(edges: int) -> int:
+    """Slots per owner for a level of pairs whose owners' largest out-degree sum is ``edges``: a
+    power of two (at least 256), so that the pairs' buffers come in few sizes, which CuPy's
+    pool keeps from level to level and query to query."""
+    return max(256, 1 << max(0, edges - 1).bit_length())
 
 
 class _Levels:

@@ -73,7 +73,7 @@ def bfs(edges, source, *, directed=True, depth_limit=None, src=None, dst=None, p
 
 
 def sssp(edges, source, *, directed=True, src=None, dst=None, weight=None, partitions=None,
-         max_distance=None, parents=True):
+         max_distance=None, parents=True, weight_dtype=None):
     """Single-source shortest paths over a weighted edge list.
 
     Parameters
@@ -97,6 +97,10 @@ def sssp(edges, source, *, directed=True, src=None, dst=None, weight=None, parti
         also for negative weights).
     parents : bool, default True
         False: distances only, no ``parent`` column.
+    weight_dtype : {None, "auto", "float32", "float64"}
+        The width the weights are stored in (see :meth:`gpipe.Graph.from_edges`): float32
+        halves their memory, and is the automatic choice where it is exact. Distances are
+        float64 either way.
 
     Returns
     -------
@@ -131,7 +135,7 @@ def sssp(edges, source, *, directed=True, src=None, dst=None, weight=None, parti
     src, dst, weight = _weighted_columns(edges, src, dst, weight, "sssp")
     validate.max_distance(max_distance)  # before the build
     graph = Graph.from_edges(edges, directed=directed, src=src, dst=dst, weight=weight,
-                             partitions=partitions)
+                             partitions=partitions, weight_dtype=weight_dtype)
     return graph.sssp(source, max_distance=max_distance, parents=parents)
 
 
@@ -179,7 +183,7 @@ def bfs_each(edges, sources, *, directed=True, depth_limit=None, targets=None, p
 
 
 def sssp_each(edges, sources, *, directed=True, max_distance=None, targets=None, parents=False,
-              src=None, dst=None, weight=None, partitions=None, replicas=None):
+              src=None, dst=None, weight=None, partitions=None, replicas=None, weight_dtype=None):
     """Shortest paths by weight from each of ``sources`` on its own, over an edge list.
 
     Parameters
@@ -188,7 +192,7 @@ def sssp_each(edges, sources, *, directed=True, max_distance=None, targets=None,
         One row per edge with finite numbers in ``weight``.
     sources, targets, parents, replicas
         As in :func:`bfs_each`.
-    directed, src, dst, weight, partitions
+    directed, src, dst, weight, partitions, weight_dtype
         As in :func:`sssp`.
     max_distance : float or None
         Dijkstra's cutoff per source (see :meth:`gpipe.Graph.sssp_each`).
@@ -216,7 +220,7 @@ def sssp_each(edges, sources, *, directed=True, max_distance=None, targets=None,
     src, dst, weight = _weighted_columns(edges, src, dst, weight, "sssp_each")
     validate.max_distance(max_distance)  # before the build, which may take long
     graph = Graph.from_edges(edges, directed=directed, src=src, dst=dst, weight=weight,
-                             partitions=partitions, replicas=replicas)
+                             partitions=partitions, replicas=replicas, weight_dtype=weight_dtype)
     return graph.sssp_each(sources, max_distance=max_distance, targets=targets, parents=parents)
 
 

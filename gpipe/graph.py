@@ -31,7 +31,7 @@ class Graph:
 
     @classmethod
     def from_edges(cls, edges, *, directed=True, src=None, dst=None, weight=None,
-                   partitions=None, replicas=None) -> "Graph":
+                   partitions=None, replicas=None, weight_dtype=None) -> "Graph":
         """Build a graph from an edge DataFrame.
 
         Parameters
@@ -51,6 +51,15 @@ class Graph:
             column that :func:`gpipe.read_edges` read when ``edges`` is its frame (its
             ``weight=``, or a column named ``weight`` it found), as :func:`gpipe.sssp` takes it;
             else no weights. False: no weights even then (a BFS-only graph, less memory).
+        weight_dtype : {None, "auto", "float32", "float64"}
+            The width the owners store the weights in (:attr:`weight_dtype` tells the choice):
+            4 bytes per stored edge as float32, 8 as float64, counted by the sizing. None
+            (default): the ``weight_dtype`` given to :func:`gpipe.read_edges` when ``edges``
+            is its frame, else ``"auto"``: float32 where that is exact, a float32 column or an
+            integer column whose weights all lie strictly between -2**24 and 2**24; else
+            float64. ``"float32"`` stores any weights as float32, rounded to the nearest
+            float32. Distances are float64 either way, each weight added in float64
+            (:mod:`gpipe.partitioning.weights`).
         partitions : int or None
             How many workers own a part of the graph. None (the default, or Dask config
             ``gpipe.partitions``): the fewest workers whose memory holds it, so a graph that
@@ -79,7 +88,9 @@ class Graph:
             with one integer column, null ids, NaN or infinite weights, no edges,
             or ids that no one integer dtype holds (uint64 ids above ``2**63 - 1`` in one
             column, negative ids in the other); ``partitions`` not a positive integer or more
-            than the workers; ``replicas`` not a positive integer.
+            than the workers; ``replicas`` not a positive integer; ``weight_dtype`` none of
+            the above, or ``"float32"`` with a weight beyond float32's range (about 3.4e38;
+            the message names the column and the value).
         GraphTooLarge
             Before anything is built: the graph needs more memory than its owners have (the
             message gives both figures).
@@ -101,12 +112,14 @@ class Graph:
             weight = None
         else:
             src, dst, weight = origin.columns(edges, src, dst, weight)
+        weight_dtype = validate.weight_dtype(origin.weight_dtype(edges, weight_dtype))
 
         def build():
             executor = execution.current()
             with executor.span("gpipe-build"):
                 return builder.build(executor, edges, directed=directed, src=src, dst=dst,
-                                     weight=weight, partitions=partitions, replicas=replicas)
+                                     weight=weight, partitions=partitions, replicas=replicas,
+                                     weight_dtype=weight_dtype)
 
         return cls(build(), directed=directed, weight=weight, rebuild=build,
                    inputs=origin.input_paths(edges))
@@ -128,6 +141,13 @@ class Graph:
         if self.num_partitions < 2:
             return "none"
         return "nccl" if self._built.transport is not None else "dask"
+
+    @property
+    def weight_dtype(self) -> str | None:
+        """The width the owners store the edge weights in, ``"float32"`` or ``"float64"``
+        (:meth:`from_edges`'s ``weight_dtype``, or its automatic choice); None without
+        weights. Distances are float64 either way."""
+        return self._built.weight_dtype
 
     @property
     def replicas(self) -> int:

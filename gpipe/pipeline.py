@@ -32,6 +32,7 @@ from any working directory::
       src: src
       dst: dst
       weight: null             # sssp: the weight column (default "weight")
+      weight_dtype: auto       # auto | float32 | float64: the width the weights are stored in
       backend: auto            # auto | cpu | gpu
     directed: true
     partitions: null           # workers that own the graph; null: as few as hold it
@@ -78,7 +79,7 @@ log = logging.getLogger("gpipe.pipeline")
 ALGORITHMS = ("bfs", "sssp")
 _TOP_KEYS = {"algorithm", "cluster", "edges", "directed", "partitions", "source", "depth_limit",
              "max_distance", "parents", "output"}
-_EDGE_KEYS = {"path", "src", "dst", "weight", "backend"}
+_EDGE_KEYS = {"path", "src", "dst", "weight", "weight_dtype", "backend"}
 _OUTPUT_KEYS = {"path", "overwrite"}
 
 
@@ -214,6 +215,7 @@ def run(config, *, how_to_overwrite="set output.overwrite to true", client=None)
                 dst=edges_cfg["dst"],
                 weight=edges_cfg["weight"],
                 backend=edges_cfg["backend"],
+                weight_dtype=edges_cfg["weight_dtype"],
             )
         source = coerce_source(settings["source"], edges[edges_cfg["src"]].dtype)
         with _step("build", timings):
@@ -224,8 +226,10 @@ def run(config, *, how_to_overwrite="set output.overwrite to true", client=None)
                 dst=edges_cfg["dst"],
                 weight=edges_cfg["weight"],
                 partitions=settings["partitions"],
+                weight_dtype=edges_cfg["weight_dtype"],
             )
-        log.info("graph on %d partition(s)", graph.num_partitions)
+        log.info("graph on %d partition(s)%s", graph.num_partitions,
+                 f", weights as {graph.weight_dtype}" if graph.weight_dtype else "")
         phase("traverse")
         with _step("traverse", timings):
             if settings["algorithm"] == "bfs":
@@ -245,6 +249,7 @@ def run(config, *, how_to_overwrite="set output.overwrite to true", client=None)
                 write_report(folder, job_report(
                     settings=settings, source=source, summary=summary, phases=phases, started=started,
                     output=folder, owners=graph.num_partitions, transport=graph.transport,
+                    weight_dtype=graph.weight_dtype,
                     workers=len(getattr(execution.current(client), "workers", [])),
                     backend=edges_backend(edges)))
 
@@ -455,6 +460,7 @@ def _validate(config):
             "src": edges.get("src", "src"),
             "dst": edges.get("dst", "dst"),
             "weight": weight,
+            "weight_dtype": validate.weight_dtype(edges.get("weight_dtype")) or "auto",
             "backend": edges.get("backend", "auto"),
         },
         "directed": _boolean(config.get("directed", True), "directed"),

@@ -2,7 +2,8 @@
 //
 // What it computes
 //   From m edges (src[e], dst[e], w[e]) with src in [0, n_local): indptr (int64[n_local + 1])
-//   and, row by row, the targets `indices` (Index = int32 or int64) and `weights` (float64).
+//   and, row by row, the targets `indices` (Index = int32 or int64) and `weights` (Weight =
+//   float64 or float32, the width the graph stores its weights in: copied, never converted).
 //   With `symmetric`, each input edge is stored in both directions (src -> dst and
 //   dst -> src; then dst must lie in [0, n_local) too), so the doubled edge list is never
 //   built. With `skip_loops`, edges with src == dst are left out (counted nowhere).
@@ -26,10 +27,10 @@
 // Array invariants (m input edges, nnz stored edges)
 //   src, dst     int32 or int64[m] (the *_wide flag says which), passed as raw pointers:
 //                src in [0, n_local); with symmetric, dst in [0, n_local) too.
-//   w_in         float64[m], read only when weighted != 0.
+//   w_in         Weight[m], read only when weighted != 0.
 //   counts       uint64[n_local] (degrees + 1), zero on entry to csr_count.
 //   cursor       uint64[n_local] = indptr[:-1] on entry to csr_scatter; indptr[1:] on exit.
-//   indices      Index[nnz], w_out float64[nnz] (touched only when weighted != 0).
+//   indices      Index[nnz], w_out Weight[nnz] (touched only when weighted != 0).
 //
 // Written for NVRTC (cupy.RawModule, -std=c++17): no standard headers.
 
@@ -81,15 +82,15 @@ __global__ void csr_count(const void* __restrict__ src, int src_wide, const void
 }
 
 // Pass 3: each edge claims the next free slot of its row (and of the reverse row).
-template <typename Index>
+template <typename Index, typename Weight>
 __global__ void csr_scatter(const void* __restrict__ src, int src_wide, const void* __restrict__ dst,
-                            int dst_wide, const double* __restrict__ w_in, int weighted,
+                            int dst_wide, const Weight* __restrict__ w_in, int weighted,
                             long long m, int symmetric, int skip_loops,
                             unsigned long long* __restrict__ cursor, Index* __restrict__ indices,
-                            double* __restrict__ w_out) {
+                            Weight* __restrict__ w_out) {
     for_each_stored_edge(src, src_wide, dst, dst_wide, m, skip_loops,
                          [&](long long e, long long s, long long d) {
-        const double w = weighted ? w_in[e] : 0.0;
+        const Weight w = weighted ? w_in[e] : Weight(0);
         const unsigned long long pos = atomicAdd(cursor + s, 1ull);
         indices[pos] = static_cast<Index>(d);
         if (weighted) {

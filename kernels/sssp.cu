@@ -36,7 +36,8 @@
 //                  indices[indptr[u] : indptr[u + 1]] with weights[indptr[u] : indptr[u + 1]].
 //   indices        Index[nnz] (int32 or int64): GLOBAL target ids. Duplicates allowed: the
 //                  minimum keeps the lightest.
-//   weights        float64[nnz].
+//   weights        Weight[nnz] (double or float: the graph's weight width). A float weight
+//                  is widened to double before it is added: every sum is a double's.
 //   frontier       int64[k]: distinct local ids; frontier_dist float64[k] their distances at the
 //                  start of the round.
 //   edge_end       int64[k]: inclusive prefix sum of the frontier's degrees; edge_end[k-1] = E.
@@ -59,10 +60,10 @@
 
 // Pass 1: relax every frontier edge; flag the local targets whose distance this call lowered;
 // append remote candidates.
-template <typename Index>
+template <typename Index, typename Weight>
 __global__ void sssp_relax_edges(const long long* __restrict__ indptr,
                                  const Index* __restrict__ indices,
-                                 const double* __restrict__ weights,
+                                 const Weight* __restrict__ weights,
                                  long long offset,
                                  long long n_local,
                                  const long long* __restrict__ frontier,
@@ -112,10 +113,10 @@ __global__ void sssp_relax_edges(const long long* __restrict__ indptr,
 
 // Pass 2: dist is final for this call. For each flagged target, the edges whose cand equals
 // dist[v] write the parent (any of them may win); the first to move the flag 1 -> 2 lists v.
-template <typename Index>
+template <typename Index, typename Weight>
 __global__ void sssp_settle_parents(const long long* __restrict__ indptr,
                                     const Index* __restrict__ indices,
-                                    const double* __restrict__ weights,
+                                    const Weight* __restrict__ weights,
                                     long long offset,
                                     long long n_local,
                                     const long long* __restrict__ frontier,

@@ -70,7 +70,8 @@
 // Array invariants (n vertices, nnz edges, k sources, stride = 1 << shift >= k, P = n * stride
 // pairs; pair ids are long long; columns i >= k are never touched but stay +inf / 0 / -1)
 //   indptr      int64[n + 1]; out-edges of u are indices/weights[indptr[u] : indptr[u + 1]].
-//   indices     Index[nnz] in [0, n); weights float64[nnz], >= 0, not NaN.
+//   indices     Index[nnz] in [0, n); weights Weight[nnz] (double or float), >= 0, not NaN;
+//               a float weight is widened to double before it is added.
 //   dist        float64[P]: +inf, 0 at each (i, s_i) on entry; only lowered.
 //               (The result: float64[k * n] distances and int64[k * n] parents, source-major.)
 //   stamp       int32[P] zero on entry; near_mark, far_mark int32[P] -1 on entry.
@@ -159,9 +160,9 @@ __global__ void sssp_batch_prepare(const long long* __restrict__ indptr, int shi
 }
 
 // One RELAX pass over every out-edge of the q queued pairs (edge_end[q - 1] edges).
-template <typename Index>
+template <typename Index, typename Weight>
 __global__ void sssp_batch_relax(const Index* __restrict__ indices,
-                                 const double* __restrict__ weights,
+                                 const Weight* __restrict__ weights,
                                  const long long* __restrict__ queue, long long q,
                                  const double* __restrict__ snap, const long long* __restrict__ base,
                                  const long long* __restrict__ row_end,
@@ -234,10 +235,10 @@ __global__ void sssp_batch_split(const long long* __restrict__ far, long long fa
 
 // Re-check every lowered pair's recorded parent (see the header); list failures in `repair`
 // (count in counters[0]) and flag their source rows in row_failed[i].
-template <typename Index>
+template <typename Index, typename Weight>
 __global__ void sssp_batch_check(const long long* __restrict__ indptr,
                                  const Index* __restrict__ indices,
-                                 const double* __restrict__ weights, long long n, int shift,
+                                 const Weight* __restrict__ weights, long long n, int shift,
                                  long long pairs, const double* __restrict__ dist,
                                  const int* __restrict__ stamp,
                                  const long long* __restrict__ parent_edge,
@@ -266,10 +267,10 @@ __global__ void sssp_batch_check(const long long* __restrict__ indptr,
 
 // Repair, symmetric graphs: for each listed pair (i, v), a neighbour x of v (row order) with
 // dist[i, x] + w == dist[i, v] and stamp[i, x] < stamp[i, v]; one exists (see the header).
-template <typename Index>
+template <typename Index, typename Weight>
 __global__ void sssp_batch_repair_pull(const long long* __restrict__ indptr,
                                       const Index* __restrict__ indices,
-                                      const double* __restrict__ weights, int shift,
+                                      const Weight* __restrict__ weights, int shift,
                                       const double* __restrict__ dist, const int* __restrict__ stamp,
                                       const long long* __restrict__ repair,
                                       const unsigned long long* __restrict__ counters,
@@ -295,10 +296,10 @@ __global__ void sssp_batch_repair_pull(const long long* __restrict__ indptr,
 // Repair, any graph: for source row i = blockIdx.y with row_failed[i], every edge u -> v with
 // dist[i, u] + w == dist[i, v] and stamp[i, u] < stamp[i, v] sets parent[i, v] = u (plain
 // stores; every writer is valid). One thread per vertex u; rows longer than 32 go to the warp.
-template <typename Index>
+template <typename Index, typename Weight>
 __global__ void sssp_batch_repair_push(const long long* __restrict__ indptr,
                                       const Index* __restrict__ indices,
-                                      const double* __restrict__ weights, long long n, int shift,
+                                      const Weight* __restrict__ weights, long long n, int shift,
                                       const double* __restrict__ dist, const int* __restrict__ stamp,
                                       const int* __restrict__ row_failed, long long* parent) {
     if (row_failed[blockIdx.y] == 0) return;
@@ -408,9 +409,9 @@ __global__ void sssp_batch_prepare_shared(const long long* __restrict__ indptr, 
 }
 
 // One RELAX pass: every out-edge of the q queued vertices, for every source of their masks.
-template <typename Index>
+template <typename Index, typename Weight>
 __global__ void sssp_batch_relax_shared(const Index* __restrict__ indices,
-                                        const double* __restrict__ weights,
+                                        const Weight* __restrict__ weights,
                                         const long long* __restrict__ vqueue, long long q,
                                         const unsigned long long* __restrict__ slot_mask,
                                         const double* __restrict__ snap,

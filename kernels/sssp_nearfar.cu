@@ -75,7 +75,8 @@
 // Array invariants (n vertices, nnz edges; Index is int or long long)
 //   indptr     int64[n + 1] non-decreasing; out-edges of u are
 //              indices/weights[indptr[u] : indptr[u + 1]].
-//   indices    Index[nnz] target ids in [0, n); weights float64[nnz], >= 0, not NaN.
+//   indices    Index[nnz] target ids in [0, n); weights Weight[nnz] (double or float), >= 0,
+//              not NaN; a float weight is widened to double before it is added.
 //   dist       float64[n]: 0 at sources, +inf elsewhere on entry; only lowered.
 //   stamp      int32[n]: 0 on entry; pass of the last lowering.
 //   near_mark, far_mark  int32[n]: -1 on entry.
@@ -246,10 +247,10 @@ struct Control {
 
 }  // namespace
 
-template <typename Index>
+template <typename Index, typename Weight>
 __global__ void __launch_bounds__(256, 4)
 sssp_near_far(const long long* __restrict__ indptr, const Index* __restrict__ indices,
-              const double* __restrict__ weights, long long n, double delta, long long n_sources,
+              const Weight* __restrict__ weights, long long n, double delta, long long n_sources,
               double* dist, int* stamp, int* near_mark, int* far_mark, Index* queue0,
               Index* queue1, Index* far0, Index* far1, double* snap, long long* row_end,
               long long* edge_end, long long* block_sum, long long* start_slot,
@@ -557,10 +558,10 @@ sssp_near_far(const long long* __restrict__ indptr, const Index* __restrict__ in
 // reached, not a source): v keeps parent[v] = u when edge j = parent_edge[v] lies in u's row,
 // points at v, is tight (dist[u] + w[j] == dist[v]) and stamp[u] < stamp[v]; otherwise (or
 // when nothing was recorded, parent[v] < 0) v is listed in repair (count in *repairs).
-template <typename Index>
+template <typename Index, typename Weight>
 __global__ void __launch_bounds__(256)
 sssp_check_parents(const long long* __restrict__ indptr, const Index* __restrict__ indices,
-                   const double* __restrict__ weights, long long n, const double* __restrict__ dist,
+                   const Weight* __restrict__ weights, long long n, const double* __restrict__ dist,
                    const int* __restrict__ stamp, const long long* __restrict__ parent_edge,
                    const long long* __restrict__ parent, Index* repair,
                    unsigned long long* repairs) {
@@ -613,10 +614,10 @@ sssp_repair_scan(const long long* __restrict__ indptr, const Index* __restrict__
     }
 }
 
-template <typename Index>
+template <typename Index, typename Weight>
 __global__ void __launch_bounds__(256)
 sssp_repair_rows(const long long* __restrict__ indptr, const Index* __restrict__ indices,
-                 const double* __restrict__ weights, const double* __restrict__ dist,
+                 const Weight* __restrict__ weights, const double* __restrict__ dist,
                  const int* __restrict__ stamp, long long* parent, const Index* __restrict__ repair,
                  const unsigned long long* __restrict__ repairs,
                  const long long* __restrict__ repair_end) {
@@ -641,10 +642,10 @@ sssp_repair_rows(const long long* __restrict__ indptr, const Index* __restrict__
 // any vertex (*gate != 0; returns at once otherwise): for each edge u->v, if dist[u] + w == dist[v] and
 // stamp[u] < stamp[v], parent[v] = u (any such edge may win; all are valid). Edge-parallel over
 // all nnz edges, rows found by binary search in indptr, narrowed per chunk as above.
-template <typename Index>
+template <typename Index, typename Weight>
 __global__ void __launch_bounds__(256)
 sssp_settle_tree(const long long* __restrict__ indptr, const Index* __restrict__ indices,
-                 const double* __restrict__ weights, long long n, const double* __restrict__ dist,
+                 const Weight* __restrict__ weights, long long n, const double* __restrict__ dist,
                  const int* __restrict__ stamp, long long* __restrict__ parent,
                  const unsigned long long* __restrict__ gate) {
     __shared__ long long chunk_rows[2];

@@ -49,7 +49,8 @@
 //     Every loop trip count is uniform across a warp, for the ballots.
 //
 // Array invariants (n_local local vertices; k frontier slots; Index is int or long long)
-//   indptr int64[n_local + 1]; indices Index[nnz] global target ids; weights float64[nnz].
+//   indptr int64[n_local + 1]; indices Index[nnz] global target ids; weights Weight[nnz]
+//   (double or float; a float weight is widened to double before it is added).
 //   frontier int64[k] distinct local ids; snapshot float64[k]; edge_end int64[k] inclusive
 //   prefix sum of the frontier's degrees.
 //   dist float64[n_local] (+inf unreached, only lowered); parent int64[n_local] global ids.
@@ -65,7 +66,8 @@
 // Written for NVRTC (cupy.RawModule, -std=c++17): no standard headers; atomics.cuh holds the
 // double-precision atomic min (shared with sssp.cu), frontier.cuh and warp.cuh the edge search,
 // queue append and warp reductions. Every kernel is a template on Index so that
-// gpipe/engine/compute/cuda.py instantiates the file as it does the others.
+// gpipe/engine/compute/cuda.py instantiates the file as it does the others; those that read
+// weights on Weight too (gpipe/engine/compute/cuda_sources.py lists both widths).
 
 #include "atomics.cuh"
 #include "frontier.cuh"
@@ -217,10 +219,10 @@ __global__ void sssp_owner_frontier(const long long* __restrict__ indptr,
 // `lowered` by the thread that lowered them. Remote targets: atomic min on sent_best; the
 // thread that lowered it folds the candidate into counters[kSentMin] and, if the target was
 // not queued yet, appends it to its owner's outbox segment.
-template <typename Index>
+template <typename Index, typename Weight>
 __global__ void sssp_owner_relax_edges(const long long* __restrict__ indptr,
                                        const Index* __restrict__ indices,
-                                       const double* __restrict__ weights,
+                                       const Weight* __restrict__ weights,
                                        long long offset,
                                        long long n_local,
                                        long long chunk,
@@ -284,10 +286,10 @@ __global__ void sssp_owner_relax_edges(const long long* __restrict__ indptr,
 // any edge whose candidate equals dist exactly; the first such edge to move the stamp from
 // `lowered` to `lowered + 1` lists it. A queued remote target takes send_parent from any edge
 // whose candidate equals sent_best (so the triple sent is consistent).
-template <typename Index>
+template <typename Index, typename Weight>
 __global__ void sssp_owner_settle_edges(const long long* __restrict__ indptr,
                                         const Index* __restrict__ indices,
-                                        const double* __restrict__ weights,
+                                        const Weight* __restrict__ weights,
                                         long long offset,
                                         long long n_local,
                                         const long long* __restrict__ frontier,

@@ -845,10 +845,13 @@ def check_bfs_batch(kernels, device, host, index_dtype, directed, k, depth_limit
             assert_tree(src, dst, ones, dist[i].astype(np.float64), parent[i], [s], reached)
 
 
-def check_sssp_batch(kernels, device, host, index_dtype, directed, k, max_distance=None):
-    """sssp_batch row i == scipy's Dijkstra from sources[i] (within max_distance); trees valid."""
+def check_sssp_batch(kernels, device, host, index_dtype, directed, k, max_distance=None,
+                     weight_dtype=np.float64):
+    """sssp_batch row i == scipy's Dijkstra from sources[i] (within max_distance); trees valid.
+    ``weight_dtype`` float32: the weights (integers, exact in float32) stored as float32."""
     n = 300
     src, dst, w, indptr, indices, weights, graph = _batch_graph(k + 11, directed, index_dtype, n=n)
+    weights = weights.astype(weight_dtype)
     sources = _batch_sources(k, n, k)
     dist, parent = kernels.sssp_batch(device(indptr), device(indices), device(weights), device(sources),
                                       symmetric=not directed, max_distance=max_distance)
@@ -862,10 +865,12 @@ def check_sssp_batch(kernels, device, host, index_dtype, directed, k, max_distan
         assert_tree(src, dst, w, dist[i], parent[i], [s], np.isfinite(dist[i]))
 
 
-def check_sssp_batch_negative(kernels, device, host, index_dtype):
-    """Bellman-Ford per source on a DAG with negative weights: == scipy's Bellman-Ford."""
+def check_sssp_batch_negative(kernels, device, host, index_dtype, weight_dtype=np.float64):
+    """Bellman-Ford per source on a DAG with negative weights: == scipy's Bellman-Ford (weights
+    stored as ``weight_dtype``)."""
     n = 300
     src, dst, w, indptr, indices, weights, graph = _batch_graph(5, True, index_dtype, n=n, dag=True)
+    weights = weights.astype(weight_dtype)
     sources = _batch_sources(5, n, 40)
     dist, parent = kernels.sssp_batch(device(indptr), device(indices), device(weights), device(sources),
                                       symmetric=False, negative_weights=True)
@@ -1150,3 +1155,50 @@ def check_sssp_max_distance_and_no_parents(sssp, host, device, symmetric):
         short, none = sssp(*args, symmetric=symmetric, max_distance=limit, parents=False)
         assert none is None
         np.testing.assert_array_equal(host(short), expected)
+
+
+# ---------------------------------------------------------------------------------------------
+# Weights stored as float32 (a graph's weight_dtype="float32"): either backend
+# ---------------------------------------------------------------------------------------------
+
+
+def float32_edges(seed, n=300, m=1200, directed=True, dag=False):
+    """:func:`random_edges` with real weights rounded to float32 (and with ``dag``, integers),
+    returned as float64 values: what a float32 graph adds, in float64, to its distances (sums of
+    them are exact in float64, so distances compare exactly)."""
+    src, dst, w = random_edges(seed, n=n, m=m, directed=directed, dag=dag, integer=dag)
+    return src, dst, w.astype(np.float32).astype(np.float64)
+
+
+def float32_owners(owners, xp):
+    """``owners`` (of :func:`split`) with their weights as float32 ``xp`` arrays."""
+    for owner in owners:
+        owner.weights = xp.asarray(owner.weights).astype(xp.float32)
+    return owners
+
+
+def check_owner_sssp_float32(kernels, xp, split_owners, index_dtype):
+    """The owner kernels (``sssp_owner_*`` of ``kernels``) over float32 weights == SciPy over the
+    same weights as float64: delta-stepping windows, and Bellman-Ford with negative weights."""
+    n = 300
+    for dag, widths in ((False, (1.0, 3.0)), (False, (np.inf, np.inf)), (True, None)):
+        src, dst, w = float32_edges(8, n=n, directed=dag, dag=dag)
+        graph = scipy_graph(src, dst, w, n)
+        sources = np.array([0, 5]) if dag else np.array([3, 150, 3, 299])
+        for parts in (1, 2, 3):
+            owners = float32_owners(split_owners(src, dst, w, n, parts, index_dtype), xp)
+            dist, parent, _ = drive_owner_sssp(kernels, xp, owners, n, sources, dag, widths or (1.0, 3.0))
+            np.testing.assert_array_equal(dist, scipy_sssp_dist(graph, sources, negative=dag))
+            assert_tree(src, dst, w, dist, parent, sources, np.isfinite(dist))
+
+
+def check_build_csr_float32(build_csr_pieces, asarray, to_host):
+    """Pieces with float32 weights give a CSR of float32 weights, the same rows as a sort."""
+    src, dst, w = float32_edges(2, n=300, m=900)
+    cuts = (0, 7, 7, 400, src.size)  # an empty piece among them
+    pieces = [(asarray(src[a:b]), asarray(dst[a:b]), asarray(w[a:b].astype(np.float32)))
+              for a, b in zip(cuts[:-1], cuts[1:])]
+    indptr, indices, weights = build_csr_pieces(pieces, 300, np.int32)
+    assert weights.dtype == np.float32
+    indptr, indices, weights = (to_host(a) for a in (indptr, indices, weights))
+    assert host_rows(indptr, indices, weights.astype(np.float64)) == numpy_rows(src, dst, w, 300)

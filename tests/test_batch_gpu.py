@@ -491,6 +491,14 @@ def test_shared_sssp_batch_checks(index_dtype, directed, max_distance):
 
 
 @pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+def test_shared_sssp_batch_float32_weights_checks(index_dtype):
+    """kernels/sssp_batch.cu's <Index, float> instantiations: weights stored as float32."""
+    _shared("check_sssp_batch")(gpu, cupy.asarray, cupy.asnumpy, index_dtype, False, 37, None,
+                                weight_dtype=np.float32)
+    _shared("check_sssp_batch_negative")(gpu, cupy.asarray, cupy.asnumpy, index_dtype, weight_dtype=np.float32)
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
 def test_shared_sssp_batch_negative_checks(index_dtype):
     _shared("check_sssp_batch_negative")(gpu, cupy.asarray, cupy.asnumpy, index_dtype)
     _shared("check_sssp_batch_negative_cycle")(gpu, cupy.asarray, index_dtype)

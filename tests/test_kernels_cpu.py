@@ -761,3 +761,47 @@ def test_owner_sssp_negative_weights_with_the_state_bound(index_dtype, kind):
 @pytest.mark.parametrize("widths", [(1.0, 3.0), (np.inf, np.inf)], ids=str)
 def test_owner_sssp_with_the_state_bound_is_dijkstra_with_limit(kind, widths):
     kernel_graphs.check_owner_sssp_max_distance(OWNER_KERNELS[kind], np, split, np.int32, widths)
+
+
+# ---------------------------------------------------------------------------------------------
+# Weights stored as float32 (weight_dtype="float32"): every SSSP kernel reads them, sums in float64
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+def test_float32_weights_step_and_whole_sssp_match_scipy(index_dtype):
+    n = 300
+    for directed, dag in ((True, False), (False, False), (True, True)):
+        src, dst, w = kernel_graphs.float32_edges(3, n=n, directed=directed, dag=dag)
+        graph = scipy_graph(src, dst, w, n)
+        sources = np.array([0, 5]) if dag else np.array([3, 150, 3, 299])
+        expected = scipy_sssp_dist(graph, sources, negative=dag)
+        for parts in (1, 2):  # sssp_relax, one owner and two
+            owners = kernel_graphs.float32_owners(split(src, dst, w, n, parts, index_dtype), np)
+            dist, parent = drive_sssp(owners, sources, max_rounds=n)
+            np.testing.assert_array_equal(dist, expected)
+            assert_tree(src, dst, w, dist, parent, sources, np.isfinite(dist))
+        if dag:
+            continue
+        indptr, indices, weights = csr_rows(src, dst, w, 0, n, index_dtype)
+        weights = weights.astype(np.float32)
+        for whole in (cpu.delta_stepping, cpu.dijkstra):
+            dist, parent = whole(indptr, indices, weights, sources)
+            np.testing.assert_array_equal(dist, expected)
+            assert_tree(src, dst, w, dist, parent, sources, np.isfinite(dist))
+
+
+@pytest.mark.parametrize("kind", list(OWNER_KERNELS))
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+def test_owner_sssp_float32_weights_match_scipy(index_dtype, kind):
+    kernel_graphs.check_owner_sssp_float32(OWNER_KERNELS[kind], np, split, index_dtype)
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+def test_sssp_batch_float32_weights_match_scipy(index_dtype):
+    kernel_graphs.check_sssp_batch(cpu, _same, _same, index_dtype, False, 37, None, weight_dtype=np.float32)
+    kernel_graphs.check_sssp_batch_negative(cpu, _same, _same, index_dtype, weight_dtype=np.float32)
+
+
+def test_build_csr_keeps_float32_weights():
+    kernel_graphs.check_build_csr_float32(cpu.build_csr_pieces, np.asarray, np.asarray)

@@ -1431,3 +1431,46 @@ def test_owner_sssp_negative_weights_with_the_state_bound(index_dtype):
 def test_owner_sssp_with_the_state_bound_is_dijkstra_with_limit(widths):
     kernel_graphs.check_owner_sssp_max_distance(gpu, cupy, split, np.int32, widths)
 
+
+
+# ---------------------------------------------------------------------------------------------
+# Weights stored as float32 (weight_dtype="float32"): the <Index, float> instantiations
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+def test_float32_weights_step_and_whole_sssp_match_scipy(index_dtype, record_parents):
+    """kernels/sssp.cu (the relaxation rounds) and kernels/sssp_nearfar.cu (with its parent
+    check and repairs) over float32 weights, against SciPy on the same weights as float64."""
+    n = 300
+    for directed, dag in ((True, False), (False, False), (True, True)):
+        src, dst, w = kernel_graphs.float32_edges(3, n=n, directed=directed, dag=dag)
+        graph = scipy_graph(src, dst, w, n)
+        sources = np.array([0, 5]) if dag else np.array([3, 150, 3, 299])
+        expected = scipy_sssp_dist(graph, sources, negative=dag)
+        for parts in (1, 2):
+            owners = kernel_graphs.float32_owners(split(src, dst, w, n, parts, index_dtype), cupy)
+            dist, parent = drive_sssp(owners, sources, max_rounds=n)
+            np.testing.assert_array_equal(dist, expected)
+            assert_tree(src, dst, w, dist, parent, sources, np.isfinite(dist))
+        if dag:
+            continue
+        indptr, indices, weights = csr_rows(src, dst, w, 0, n, index_dtype)
+        for delta in (None, 2.0, np.inf):
+            dist, parent = gpu.sssp(cupy.asarray(indptr), cupy.asarray(indices),
+                                    cupy.asarray(weights.astype(np.float32)), cupy.asarray(sources),
+                                    delta=delta, symmetric=not directed)
+            dist, parent = dist.get(), parent.get()
+            np.testing.assert_array_equal(dist, expected)
+            assert_tree(src, dst, w, dist, parent, sources, np.isfinite(dist))
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+def test_owner_sssp_float32_weights_match_scipy(index_dtype):
+    """kernels/sssp_owners.cu over float32 weights (the CPU twin's cases)."""
+    kernel_graphs.check_owner_sssp_float32(gpu, cupy, split, index_dtype)
+
+
+def test_build_csr_keeps_float32_weights():
+    """kernels/csr.cu's csr_scatter<Index, float>."""
+    kernel_graphs.check_build_csr_float32(gpu.build_csr_pieces, cupy.asarray, cupy.asnumpy)

@@ -3,7 +3,7 @@
 One test, in subprocesses with their own empty ``NUMBA_CACHE_DIR``: ``gpipe warmup`` fills
 the cache, then a fresh process builds small graphs and runs the queries a user runs (BFS
 and SSSP, directed and undirected, int32 and int64 ids, a depth limit, several sources,
-negative weights; one owner and, on a cluster of threads, two), listening to Numba's
+negative weights, weights stored as float32; one owner and, on a cluster of threads, two), listening to Numba's
 ``numba:compile`` events, which fire only for a real compilation (a function found in the
 cache fires none). Any compilation fails the test with the function's name and argument
 types: a caller that passes another type than the declared signatures
@@ -61,6 +61,14 @@ negative = pd.DataFrame({"src": src[keep], "dst": dst[keep], "weight": rng.unifo
 graph = gpipe.Graph.from_edges(dd.from_pandas(negative, npartitions=1), directed=True, weight="weight")
 graph.sssp(int(negative["src"].min())).compute()
 
+# Weights stored as float32 (integers below 2**24: the automatic choice), one owner.
+small = edges.astype({"weight": "int64"})
+negative32 = negative.assign(weight=negative["weight"].round().astype("int64"))
+for frame, start in ((small, source), (negative32, int(negative["src"].min()))):
+    graph = gpipe.Graph.from_edges(dd.from_pandas(frame, npartitions=1), directed=True, weight="weight")
+    assert graph.weight_dtype == "float32"
+    graph.sssp(start).compute()
+
 # Several owners: a cluster of threads, so that its kernels run (and would compile) here.
 from distributed import Client, LocalCluster
 
@@ -73,6 +81,11 @@ with LocalCluster(n_workers=2, processes=False, threads_per_worker=1, dashboard_
     frame = dd.from_pandas(negative, npartitions=2)
     graph = gpipe.Graph.from_edges(frame, directed=True, weight="weight", partitions=2)
     graph.sssp(int(negative["src"].min())).compute()
+    for frame, start in ((small, source), (negative32, int(negative["src"].min()))):
+        graph = gpipe.Graph.from_edges(dd.from_pandas(frame, npartitions=2), directed=True, weight="weight",
+                                       partitions=2)
+        assert graph.weight_dtype == "float32"
+        graph.sssp(start).compute()
 
 hits = sum(sum(d.stats.cache_hits.values()) for d, _ in cpu_jit.ENTRY_POINTS)
 print(json.dumps({"compiled": compiled, "cache_hits": hits}))

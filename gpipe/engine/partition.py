@@ -53,8 +53,9 @@ class Partition:
     """CSR of the out-edges of the vertices ``offset .. offset + n_local - 1``.
 
     ``indptr``: int64[n_local + 1]; ``indices``: global target ids (int32 when ``n < 2**31``);
-    ``weights``: float64 parallel to ``indices`` or None; ``present``: bool[n_local] marking the
-    ids that occur in the edge list (None when every id does). ``symmetric``: the graph is
+    ``weights``: float64 or float32 (the graph's ``weight_dtype``) parallel to ``indices``, or
+    None; ``present``: bool[n_local] marking the ids that occur in the edge list (None when
+    every id does). ``symmetric``: the graph is
     undirected and held by one owner, so the CSR is also the CSR of the in-edges.
     ``negative_loops``: sorted int64 local ids of the vertices with a self-loop of negative
     weight, a negative cycle that the CSR (which keeps no self-loop) does not show; None when

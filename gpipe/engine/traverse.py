@@ -234,7 +234,8 @@ def _scipy_answers(part: Partition, kind: str, stats) -> bool:
     Numba kernels are neither loaded nor in Numba's cache (they are then compiled in the
     background), and no kernel statistics are asked for."""
     return (part.backend == "cpu" and stats is None and part.offset == 0 and part.n_local == part.n
-            and cpu_scipy.answers(kind, part.indices.dtype, part.n_edges))
+            and cpu_scipy.answers(kind, part.indices.dtype, part.n_edges,
+                                  np.float64 if part.weights is None else part.weights.dtype))
 
 
 def bellman_ford(part: Partition, kernels, sources, negative_weights: bool, bound=np.inf):

@@ -34,7 +34,8 @@ class Origin:
     """What gpipe knows of a frame: ``paths``, the edges it came from (as given, local paths
     or URLs), and, for a frame of :func:`gpipe.read_edges`, its column names (``weight``:
     the weight column it read, None when it read none) and what its Parquet footers say of
-    its size (``footers``: a :class:`gpipe.io.footers.FooterSurvey`, None for a URL)."""
+    its size (``footers``: a :class:`gpipe.io.footers.FooterSurvey`, None for a URL), and the
+    ``weight_dtype`` it was given (None: the automatic choice)."""
 
     paths: tuple = ()
     src: str | None = None
@@ -42,6 +43,7 @@ class Origin:
     weight: str | None = None
     edges: bool = False  # read_edges' own frame: its column names apply
     footers: object = None
+    weight_dtype: str | None = None
 
 
 _records: "OrderedDict[str, Origin]" = OrderedDict()
@@ -87,6 +89,15 @@ def columns(frame, src, dst, weight=None, *, default_weight=None):
         return (src or "src", dst or "dst", weight if weight is not None else default_weight)
     return (pick(src, found.src, "src"), pick(dst, found.dst, "dst"),
             pick(weight, found.weight, default_weight))
+
+
+def weight_dtype(frame, given=None):
+    """``given`` when it is not None, else the ``weight_dtype`` that :func:`gpipe.read_edges`
+    was given for ``frame`` (None: the automatic choice, also for frames it did not return)."""
+    if given is not None:
+        return given
+    found = edges_origin(frame)
+    return None if found is None else found.weight_dtype
 
 
 def input_paths(frame) -> tuple:

@@ -20,6 +20,7 @@ from gpipe.engine import backend as backends
 from gpipe.errors import InputError
 from gpipe.io import footers as footer_sizes
 from gpipe.io import origin as origins
+from gpipe.io import validate
 from gpipe.io.write import restore_interrupted
 
 WEIGHT = "weight"  # the weight column read_edges keeps when it is asked for none in particular
@@ -29,7 +30,7 @@ BLOCK_BYTES = 256 * 2**20  # CPU: a file larger than this (uncompressed) is read
 GPU_BLOCK_BYTES = 2 * 2**30
 
 
-def read_edges(path, *, src="src", dst="dst", weight=None, backend="auto"):
+def read_edges(path, *, src="src", dst="dst", weight=None, backend="auto", weight_dtype=None):
     """Read a Parquet edge list: a file, a directory of files, or a glob.
 
     Parameters
@@ -48,6 +49,10 @@ def read_edges(path, *, src="src", dst="dst", weight=None, backend="auto"):
     backend : {"auto", "cpu", "gpu"}
         ``"gpu"`` reads into cuDF partitions (needs cuDF and a GPU), ``"cpu"`` into pandas,
         ``"auto"`` picks the GPU when one is usable.
+    weight_dtype : {None, "auto", "float32", "float64"}
+        The width a graph built from this frame stores its weights in (kept with the frame,
+        as the column names are; :meth:`gpipe.Graph.from_edges` explains the choice). The
+        column is read as the files hold it.
 
     Returns
     -------
@@ -55,7 +60,7 @@ def read_edges(path, *, src="src", dst="dst", weight=None, backend="auto"):
         Lazily read, with only the named columns (and ``weight`` if found). The frame
         remembers ``path`` and its column names (:mod:`gpipe.io.origin`): the calls given it
         (:func:`gpipe.bfs`, :func:`gpipe.sssp`, :meth:`gpipe.Graph.from_edges`, ...) take their
-        ``src``, ``dst`` and ``weight`` from here unless given them, and
+        ``src``, ``dst``, ``weight`` and ``weight_dtype`` from here unless given them, and
         :func:`gpipe.to_parquet` refuses to write its results over ``path``. Local files are
         read one partition per file, by pyarrow on CPU (files larger than 256 MiB
         uncompressed: one partition per 256 MiB of row groups) and by ``cudf.read_parquet``
@@ -66,7 +71,7 @@ def read_edges(path, *, src="src", dst="dst", weight=None, backend="auto"):
     Raises
     ------
     InputError
-        No file matches ``path``; a local file is not Parquet, is truncated or cannot be read
+        ``weight_dtype`` is none of the above; no file matches ``path``; a local file is not Parquet, is truncated or cannot be read
         (the message names it); a named column is not in the files. Later, when the frame is
         computed, a local file whose data cannot be decoded (the message names it).
 
@@ -78,6 +83,7 @@ def read_edges(path, *, src="src", dst="dst", weight=None, backend="auto"):
     >>> list(read_edges(path, backend="cpu").columns)
     ['src', 'dst', 'weight']
     """
+    weight_dtype = validate.weight_dtype(weight_dtype)
     backend = backends.resolve(backend)
     path = os.fspath(path)
     sizes = None
@@ -94,7 +100,7 @@ def read_edges(path, *, src="src", dst="dst", weight=None, backend="auto"):
         sizes = footer_sizes.survey(footers, src, dst)
     read_weight = list(frame.columns)[2] if len(frame.columns) > 2 else None
     return origins.record(frame, origins.Origin(paths=(path,), src=src, dst=dst, weight=read_weight,
-                                                edges=True, footers=sizes))
+                                                edges=True, footers=sizes, weight_dtype=weight_dtype))
 
 
 def _read_url(path, src, dst, weight, backend):

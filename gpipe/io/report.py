@@ -11,6 +11,7 @@ alone.
 What it holds (:func:`job_report`): the command line, the configuration as the job ran it (PEM
 text given inline, a TLS key say, replaced by a note),
 each phase's seconds, the rows and bytes written, the owners and the transport between them,
+the width the weights were stored in,
 the machine, the versions of gpipe and the libraries it ran on, and when it started and ended.
 """
 
@@ -35,7 +36,8 @@ LIBRARIES = ("dask", "distributed", "numpy", "pandas", "pyarrow", "numba", "scip
 
 
 def job_report(*, settings: dict, source, summary: dict, phases: dict, started: float,
-               output: Path, owners: int, transport: str, workers: int, backend: str) -> dict:
+               output: Path, owners: int, transport: str, workers: int, backend: str,
+               weight_dtype: str | None = None) -> dict:
     """The report of one traversal job, as a JSON-ready dict.
 
     Parameters
@@ -59,6 +61,9 @@ def job_report(*, settings: dict, source, summary: dict, phases: dict, started: 
     owners, transport, workers, backend
         Owners of the graph, what carried their traffic (``"nccl"``, ``"dask"`` or ``"none"``
         for one owner), Dask workers of the cluster (0: in this process), ``"cpu"`` or ``"gpu"``.
+    weight_dtype : str or None
+        The width the graph stored its weights in (:attr:`gpipe.Graph.weight_dtype`:
+        ``"float32"``, ``"float64"``; None without weights).
     """
     files = sorted(Path(output).glob("*.parquet"))
     return {
@@ -77,6 +82,7 @@ def job_report(*, settings: dict, source, summary: dict, phases: dict, started: 
         "bytes": sum(f.stat().st_size for f in files),
         "owners": int(owners),
         "transport": transport,
+        "weight_dtype": weight_dtype,
         "workers": int(workers),
         "backend": backend,
         "machine": {"hostname": socket.gethostname(), "platform": platform.platform(),

@@ -150,6 +150,29 @@ def max_distance(limit) -> float | None:
     return float(limit)
 
 
+WEIGHT_WIDTHS = ("float32", "float64")  # what a graph may store its weights in
+
+
+def weight_dtype(value) -> str | None:
+    """``value`` as ``"float32"`` or ``"float64"``, or None for the automatic choice
+    (:mod:`gpipe.partitioning.weights`); InputError for anything else.
+
+    Takes None or ``"auto"``, and ``"float32"``/``"float64"`` or the NumPy dtypes of those names.
+
+    >>> weight_dtype("auto") is None, weight_dtype("float32")
+    (True, 'float32')
+    """
+    if value is None or (isinstance(value, str) and value == "auto"):
+        return None
+    try:
+        name = None if isinstance(value, (bool, np.bool_)) else np.dtype(value).name
+    except TypeError:
+        name = None
+    if name not in WEIGHT_WIDTHS:
+        raise InputError(f"weight_dtype must be None, 'auto', 'float32' or 'float64', not {value!r}")
+    return name
+
+
 def flag(value, name: str) -> bool:
     """``value`` if it is a bool; InputError naming the option otherwise."""
     if not isinstance(value, (bool, np.bool_)):

@@ -1,8 +1,9 @@
 """From an edge DataFrame to partitions on their owners: survey, number, shuffle, build.
 
-1. *Survey* each input partition where it lies: row count, id range, negative weights, and
-   the data checks of :func:`gpipe.io.validate.check_partition`. The id range settles the id
-   dtype when the two id columns differ (uint64 and int64: the one that holds every id).
+1. *Survey* each input partition where it lies: row count, id range, weight range, and the
+   data checks of :func:`gpipe.io.validate.check_partition`. The id range settles the id
+   dtype when the two id columns differ (uint64 and int64: the one that holds every id), the
+   weight range the width the weights are stored in (:mod:`gpipe.partitioning.weights`).
 2. *Number* the vertices ``0..n-1``. Ids that are already small non-negative integers are kept
    as they are (no sort; ids that never occur are masked out later). Other ids are replaced by
    their rank in the sorted array of distinct ids, merged from per-partition uniques. String
@@ -27,6 +28,7 @@ from gpipe.engine.partition import Layout, build_partition
 from gpipe.errors import GraphTooLarge, InputError
 from gpipe.io import footers, validate
 from gpipe.partitioning import sizing
+from gpipe.partitioning import weights as weight_widths
 
 # Keep ids as they are while max id + 1 <= IDENTITY_SLACK * rows + IDENTITY_EXTRA: then the
 # arrays indexed by id stay within a small multiple of the edge list.
@@ -39,14 +41,15 @@ _COPYING = threading.Lock()
 
 @dataclass(frozen=True)
 class Columns:
-    """The edge columns to read, and the dtype both id columns are read as (None: as they are);
-    ``strings``: the ids are strings."""
+    """The edge columns to read, the dtype both id columns are read as and the dtype the
+    weights are read as (None: as they are); ``strings``: the ids are strings."""
 
     src: str
     dst: str
     weight: str | None
     id_dtype: object = None
     strings: bool = False
+    weight_dtype: str | None = None
 
 
 @dataclass
@@ -55,6 +58,7 @@ class Survey:
     low: int
     high: int
     negative: bool
+    weights: tuple | None = None  # (least, largest) weight; None without weights or rows
 
 
 @dataclass
@@ -73,7 +77,8 @@ class Built:
     vertex_dtype: object  # NumPy dtype, or the input's pandas extension dtype
     n_edges_input: int
     negative_weights: bool
-    string_ids: bool = False  # ids are strings (always renumbered: ``ids`` holds them sorted)
+    string_ids: bool = False
+    weight_dtype: str | None = None  # the stored weights' width, "float32" or "float64"; None unweighted  # ids are strings (always renumbered: ``ids`` holds them sorted)
     # A one-owner graph on a cluster: the workers chosen to hold a copy of its partition, the
     # owner first, over which per-source batches spread (gpipe.each); else None.
     replica_workers: list | None = None
@@ -92,13 +97,16 @@ class Built:
     owner_build_estimate: int | None = None
 
 
-def build(executor, edges, *, directed, src, dst, weight, partitions=None, replicas=None) -> Built:
+def build(executor, edges, *, directed, src, dst, weight, partitions=None, replicas=None,
+          weight_dtype=None) -> Built:
     """Validate, number, shuffle and build ``edges`` into one partition per owner.
 
     ``partitions``: the number of owners, or None for the fewest workers whose memory holds
     the graph (:mod:`gpipe.partitioning.sizing`). Raises GraphTooLarge, before any partition is built, when
-    the owners' memory cannot hold it.
+    the owners' memory cannot hold it. ``weight_dtype``: the width the weights are stored in,
+    ``"float32"``, ``"float64"`` or None/``"auto"`` (:mod:`gpipe.partitioning.weights`).
     """
+    asked = validate.weight_dtype(weight_dtype)
     requested = sizing.requested_partitions(partitions)
     requested_replicas = sizing.requested_replicas(replicas)
     from_footers = footers.of(edges)
@@ -108,7 +116,9 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
     strings = backends.is_string_dtype(edges.dtypes[src])  # then dst's too (validate.edge_frame)
     columns = Columns(src, dst, weight, strings=strings)
     memory, inputs = None, None
-    early = footer_size(from_footers, directed, weight is not None, resident=persisted)
+    narrowest = weight_widths.narrowest(asked, edges.dtypes[weight]) if weight is not None else None
+    early = footer_size(from_footers, directed, weight is not None, resident=persisted,
+                        weight_itemsize=narrowest.itemsize if narrowest is not None else 8)
     if early is not None:  # GraphTooLarge before anything is read
         memory = executor.memory(backend_name)
         try:
@@ -130,6 +140,12 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
     if not surveys:
         raise InputError("the edge list is empty: it has no rows")
     rows = sum(s.rows for s in surveys)
+    stored_weights = None
+    if weight is not None:
+        ranges = [s.weights for s in surveys if s.weights is not None]
+        stored_weights = weight_widths.choose(asked, edges.dtypes[weight], min(r[0] for r in ranges),
+                                              max(r[1] for r in ranges), weight)
+        columns = replace(columns, weight_dtype=stored_weights.name)
     if strings:
         vertex_dtype = _string_dtype(edges.dtypes[src], edges.dtypes[dst])
         identity, n_bound = _vertex_bound(rows)
@@ -143,6 +159,7 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
         ids = _distinct_ids(executor, backend_name, inputs, columns)
         n_bound = executor.gather([executor.submit(len, ids)])[0]
     size = sizing.GraphSize(rows=rows, n=n_bound, directed=directed, weighted=weight is not None,
+                            weight_itemsize=stored_weights.itemsize if stored_weights is not None else 8,
                             input_row_bytes=_row_bytes(edges, columns),
                             input_resident=persisted or (from_footers is None and in_memory.held_frames(edges) is None),
                             renumbered=not identity)
@@ -205,6 +222,7 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
         n_edges_input=rows,
         negative_weights=negative_weights,
         string_ids=strings,
+        weight_dtype=stored_weights.name if stored_weights is not None else None,
         replica_workers=replica_workers,
         replica_size=size if replica_workers else None,
         transport=transport,
@@ -267,16 +285,18 @@ def _vertex_bound(rows: int, low: int | None = None, high: int | None = None) ->
     return identity, high + 1 if identity else min(2 * rows, high - low + 1)
 
 
-def footer_size(survey, directed: bool, weighted: bool, resident: bool = False):
+def footer_size(survey, directed: bool, weighted: bool, resident: bool = False, weight_itemsize: int = 8):
     """The :class:`sizing.GraphSize` that a read_edges frame's Parquet footers give
     (:mod:`gpipe.io.footers`), as the survey of its rows would; None where they cannot tell the
     vertex count (integer ids without statistics) or there are none. ``resident``: the frame
-    was persisted, so the build does not read it."""
+    was persisted, so the build does not read it. ``weight_itemsize``: bytes per stored
+    weight, the narrowest the weights' values may allow (:func:`weights.narrowest`)."""
     if survey is None or survey.rows == 0 or (not survey.strings and survey.low is None):
         return None
     identity, n_bound = _vertex_bound(survey.rows, survey.low, survey.high)
     return sizing.GraphSize(rows=survey.rows, n=n_bound, directed=directed, weighted=weighted,
-                            input_resident=resident, renumbered=not identity)
+                            weight_itemsize=weight_itemsize, input_resident=resident,
+                            renumbered=not identity)
 
 
 def _packed_presence(part):
@@ -324,7 +344,8 @@ def _string_dtype(src_dtype, dst_dtype):
 def _arrays(backend_name, frame, columns: Columns):
     """The id and weight arrays of one input partition, with its data checks; both id arrays
     of ``columns.id_dtype`` when it is set, the backend's string arrays when the ids are
-    strings. Returns ``(xp, src, dst, weights, weight_range)``, ``weight_range`` from
+    strings, the weights of ``columns.weight_dtype`` when it is set (else as the column holds
+    them). Returns ``(xp, src, dst, weights, weight_range)``, ``weight_range`` from
     :func:`gpipe.io.validate.check_partition`."""
     be = backends.get(backend_name)
     src_name, dst_name, weight_name = columns.src, columns.dst, columns.weight
@@ -341,7 +362,7 @@ def _arrays(backend_name, frame, columns: Columns):
     if weight_name is not None:
         if _has_nulls(frame[weight_name]):
             raise InputError(f"weight column {weight_name!r} holds NaN or null values")
-        weights = be.column(frame, weight_name, "float64")
+        weights = be.column(frame, weight_name, columns.weight_dtype)
     weight_range = validate.check_partition(be.xp, src, dst, weights, src_name, dst_name, weight_name)
     return be.xp, src, dst, weights, weight_range
 
@@ -361,10 +382,10 @@ def _survey(backend_name, frame, columns) -> Survey:
         return Survey(0, 0, 0, False)
     negative = weight_range is not None and weight_range[0] < 0
     if columns.strings:  # no id range: string ids are always renumbered
-        return Survey(len(src), 0, 0, negative)
+        return Survey(len(src), 0, 0, negative, weight_range)
     low = min(int(src.min()), int(dst.min()))
     high = max(int(src.max()), int(dst.max()))
-    return Survey(int(src.size), low, high, negative)
+    return Survey(int(src.size), low, high, negative, weight_range)
 
 
 def _distinct_ids(executor, backend_name, inputs, columns):

@@ -49,6 +49,7 @@ class GraphSize:
     n: int  # vertex ids (an upper bound before renumbering)
     directed: bool
     weighted: bool
+    weight_itemsize: int = 8  # bytes of a stored weight: 8 as float64, 4 as float32 (gpipe.partitioning.weights)
     input_row_bytes: int = 16  # bytes of an input row's columns as the build holds them
     # The input is in the workers' memory before the build (a persisted frame: their free
     # memory has it already), not read or sent to them by it (read_edges, a pandas frame).
@@ -84,8 +85,9 @@ class GraphSize:
 
     @property
     def weight_bytes(self) -> int:
-        """Bytes of one edge's weight (float64), 0 when unweighted."""
-        return 8 if self.weighted else 0
+        """Bytes of one stored edge's weight (``weight_itemsize``: 8 as float64, 4 as
+        float32), 0 when unweighted."""
+        return self.weight_itemsize if self.weighted else 0
 
     @property
     def ids_bytes(self) -> int:

@@ -109,7 +109,7 @@ def _kernels_only(function):
 
 @_kernels_only
 def run(*, scale=None, grid=None, edges=None, src="src", dst="dst", weight=None, weights=False,
-        ids="dense", seed=0, algo="bfs", sources=4, repeat=1, backend="auto", workers=0, partitions=None,
+        weight_dtype=None, ids="dense", seed=0, algo="bfs", sources=4, repeat=1, backend="auto", workers=0, partitions=None,
         shared_gpu=False, protocol="auto", compare_scipy=False, end_to_end=False, build_repeat=1,
         scipy_check=True, tmpdir=None, command=None, paths=False) -> dict:
     """Build one graph, time BFS and/or SSSP from several sources, validate, and report.
@@ -130,6 +130,8 @@ def run(*, scale=None, grid=None, edges=None, src="src", dst="dst", weight=None,
     weights : bool
         Add integer weights 1..255 (generated graphs always get them when SSSP runs; for
         `edges` without a `weight` column they are drawn per partition).
+    weight_dtype : {None, "auto", "float32", "float64"}
+        The width the graph stores its weights in (``Graph.from_edges(weight_dtype=...)``).
     ids : {"dense", "sparse", "string"}
         A generated graph's vertex ids: as generated (``0..n-1``), spread out (sparse int64,
         renumbered by the build), or as strings (each id's decimal text). Parquet edges keep
@@ -234,11 +236,11 @@ def run(*, scale=None, grid=None, edges=None, src="src", dst="dst", weight=None,
         protocol = "tcp"
     weighted = SSSP in algos or weights or (edges is not None and weight is not None)
     spec = _GraphSpec(scale, grid, edges, src, dst, weight if edges is not None else "weight", weighted, seed,
-                      ids)
+                      ids, weight_dtype)
     if edges is not None and SSSP in algos and weight is None and not weights:
         raise InputError("sssp needs weights: name the column with --weight, or add random ones with --weights")
     options = dict(scale=scale, grid=grid, edges=edges, src=src, dst=dst, weight=weight, weights=weights,
-                   ids=ids, seed=seed, algo=algo, sources=sources, repeat=repeat, backend=backend_name,
+                   weight_dtype=weight_dtype, ids=ids, seed=seed, algo=algo, sources=sources, repeat=repeat, backend=backend_name,
                    workers=workers, partitions=partitions, shared_gpu=shared_gpu, protocol=protocol,
                    compare_scipy=compare_scipy, end_to_end=end_to_end,
                    build_repeat=build_repeat, scipy_check=scipy_check, paths=paths)
@@ -269,7 +271,7 @@ def main(args) -> int:
     for protocol in protocols:
         report = run(
             scale=args.scale, grid=args.grid, edges=args.edges, src=args.src, dst=args.dst,
-            weight=args.weight, weights=args.weights, ids=args.ids, seed=args.seed, algo=args.algo,
+            weight=args.weight, weights=args.weights, weight_dtype=args.weight_dtype, ids=args.ids, seed=args.seed, algo=args.algo,
             sources=args.sources, repeat=args.repeat, backend=args.backend, workers=args.workers,
             partitions=args.partitions, shared_gpu=args.shared_gpu, protocol=protocol,
             compare_scipy=args.compare_scipy, end_to_end=args.end_to_end,
@@ -295,12 +297,11 @@ def main(args) -> int:
 class _GraphSpec:
     """Which graph: a generated Kronecker or grid graph, or a Parquet edge list."""
 
-    def __init__(self, scale, grid, path, src, dst, weight, weighted, seed, ids="dense"):
+    def __init__(self, scale, grid, path, src, dst, weight, weighted, seed, ids="dense", weight_dtype=None):
         self.scale, self.grid, self.path, self.ids = scale, grid, path, ids
-        self.src, self.dst = src, dst
+        self.src, self.dst, self.weighted, self.seed, self.weight_dtype = src, dst, weighted, seed, weight_dtype
         self.weight = (weight or "weight") if weighted else None  # the column the graph is built with
         self.input_weight = weight  # the column as read (None: draw weights when weighted)
-        self.weighted, self.seed = weighted, seed
         if scale is not None:
             self.name = f"kron{scale}"
         elif grid is not None:
@@ -356,7 +357,7 @@ class _Bench:
             with _task_stream(self.client) as stream:
                 t0 = time.perf_counter()
                 graph = Graph.from_edges(edges, directed=False, src=spec.src, dst=spec.dst, weight=spec.weight,
-                                         partitions=self.report["options"]["partitions"])
+                                         partitions=self.report["options"]["partitions"], weight_dtype=spec.weight_dtype)
                 _sync_all(graph)
                 seconds = time.perf_counter() - t0
             peak = bench_memory.pool_peak_all(graph, mark)
@@ -376,7 +377,7 @@ class _Bench:
         info = _graph_info(graph)
         report["graph"].update(vertices=info["n"], present_vertices=graph.num_vertices,
                                directed_edges=info["directed_edges"], graph_bytes=info["bytes"],
-                               owners=graph.num_partitions,
+                               owners=graph.num_partitions, weight_dtype=graph.weight_dtype,
                                transport=("nccl" if graphs.built_of(graph).transport else "dask")
                                if graph.num_partitions > 1 else None)
         peak = builds[-1]["peak_device_bytes"]
@@ -569,7 +570,7 @@ class _Bench:
                     phases["read_persist_s"] = bench_timing.lap(t0)
                     t0 = time.perf_counter()
                     graph = Graph.from_edges(frame, directed=False, src=spec.src, dst=spec.dst, weight=weight,
-                                             partitions=self.report["options"]["partitions"])
+                                             partitions=self.report["options"]["partitions"], weight_dtype=spec.weight_dtype)
                     _sync_all(graph)
                     phases["build_s"] = bench_timing.lap(t0)
                     if out["source"] is None:  # not timed: the first source of the main run

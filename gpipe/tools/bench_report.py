@@ -152,7 +152,8 @@ def format_table(report) -> str:
         scipy_result = r.get("scipy")
         text, met = target(report, r)
         rows.append([
-            g["name"], f"{g['vertices']:,}", f"{g['directed_edges']:,}", r["algo"], r["backend"],
+            g["name"] + (" (float32 weights)" if g.get("weight_dtype") == "float32" else ""),
+            f"{g['vertices']:,}", f"{g['directed_edges']:,}", r["algo"], r["backend"],
             str(r["workers"]),
             " ".join(str(x) for x in (r.get("owners", "-"), g.get("transport")) if x is not None),
             f"{r['median_ms']:.2f}",

@@ -5,7 +5,7 @@
     gpipe bfs EDGES --source S [--source S2 ...] --out DIR [--depth-limit K] [--undirected]
               [--src COL] [--dst COL] [--backend auto|cpu|gpu] [--overwrite] [--cluster FILE]
               [--no-parents]
-    gpipe sssp EDGES --source S --out DIR [--weight COL] [--max-distance D]
+    gpipe sssp EDGES --source S --out DIR [--weight COL] [--weight-dtype auto|float32|float64] [--max-distance D]
                [...same options but --depth-limit]
     gpipe demo [--scale 16] [--out DIR] [--cpu] [--workers N] [--no-wait]
     gpipe run CONFIG [CONFIG ...]
@@ -223,6 +223,7 @@ def _traverse(args, pipeline):
             "src": args.src,
             "dst": args.dst,
             "weight": getattr(args, "weight", None),
+            "weight_dtype": getattr(args, "weight_dtype", "auto"),
             "backend": args.backend,
         },
         "directed": not args.undirected,
@@ -345,6 +346,9 @@ def make_parser():
                              help="visit vertices up to K hops away (default: no limit)")
         else:
             sub.add_argument("--weight", default="weight", metavar="COL", help="weight column (default: weight)")
+            sub.add_argument("--weight-dtype", default="auto", choices=("auto", "float32", "float64"),
+                             help="width the weights are stored in (default: auto, float32 where it "
+                                  "is exact: float32 or integer weights below 2**24)")
             sub.add_argument("--max-distance", type=float, metavar="D",
                              help="vertices farther than D are unreached (the search stops there; "
                                   "default: no cutoff)")
@@ -419,6 +423,9 @@ def _add_bench_parser(commands):
     bench.add_argument("--weight", metavar="COL", help="--edges weight column (default: none)")
     bench.add_argument("--weights", action="store_true",
                        help="add integer weights 1..255 (SSSP adds them anyway; default: unweighted BFS)")
+    bench.add_argument("--weight-dtype", default="auto", choices=("auto", "float32", "float64"),
+                       help="width the graph stores its weights in (default: auto; generated weights "
+                            "are float64 columns, so auto keeps float64: float32 halves their memory)")
     bench.add_argument("--ids", default="dense", choices=("dense", "sparse", "string"),
                        help="generated graphs' ids: as generated (0..n-1), sparse integers or strings, "
                             "the last two renumbered by the build (default: dense)")

@@ -30,7 +30,7 @@ one owner's CSR (offset 0, ``indices`` global = local ids, int32 or int64), ``n`
     serves all k sources.
 
 ``sssp_batch(indptr, indices, weights, sources, *, symmetric, negative_weights=False, max_distance=None) -> (dist, parent)``
-    ``weights`` float64[nnz]; ``sources`` int64[k] distinct local ids (any k: the driver sends
+    ``weights`` float64[nnz] or float32[nnz] (distances float64 either way); ``sources`` int64[k] distinct local ids (any k: the driver sends
     BFS_BATCH_WIDTH per call). Returns ``dist`` float64[k, n] (+inf unreached) and ``parent``
     int64[k, n] (-1 for sources and unreached), each row a shortest-path tree from
     ``sources[i]``: ``dist[i, parent] + w(parent -> v) == dist[i, v]`` for an existing edge.

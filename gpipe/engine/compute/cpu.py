@@ -83,7 +83,7 @@ import numpy as np
 
 from gpipe.engine.compute import atomics
 from gpipe.engine.compute.cpu_jit import (BOOL, BOOLS, FLOAT64, FLOAT64S, INT32S, INT64, INT64S, each_index,
-                                          kernel)
+                                          each_index_and_weight, kernel)
 from gpipe.engine.compute.cpu_csr import build_csr, build_csr_pieces  # noqa: F401 (the contract)
 from gpipe.engine.compute.cpu_arrays import (arange, astype, copy, count_nonzero, cumsum_in_place,  # noqa: F401 (the contract: array operations)
                                              flatnonzero, full, isfinite, logical_not, negative,
@@ -160,8 +160,9 @@ def _top_down_step(indptr, indices, offset, frontier, dist, parent, level, remot
     return n_next, n_remote
 
 
-@kernel(*each_index(lambda indices: (INT64S, indices, FLOAT64S, INT64, INT64S, FLOAT64S, FLOAT64S,
-                                      INT64S, BOOL, FLOAT64, BOOLS, INT64S, INT64S, FLOAT64S, INT64S)))
+@kernel(*each_index_and_weight(lambda indices, weights: (
+    INT64S, indices, weights, INT64, INT64S, FLOAT64S, FLOAT64S, INT64S, BOOL, FLOAT64, BOOLS, INT64S,
+    INT64S, FLOAT64S, INT64S)))
 def _relax_step(indptr, indices, weights, offset, frontier, frontier_dist, dist, parent, remote,
                 bound, is_improved, improved, remote_targets, remote_dists, remote_parents):
     """Relax the frontier's out-edges once, dropping candidates above ``bound``; return how
@@ -499,8 +500,9 @@ def sssp_relax(indptr, indices, weights, offset, frontier, frontier_dist, dist, 
     ----------
     indptr, indices, offset, frontier, remote
         As in `bfs_expand`.
-    weights : float64[nnz]
-        Edge weights, aligned with `indices`; may be negative or zero.
+    weights : float64[nnz] or float32[nnz]
+        Edge weights, aligned with `indices`; may be negative or zero. Sums are float64: a
+        float32 weight is widened before it is added.
     frontier_dist : float64[k]
         Distance of each frontier vertex when the round began; edges relax from these values.
     dist : float64[n_local]
@@ -631,8 +633,8 @@ def dijkstra(indptr, indices, weights, sources):
     ----------
     indptr : int64[n + 1]
     indices : int32 or int64[nnz]
-    weights : float64[nnz]
-        Non-negative; of parallel edges the lightest wins.
+    weights : float64[nnz] or float32[nnz]
+        Non-negative; of parallel edges the lightest wins (sums in float64).
     sources : int64[s]
         Start vertices, all at distance 0 with parent -1.
 

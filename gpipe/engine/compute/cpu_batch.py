@@ -55,7 +55,7 @@ import numpy as np
 
 from gpipe.engine.compute import atomics
 from gpipe.engine.compute.cpu_delta import delta_stepping
-from gpipe.engine.compute.cpu_jit import BOOL, FLOAT64, INT64, INT64S, each_index, kernel
+from gpipe.engine.compute.cpu_jit import BOOL, FLOAT64, INT64, INT64S, each_index, each_index_and_weight, kernel
 from gpipe.errors import NegativeCycleError
 from numba import types
 
@@ -246,8 +246,9 @@ def _bellman_ford_one(indptr, indices, weights, source, max_distance, dist, pare
     return True
 
 
-@kernel(*each_index(lambda indices: (INT64S, indices, types.float64[::1], INT64S, FLOAT64,
-                                      FLOAT64S_2D, INT64S_2D, types.boolean[::1])), parallel=True)
+@kernel(*each_index_and_weight(lambda indices, weights: (INT64S, indices, weights, INT64S, FLOAT64,
+                                                         FLOAT64S_2D, INT64S_2D, types.boolean[::1])),
+        parallel=True)
 def _bellman_ford_sources(indptr, indices, weights, sources, max_distance, dist, parent, ok):
     """One Bellman-Ford per source, the sources spread over the threads; ok[i] False: a
     negative cycle is reachable from sources[i]."""
@@ -408,7 +409,7 @@ def sssp_batch(indptr, indices, weights, sources, *, symmetric, negative_weights
     ----------
     indptr, indices
         One owner's CSR.
-    weights : float64[nnz]
+    weights : float64[nnz] or float32[nnz] (sums in float64)
         Finite; non-negative unless ``negative_weights``.
     sources : int64[k]
         Distinct vertex ids.
@@ -453,7 +454,7 @@ def sssp_batch(indptr, indices, weights, sources, *, symmetric, negative_weights
     if k == 0:
         return dist, parent
     limit = np.inf if max_distance is None else float(max_distance)
-    weights = np.ascontiguousarray(weights, dtype=np.float64)
+    weights = np.ascontiguousarray(weights, dtype=np.float32 if weights.dtype == np.float32 else np.float64)
     if not negative_weights:
         # Delta-stepping per source, all threads on each (measured on kron20 with 2 threads:
         # faster than one serial Dijkstra per thread, several sources at once).

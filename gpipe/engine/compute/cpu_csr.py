@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpipe.engine.compute.cpu_jit import (BOOL, FLOAT64S, FLOAT64S_RO, INT32S, INT32S_RO, INT64, INT64S,
-                                          INT64S_RO, kernel)
+from gpipe.engine.compute.cpu_jit import (BOOL, FLOAT32S, FLOAT32S_RO, FLOAT64S, FLOAT64S_RO, INT32S, INT32S_RO,
+                                          INT64, INT64S, INT64S_RO, kernel)
 
 # (src, dst) endpoint arrays as the build hands them over: both in the input's id width for a
 # graph built both ways at once, else int64 sources and targets in the CSR's index dtype.
 # build_csr widens any other pair to int64.
 _ENDPOINTS = ((INT32S, INT32S), (INT64S, INT64S), (INT64S, INT32S), (INT32S_RO, INT32S_RO),
               (INT64S_RO, INT64S_RO))
-_WEIGHTS = (FLOAT64S, FLOAT64S_RO)  # read-only endpoints come with weights of either kind
+# Per weight width (the graph's, gpipe.partitioning.weights): the output array, and the inputs
+# it is copied from (read-only endpoints come with weights of either kind).
+_WEIGHTS = ((FLOAT64S, (FLOAT64S, FLOAT64S_RO)), (FLOAT32S, (FLOAT32S, FLOAT32S_RO)))
 
 
 @kernel(*((src, dst, BOOL, BOOL, INT64S) for src, dst in _ENDPOINTS))
@@ -28,10 +30,11 @@ def _count_degrees(src, dst, symmetric, skip_loops, degree):
             degree[v + 1] += 1
 
 
-@kernel(*((src, dst, weights, BOOL, BOOL, BOOL, INT64S, indices, FLOAT64S)
+@kernel(*((src, dst, weights, BOOL, BOOL, BOOL, INT64S, indices, out)
           for src, dst in _ENDPOINTS for indices in (INT32S, INT64S)
           if indices is dst or dst in (INT64S, INT32S_RO, INT64S_RO)
-          for weights in (_WEIGHTS if src in (INT32S_RO, INT64S_RO) else (FLOAT64S,))))
+          for out, inputs in _WEIGHTS
+          for weights in (inputs if src in (INT32S_RO, INT64S_RO) else (out,))))
 def _scatter(src, dst, weights, weighted, symmetric, skip_loops, cursor, indices, out_weights):
     for i in range(src.shape[0]):
         u = src[i]
@@ -74,6 +77,7 @@ def build_csr_pieces(pieces, n_local, index_dtype, *, offset=0, symmetric=False,
     that ``pieces`` (``(src, dst, weights)``, sources global: ``offset`` is subtracted here)
     make together, in their order, without joining them."""
     weighted = any(w is not None for _, _, w in pieces)
+    weight_dtype = _weight_dtype(pieces)
     indptr = np.zeros(int(n_local) + 1, dtype=np.int64)
     for src, dst, _ in pieces:
         src, dst = _endpoints(_local(src, offset), dst)
@@ -81,19 +85,26 @@ def build_csr_pieces(pieces, n_local, index_dtype, *, offset=0, symmetric=False,
     np.cumsum(indptr, out=indptr)
     nnz = int(indptr[-1])
     indices = np.empty(nnz, dtype=index_dtype)
-    out_weights = np.empty(nnz if weighted else 0, dtype=np.float64)
+    out_weights = np.empty(nnz if weighted else 0, dtype=weight_dtype)
     cursor = indptr[:-1].copy()
-    no_weights = np.empty(0, np.float64)
+    no_weights = np.empty(0, weight_dtype)
     for src, dst, weights in pieces:
         src, dst = _endpoints(_local(src, offset), dst)
         if weighted and weights is None and src.size:
             raise ValueError("a piece of a weighted edge list has no weights")
-        w_in = np.ascontiguousarray(weights, dtype=np.float64) if weighted else no_weights
+        w_in = np.ascontiguousarray(weights, dtype=weight_dtype) if weighted else no_weights
         if src.flags.writeable and not w_in.flags.writeable:  # no kernel for that mix
             w_in = w_in.copy()
         _scatter(src, dst, w_in, weighted, bool(symmetric), bool(skip_loops), cursor, indices,
                  out_weights)
     return indptr, indices, (out_weights if weighted else None)
+
+
+def _weight_dtype(pieces):
+    """The CSR's weight dtype: float32 when every piece's weights are float32 (the graph's
+    width, :mod:`gpipe.partitioning.weights`), else float64."""
+    dtypes = {np.asarray(w).dtype for _, _, w in pieces if w is not None}
+    return np.dtype(np.float32) if dtypes == {np.dtype(np.float32)} else np.dtype(np.float64)
 
 
 def _local(src, offset: int):

@@ -36,7 +36,7 @@ from numba import types
 
 from gpipe.engine.compute import atomics
 from gpipe.engine.compute.cpu_jit import (BOOLS, FLOAT64, FLOAT64S, INT64, INT64S, INT64S_2D, UINT8S,
-                                          each_index, kernel)
+                                          each_index_and_weight, kernel)
 
 _kernel = numba.njit(cache=True, nogil=True)
 _inline = numba.njit(cache=True, nogil=True, inline="always")
@@ -241,8 +241,8 @@ def _grow(chunks, capacity):
             stop_at)
 
 
-@kernel(*each_index(lambda indices: (
-    INT64S, indices, FLOAT64S, INT64S, FLOAT64,
+@kernel(*each_index_and_weight(lambda indices, weights: (
+    INT64S, indices, weights, INT64S, FLOAT64,
     types.Tuple((indices.copy(ndim=2), INT64S, INT64S, INT64S_2D, INT64S_2D, INT64S_2D, INT64S, INT64S,
                  INT64S, INT64S, INT64S)),
     FLOAT64S, UINT8S, INT64S, BOOLS, INT64, FLOAT64S, INT64S, INT64, FLOAT64)))
@@ -391,8 +391,9 @@ def delta_stepping(indptr, indices, weights, sources, delta=None, *, target=-1,
     ----------
     indptr : int64[n + 1]
     indices : int32 or int64[nnz]
-    weights : float64[nnz]
-        Non-negative and finite; of parallel edges the lightest wins.
+    weights : float64[nnz] or float32[nnz]
+        Non-negative and finite; of parallel edges the lightest wins. A float32 weight is
+        added to a float64 distance in float64.
     sources : int64[s]
         Start vertices, all at distance 0 with parent -1.
     delta : float, optional

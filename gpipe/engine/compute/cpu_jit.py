@@ -34,14 +34,19 @@ BOOL = types.boolean
 INT32S = types.int32[::1]
 INT64S = types.int64[::1]
 FLOAT64S = types.float64[::1]
+FLOAT32S = types.float32[::1]
 # Read-only twins: the columns of an input frame (Arrow-backed pandas) reach build_csr as they are.
 INT32S_RO = types.Array(types.int32, 1, "C", readonly=True)
 INT64S_RO = types.Array(types.int64, 1, "C", readonly=True)
 FLOAT64S_RO = types.Array(types.float64, 1, "C", readonly=True)
+FLOAT32S_RO = types.Array(types.float32, 1, "C", readonly=True)
 UINT8S = types.uint8[::1]
 BOOLS = types.boolean[::1]
 INT64S_2D = types.int64[:, ::1]
 INDEX_ARRAYS = (INT32S, INT64S)  # what CSR indices and edge endpoints hold (Layout.index_dtype)
+# What a graph's weights hold (gpipe.partitioning.weights): float64, or float32 where that is
+# exact or asked for. A kernel adds a float32 weight to a float64 distance in float64.
+WEIGHT_ARRAYS = (FLOAT64S, FLOAT32S)
 
 ENTRY_POINTS = []  # every dispatcher made by kernel(), with its signatures: (dispatcher, tuple)
 
@@ -61,6 +66,12 @@ def kernel(*signatures, parallel=False):
 def each_index(make) -> tuple:
     """``make(indices type)``'s signature for each index dtype (int32 and int64)."""
     return tuple(make(index) for index in INDEX_ARRAYS)
+
+
+def each_index_and_weight(make) -> tuple:
+    """``make(indices type, weights type)``'s signature for each index dtype and each weight
+    dtype (the kernels that read weights)."""
+    return tuple(make(index, weights) for index in INDEX_ARRAYS for weights in WEIGHT_ARRAYS)
 
 
 def plain(array):

@@ -55,7 +55,8 @@ MAX_EDGES = 1 << 24
 NEGATIVE_CYCLE = "a negative-weight cycle is reachable from the source"
 
 # The entry points (gpipe.engine.compute.cpu_jit.kernel) each kind of one-owner query calls, by module
-# and name; of each, the signature for the partition's index dtype.
+# and name; of each, the signature for the partition's index dtype (and weight dtype, for those
+# that read weights).
 QUERY_KERNELS = {
     "bfs": (("gpipe.engine.compute.cpu", ("_claim_sources", "_frontier_degree", "_top_down_serial",
                                    "top_down_parallel", "_bottom_up_step", "_bitmap_to_queue")),
@@ -73,14 +74,15 @@ def enabled() -> bool:
 ANSWERED = {"bfs": 0, "sssp": 0}  # queries answered here, for benchmarks and tests
 
 
-def answers(kind: str, index_dtype, n_edges: int = 0) -> bool:
+def answers(kind: str, index_dtype, n_edges: int = 0, weight_dtype=np.float64) -> bool:
     """True when a one-owner CPU query of ``kind`` (a key of QUERY_KERNELS) should be answered
-    by SciPy now: some kernel it needs is neither loaded in this process nor in Numba's cache.
+    by SciPy now: some kernel it needs, for these index and weight dtypes, is neither loaded in
+    this process nor in Numba's cache.
     Then the kernels are queued for the background compiler (once). False when they are ready
     (the Numba path loads what is cached), when this is turned off, or without SciPy."""
     if not enabled() or n_edges > MAX_EDGES:
         return False
-    needed = kernel_signatures(kind, np.dtype(index_dtype))
+    needed = kernel_signatures(kind, np.dtype(index_dtype), np.dtype(weight_dtype))
     if needed is None:
         return False
     if all(_ready(dispatcher, signature) for dispatcher, signature in needed):
@@ -109,10 +111,11 @@ _READY = set()  # (id(dispatcher), signature) known loaded or cached: never aske
 _SIGNATURES = {}  # (kind, dtype) -> [(dispatcher, signature)]
 
 
-def kernel_signatures(kind, index_dtype):
-    """``[(dispatcher, signature)]`` of ``kind``'s kernels for indices of ``index_dtype``;
-    None where a kernel is not found (the Numba path then decides, as before)."""
-    key = (kind, index_dtype.str)
+def kernel_signatures(kind, index_dtype, weight_dtype=np.dtype(np.float64)):
+    """``[(dispatcher, signature)]`` of ``kind``'s kernels for indices of ``index_dtype`` (and,
+    for those that read weights, weights of ``weight_dtype``); None where a kernel is not found
+    (the Numba path then decides, as before)."""
+    key = (kind, index_dtype.str, weight_dtype.str)
     if key in _SIGNATURES:
         return _SIGNATURES[key]
     import importlib
@@ -120,9 +123,10 @@ def kernel_signatures(kind, index_dtype):
     from gpipe.engine.compute import cpu_jit
 
     index_type = {np.dtype(np.int32).str: cpu_jit.INT32S, np.dtype(np.int64).str: cpu_jit.INT64S}
-    if index_dtype.str not in index_type:
+    weight_type = {np.dtype(np.float64).str: cpu_jit.FLOAT64S, np.dtype(np.float32).str: cpu_jit.FLOAT32S}
+    if index_dtype.str not in index_type or weight_dtype.str not in weight_type:
         return None
-    wanted = index_type[index_dtype.str]
+    wanted, weights = index_type[index_dtype.str], weight_type[weight_dtype.str]
     declared = {id(dispatcher): signatures for dispatcher, signatures in cpu_jit.ENTRY_POINTS}
     needed = []
     for module_name, names in QUERY_KERNELS[kind]:
@@ -134,6 +138,8 @@ def kernel_signatures(kind, index_dtype):
                 return None
             if len(signatures) > 1:  # one per index dtype (cpu_jit.each_index): the indices are 2nd
                 signatures = [s for s in signatures if s[1] == wanted]
+            if len(signatures) > 1:  # and per weight dtype (each_index_and_weight): weights 3rd
+                signatures = [s for s in signatures if s[2] == weights]
             if len(signatures) != 1:
                 return None
             needed.append((dispatcher, signatures[0]))

@@ -63,7 +63,7 @@ from gpipe.engine.compute.owner_state import (FAR, FAR_MIN, INF_BITS, MID, MID_M
                                               SENT_MIN, Counts, SsspOwnerState, counts_from)
 
 from gpipe.engine.compute.cpu_jit import (FLOAT64, FLOAT64S, INT32S, INT64, INT64S, INT64S_2D, UINT8S,
-                                          each_index, kernel, plain)
+                                          each_index_and_weight, kernel, plain)
 
 _kernel = numba.njit(cache=True, nogil=True)
 _inline = numba.njit(cache=True, nogil=True, inline="always")
@@ -212,8 +212,8 @@ def _split(pile, pile_slot, pile_mark, drop_below, local_threshold, threshold, f
                            far_mark, near_out, mid_out, mid_slot, far_out, far_slot, counts, values)
 
 
-@kernel(*each_index(lambda indices: (
-    INT64S, indices, FLOAT64S, INT64, INT64, INT64, FLOAT64, FLOAT64, INT64, FLOAT64S, INT64S, INT32S,
+@kernel(*each_index_and_weight(lambda indices, weights: (
+    INT64S, indices, weights, INT64, INT64, INT64, FLOAT64, FLOAT64, INT64, FLOAT64S, INT64S, INT32S,
     INT32S, UINT8S, UINT8S, INT64S_2D, INT64S_2D, INT64S_2D, FLOAT64S, INT64S, FLOAT64S, INT64S, INT32S,
     INT64S, INT64S, INT64S, FLOAT64S, INT64, INT64, INT64, INT64, INT64, FLOAT64, FLOAT64)))
 def _local_phase(indptr, indices, weights, offset, n_local, chunk, threshold, local_delta,

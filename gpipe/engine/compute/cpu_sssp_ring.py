@@ -49,8 +49,8 @@ from gpipe.engine.compute import cpu_sssp_owners as twin
 from gpipe.engine.compute.owner_state import (FAR, FAR_MIN, INF_BITS, NEAR, RELAXED, REPEATED, SENT,
                                               SENT_MIN, SsspOwnerState)
 
-from gpipe.engine.compute.cpu_jit import (FLOAT64, FLOAT64S, INT32S, INT64, INT64S, UINT8S, each_index,
-                                          kernel, plain)
+from gpipe.engine.compute.cpu_jit import (FLOAT64, FLOAT64S, INT32S, INT64, INT64S, UINT8S,
+                                          each_index_and_weight, kernel, plain)
 
 _inline = numba.njit(cache=True, nogil=True, inline="always")
 
@@ -120,8 +120,8 @@ def _list(v, d, threshold, delta, vertex, next_, head, tail, count, cursor, far_
         twin.onto_pile(v, d, FAR_MIN, far_mark, far_out, far_slot, counts, values)
 
 
-@kernel(*each_index(lambda indices: (
-    INT64S, indices, FLOAT64S, INT64, INT64, INT64, FLOAT64, FLOAT64, FLOAT64S, INT64S, FLOAT64S,
+@kernel(*each_index_and_weight(lambda indices, weights: (
+    INT64S, indices, weights, INT64, INT64, INT64, FLOAT64, FLOAT64, FLOAT64S, INT64S, FLOAT64S,
     INT64S, INT64S, INT64S, INT64S, INT64S, INT64S, UINT8S, INT64S, INT64, FLOAT64S, INT64S, INT32S,
     INT64S, INT64S, INT64S, FLOAT64S, FLOAT64)))
 def _phase(indptr, indices, weights, offset, n_local, chunk, threshold, delta, dist, parent,

@@ -8,7 +8,8 @@ first call compiles nothing. Only where no shipped binary serves this device, or
 are stale against their sources (a source checkout with an edited ``.cu``), is the source
 compiled at first use by NVRTC through :class:`cupy.RawModule`, as it was before binaries were
 shipped. Every kernel is a template on the index type of ``indices`` (``int`` and ``long
-long``): dtype choices are template parameters, never pasted into the source. Only GPU code
+long``), and every kernel that reads weights on their type too (``double`` and ``float``):
+dtype choices are template parameters, never pasted into the source. Only GPU code
 paths import this module.
 """
 
@@ -27,6 +28,8 @@ BLOCKS_PER_SM = 16  # grid-stride cap: a few waves of resident blocks, then each
 
 # C++ index type of each dtype `indices` may have (ARCHITECTURE.md: int32, int64 if n >= 2**31).
 INDEX_TYPES = {cupy.dtype(name): ctype for name, ctype in cuda_sources.INDEX_TYPES.items()}
+# C++ weight type of each dtype `weights` may have (float64, float32: gpipe.partitioning.weights).
+WEIGHT_TYPES = {cupy.dtype(name): ctype for name, ctype in cuda_sources.WEIGHT_TYPES.items()}
 
 logger = logging.getLogger("gpipe.compute")
 
@@ -38,6 +41,13 @@ def function(source: str, name: str, indices: cupy.ndarray) -> cupy.cuda.functio
     :data:`gpipe.engine.compute.cuda_sources.MODULES` with ``enable_cooperative_groups=True``.
     """
     return typed_function(source, name, INDEX_TYPES[indices.dtype])
+
+
+def weighted_function(source: str, name: str, indices: cupy.ndarray,
+                      weights: cupy.ndarray) -> cupy.cuda.function.Function:
+    """The kernel ``name<index type of indices, weight type of weights>`` of ``source``, loaded
+    for the current device: the kernels that read weights, instantiated for both widths."""
+    return typed_function(source, name, f"{INDEX_TYPES[indices.dtype]}, {WEIGHT_TYPES[weights.dtype]}")
 
 
 def typed_function(source: str, name: str, arguments: str) -> cupy.cuda.function.Function:

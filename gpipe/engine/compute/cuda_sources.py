@@ -24,6 +24,9 @@ COMPILE_OPTIONS = ("-std=c++17",)
 
 # C++ index type of each dtype `indices` may have (ARCHITECTURE.md: int32, int64 if n >= 2**31).
 INDEX_TYPES = {"int32": "int", "int64": "long long"}
+# C++ type of each dtype a graph's `weights` may have (gpipe.partitioning.weights): the kernels
+# that read weights are templates on it too, instantiated ``<Index, Weight>`` for both.
+WEIGHT_TYPES = {"float64": "double", "float32": "float"}
 
 BINARY_DIR = "bin"  # <source folder>/bin: the ahead-of-time binaries and their manifest
 MANIFEST = "manifest.json"
@@ -40,7 +43,8 @@ INTEGER_TYPES = {"int8": "signed char", "int16": "short", "int32": "int", "int64
 @dataclass(frozen=True)
 class Module:
     """One CUDA source: its templated entry points, each instantiated for every index type
-    unless ``template_arguments`` names its own.
+    unless ``template_arguments`` names its own (the kernels that read weights: every index
+    type with every weight type, :data:`WEIGHT_TYPES`).
 
     ``template_arguments``: ``((kernel, (arguments, ...)), ...)``, each ``arguments`` the text
     between the angle brackets of one instantiation (``"double"``, ``"long long, int"``).
@@ -60,6 +64,12 @@ def _by_index(types) -> tuple:
     return tuple(f"{t}, {i}" for t in types for i in INDEX_TYPES.values())
 
 
+def _weighted(kernels) -> tuple:
+    """``(kernel, ("I, W", ...))`` for each of ``kernels``: every index type with every weight type."""
+    arguments = tuple(f"{i}, {w}" for i in INDEX_TYPES.values() for w in WEIGHT_TYPES.values())
+    return tuple((kernel, arguments) for kernel in kernels)
+
+
 _WIDTHS = tuple(WIDTH_TYPES.values())
 _WIDE = INTEGER_TYPES["int64"]
 
@@ -75,17 +85,24 @@ MODULES = {
                              "bfs_owner_resolve", "bfs_owner_pairs",
                              "bfs_owner_claim_pairs")),
     "bfs_persistent.cu": Module(("bfs_persistent",), cooperative=True),
-    "csr.cu": Module(("csr_count", "csr_scatter")),
-    "sssp.cu": Module(("sssp_relax_edges", "sssp_settle_parents")),
+    "csr.cu": Module(("csr_count", "csr_scatter"), template_arguments=_weighted(("csr_scatter",))),
+    "sssp.cu": Module(("sssp_relax_edges", "sssp_settle_parents"),
+                      template_arguments=_weighted(("sssp_relax_edges", "sssp_settle_parents"))),
     "sssp_batch.cu": Module(("sssp_batch_prepare", "sssp_batch_relax", "sssp_batch_split",
                              "sssp_batch_check", "sssp_batch_repair_pull", "sssp_batch_repair_push",
                              "sssp_batch_transpose", "sssp_batch_prepare_shared",
-                             "sssp_batch_relax_shared", "sssp_batch_split_shared")),
+                             "sssp_batch_relax_shared", "sssp_batch_split_shared"),
+                            template_arguments=_weighted(("sssp_batch_relax", "sssp_batch_check",
+                                                          "sssp_batch_repair_pull", "sssp_batch_repair_push",
+                                                          "sssp_batch_relax_shared"))),
     "sssp_nearfar.cu": Module(("sssp_near_far", "sssp_check_parents", "sssp_repair_scan",
-                               "sssp_repair_rows", "sssp_settle_tree"), cooperative=True),
+                               "sssp_repair_rows", "sssp_settle_tree"), cooperative=True,
+                              template_arguments=_weighted(("sssp_near_far", "sssp_check_parents",
+                                                            "sssp_repair_rows", "sssp_settle_tree"))),
     "sssp_owners.cu": Module(("sssp_owner_frontier", "sssp_owner_relax_edges",
                               "sssp_owner_settle_edges", "sssp_owner_merge_lower",
-                              "sssp_owner_merge_settle", "sssp_owner_split", "sssp_owner_pack")),
+                              "sssp_owner_merge_settle", "sssp_owner_split", "sssp_owner_pack"),
+                             template_arguments=_weighted(("sssp_owner_relax_edges", "sssp_owner_settle_edges"))),
     "util.cu": Module(
         ("fill", "iota", "take", "scatter_value", "convert", "zero_test", "pack_bits_little",
          "nonzero_count", "nonzero_write", "run_starts"),

@@ -42,8 +42,11 @@ _SSSP_BYTES_PER_PAIR = 8 * 3 + 4 * 3 + 32 + 40 + 16
 SSSP_DELTA_FACTOR = 1.0
 
 
-def _kernel(source, name, indices):
-    return cuda.function(source, name, indices)
+def _kernel(source, name, indices, weights=None):
+    """``name`` of ``source`` for these indices (and, for a kernel that reads weights, their width)."""
+    if weights is None:
+        return cuda.function(source, name, indices)
+    return cuda.weighted_function(source, name, indices, weights)
 
 
 def _sources(sources) -> cupy.ndarray:
@@ -267,8 +270,9 @@ def sssp_batch(indptr, indices, weights, sources, *, symmetric, negative_weights
     ----------
     indptr, indices : cupy.ndarray
         CSR of the graph (one owner, offset 0; int64 row pointers, int32/int64 targets).
-    weights : cupy.ndarray of float64, shape (nnz,)
-        Edge weights, not NaN. Non-negative unless ``negative_weights``.
+    weights : cupy.ndarray of float64 or float32, shape (nnz,)
+        Edge weights, not NaN. Non-negative unless ``negative_weights``. Distances are float64
+        either way (each float32 weight widened before it is added).
     sources : cupy.ndarray or sequence of int
         ``k`` distinct vertex ids in ``[0, n)``; run :data:`SSSP_BATCH_WIDTH` at a time (fewer
         where device memory is short).
@@ -431,7 +435,7 @@ def _sssp_pairs(indptr, indices, weights, sources, first_row, symmetric, negativ
     n, k = int(indptr.size) - 1, int(sources.size)
     shift = (k - 1).bit_length()
     pairs = n << shift
-    kernel = lambda name: _kernel(_SSSP, name, indices)  # noqa: E731
+    kernel = lambda name, *weighted: _kernel(_SSSP, name, indices, *weighted)  # noqa: E731
     # The relax kernels drop a candidate above `limit` (Dijkstra's cutoff, with negative
     # weights too): no pair is ever beyond it, so nothing is cut afterwards.
     dist = gpu_arrays.full(pairs, np.inf, cupy.float64)
@@ -464,7 +468,7 @@ def _pair_passes(indptr, indices, weights, sources, first_row, negative, limit, 
     dist, stamp, parent, parent_edge = state
     n, k = int(indptr.size) - 1, int(sources.size)
     pairs = n << shift
-    kernel = lambda name: _kernel(_SSSP, name, indices)  # noqa: E731
+    kernel = lambda name, *weighted: _kernel(_SSSP, name, indices, *weighted)  # noqa: E731
     marks = gpu_arrays.full(2 * pairs, -1, cupy.int32)
     near_mark, far_mark = marks[:pairs], marks[pairs:]
     queues = cupy.empty(4 * pairs, dtype=cupy.int64)
@@ -490,7 +494,7 @@ def _pair_passes(indptr, indices, weights, sources, first_row, negative, limit, 
                 (indptr, cupy.int32(shift), pass_queue, cupy.int64(q), dist, snap, column, row_end,
                  degree))
             edge_end = gpu_arrays.cumsum_in_place(gpu_arrays.copy(degree))
-            kernel("sssp_batch_relax")(
+            kernel("sssp_batch_relax", weights)(
                 grid_max, (cuda.BLOCK,),
                 (indices, weights, pass_queue, cupy.int64(q), snap, column, row_end, edge_end,
                  cupy.int32(shift), cupy.float64(host.threshold), cupy.float64(limit),
@@ -520,7 +524,7 @@ def _vertex_passes(indptr, indices, weights, sources, first_row, negative, limit
     dist, stamp, parent, parent_edge = state
     n, k = int(indptr.size) - 1, int(sources.size)
     pairs = n << shift
-    kernel = lambda name: _kernel(_SSSP, name, indices)  # noqa: E731
+    kernel = lambda name, *weighted: _kernel(_SSSP, name, indices, *weighted)  # noqa: E731
     far_mark = gpu_arrays.full(pairs, -1, cupy.int32)
     near_vmark = gpu_arrays.full(n, -1, cupy.int32)
     mask = cupy.zeros(n, dtype=cupy.uint64)
@@ -555,7 +559,7 @@ def _vertex_passes(indptr, indices, weights, sources, first_row, negative, limit
                 (indptr, cupy.int32(shift), vqueue, cupy.int64(q), dist, mask,
                  slot_mask.view(cupy.uint64), snap, row_end, degree))
             edge_end = gpu_arrays.cumsum_in_place(gpu_arrays.copy(degree))
-            kernel("sssp_batch_relax_shared")(
+            kernel("sssp_batch_relax_shared", weights)(
                 grid_max, (cuda.BLOCK,),
                 (indices, weights, vqueue, cupy.int64(q), slot_mask.view(cupy.uint64), snap, row_end,
                  edge_end, cupy.int32(shift), cupy.float64(host.threshold), cupy.float64(limit),
@@ -583,10 +587,10 @@ def _sssp_parents(indptr, indices, weights, n, k, shift, symmetric, dist, stamp,
                   parent_edge, repair, totals):
     """Check the recorded parents; repair the failures (one host read of their count)."""
     pairs = n << shift
-    kernel = lambda name: _kernel(_SSSP, name, indices)  # noqa: E731
+    kernel = lambda name, *weighted: _kernel(_SSSP, name, indices, *weighted)  # noqa: E731
     counters = cupy.zeros(1, dtype=cupy.uint64)
     row_failed = cupy.zeros(k, dtype=cupy.int32)
-    kernel("sssp_batch_check")(
+    kernel("sssp_batch_check", weights)(
         cuda.grid(pairs), (cuda.BLOCK,),
         (indptr, indices, weights, cupy.int64(n), cupy.int32(shift), cupy.int64(pairs), dist,
          stamp, parent_edge, parent, repair, row_failed, counters))
@@ -595,11 +599,11 @@ def _sssp_parents(indptr, indices, weights, n, k, shift, symmetric, dist, stamp,
     if failures == 0:
         return
     if symmetric:
-        kernel("sssp_batch_repair_pull")(
+        kernel("sssp_batch_repair_pull", weights)(
             cuda.grid(failures), (cuda.BLOCK,),
             (indptr, indices, weights, cupy.int32(shift), dist, stamp, repair, counters, parent))
     else:
-        kernel("sssp_batch_repair_push")(
+        kernel("sssp_batch_repair_push", weights)(
             (_row_grid(n), k), (cuda.BLOCK,),
             (indptr, indices, weights, cupy.int64(n), cupy.int32(shift), dist, stamp, row_failed,
              parent))

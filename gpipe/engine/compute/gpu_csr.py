@@ -19,8 +19,9 @@ def build_csr(src_local, dst, weights, n_local, index_dtype, *, symmetric=False,
         Row of each edge, in ``[0, n_local)`` (a local id: global id minus the owner's offset).
     dst : cupy.ndarray of int32 or int64, shape (m,)
         Target of each edge (global id), stored as given in ``indices``.
-    weights : cupy.ndarray of float64, shape (m,), or None
-        Weight of each edge, or None for an unweighted graph.
+    weights : cupy.ndarray of float64 or float32, shape (m,), or None
+        Weight of each edge, or None for an unweighted graph. float32 weights are stored as
+        float32 (the graph's width); any other dtype as float64.
     n_local : int
         Number of rows.
     index_dtype : dtype-like
@@ -40,8 +41,8 @@ def build_csr(src_local, dst, weights, n_local, index_dtype, *, symmetric=False,
     indices : cupy.ndarray of ``index_dtype``, shape (nnz,)
         Targets, grouped by row. **Within a row the order is unspecified** (atomic cursors;
         it may change from run to run): compare rows as multisets.
-    weights : cupy.ndarray of float64, shape (nnz,), or None
-        Parallel to ``indices``; None when ``weights`` is None.
+    weights : cupy.ndarray of float32 or float64, shape (nnz,), or None
+        Parallel to ``indices``, of the input weights' width; None when ``weights`` is None.
 
     Examples
     --------
@@ -99,23 +100,31 @@ def build_csr_pieces(pieces, n_local, index_dtype, *, offset=0, symmetric=False,
     indptr = gpu_arrays.cumsum_in_place(degrees)  # [0, d0, d0 + d1, ...]
     nnz = int(indptr[-1])
     indices = cupy.empty(nnz, dtype=index_dtype)
-    w_out = cupy.empty(nnz, dtype=cupy.float64) if weighted else None
+    weight_dtype = _weight_dtype(pieces)
+    w_out = cupy.empty(nnz, dtype=weight_dtype) if weighted else None
     if nnz:
         cursor = gpu_arrays.copy(indptr[:-1])
-        scatter = cuda.function(_SOURCE, "csr_scatter", indices_kind)
-        no_weights = cupy.empty(0, cupy.float64)
+        no_weights = cupy.empty(0, weight_dtype)
+        scatter = cuda.weighted_function(_SOURCE, "csr_scatter", indices_kind, no_weights)
         for src, dst, weights in pieces:
             src, dst = _local(src, offset), _ids(dst)
             if not src.size:
                 continue
             if weighted and weights is None:
                 raise ValueError("a piece of a weighted edge list has no weights")
-            w_in = cupy.ascontiguousarray(weights, dtype=cupy.float64) if weighted else no_weights
+            w_in = cupy.ascontiguousarray(weights, dtype=weight_dtype) if weighted else no_weights
             scatter(cuda.grid(int(src.size)), (cuda.BLOCK,),
                     _endpoints(src, dst) + (w_in, cupy.int32(weighted), cupy.int64(src.size)) + flags
                     + (cursor, indices, w_out if weighted else no_weights))
         del cursor
     return indptr, indices, w_out
+
+
+def _weight_dtype(pieces):
+    """The CSR's weight dtype: float32 when every piece's weights are float32 (the graph's
+    width, :mod:`gpipe.partitioning.weights`), else float64."""
+    dtypes = {w.dtype for _, _, w in pieces if w is not None}
+    return cupy.dtype(cupy.float32) if dtypes == {cupy.dtype(cupy.float32)} else cupy.dtype(cupy.float64)
 
 
 def _endpoints(src, dst) -> tuple:

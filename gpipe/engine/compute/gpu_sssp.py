@@ -23,8 +23,8 @@ def sssp_relax(indptr, indices, weights, offset, frontier, frontier_dist, dist, 
         CSR row pointers of this owner's vertices.
     indices : cupy.ndarray of int32 or int64
         Global target id of each edge.
-    weights : cupy.ndarray of float64
-        Weight of each edge.
+    weights : cupy.ndarray of float64 or float32
+        Weight of each edge (a float32 weight is added to a float64 distance in float64).
     offset : int
         Global id of local vertex 0.
     frontier : cupy.ndarray of int64
@@ -84,12 +84,12 @@ def sssp_relax(indptr, indices, weights, offset, frontier, frontier_dist, dist, 
         indptr, indices, weights, cupy.int64(offset), cupy.int64(n_local), frontier,
         frontier_dist, edge_end, cupy.int64(k), dist, flags,
     )
-    cuda.function(_SOURCE, "sssp_relax_edges", indices)(
+    cuda.weighted_function(_SOURCE, "sssp_relax_edges", indices, weights)(
         grid, (cuda.BLOCK,),
         edges + (remote_targets, remote_dists, remote_parents, counters, cupy.int32(bool(remote)),
                  cupy.float64(bound)),
     )
-    cuda.function(_SOURCE, "sssp_settle_parents", indices)(
+    cuda.weighted_function(_SOURCE, "sssp_settle_parents", indices, weights)(
         grid, (cuda.BLOCK,), edges + (_or_null(parent), improved, counters),
     )
     n_improved, n_remote = (int(c) for c in counters.get())
@@ -136,8 +136,9 @@ def sssp(indptr, indices, weights, sources, *, delta=None, symmetric=False, targ
         CSR row pointers of the whole graph (one owner, ``offset`` 0).
     indices : cupy.ndarray of int32 or int64, shape (nnz,)
         Target id of each edge, in ``[0, n)``. Repeated pairs are allowed (the lightest counts).
-    weights : cupy.ndarray of float64, shape (nnz,)
-        Edge weights; must be non-negative and not NaN (zeros are allowed). Not checked here:
+    weights : cupy.ndarray of float64 or float32, shape (nnz,)
+        Edge weights; must be non-negative and not NaN (zeros are allowed). Distances are
+        float64 either way: each float32 weight is widened before it is added. Not checked here:
         :mod:`gpipe.io.validate` and the caller's ``negative_weights`` flag guard this.
     sources : cupy.ndarray or sequence of int
         Source ids in ``[0, n)``; repeats are ignored. Distances are to the nearest source.
@@ -254,7 +255,7 @@ def sssp_with_stats(indptr, indices, weights, sources, *, delta=None, symmetric=
     ring = cupy.array([0, 0, 0x7FF0000000000000] * 3, dtype=cupy.uint64)
     barrier = cupy.zeros(2, dtype=cupy.uint32)
     stats = cupy.zeros(7, dtype=cupy.int64)
-    near_far = cuda.function(_NEAR_FAR_SOURCE, "sssp_near_far", indices)
+    near_far = cuda.weighted_function(_NEAR_FAR_SOURCE, "sssp_near_far", indices, weights)
     # The RawKernel's own call fixes enable_cooperative_groups at module creation; its
     # cupy.cuda.function.Function (``.kernel``) takes it per launch.
     near_far = getattr(near_far, "kernel", near_far)
@@ -283,19 +284,20 @@ def sssp_with_stats(indptr, indices, weights, sources, *, delta=None, symmetric=
         # Re-check the recorded parents; list the failures (in the now free first queue).
         repair, repairs = queues[:n], stats[6:7].view(cupy.uint64)
         kernel = functools.partial(cuda.function, _NEAR_FAR_SOURCE)
-        kernel("sssp_check_parents", indices)(
+        weighted = functools.partial(cuda.weighted_function, _NEAR_FAR_SOURCE)
+        weighted("sssp_check_parents", indices, weights)(
             cuda.grid(n), (cuda.BLOCK,),
             (indptr, indices, weights, cupy.int64(n), dist, stamp, parent_edge, parent, repair, repairs),
         )
         if symmetric:  # the listed vertices' own rows, edge-parallel (per_slot is free now)
             repair_end = per_slot[:n]
             kernel("sssp_repair_scan", indices)((1,), (cuda.BLOCK,), (indptr, repair, repairs, repair_end))
-            kernel("sssp_repair_rows", indices)(
+            weighted("sssp_repair_rows", indices, weights)(
                 (_REPAIR_BLOCKS,), (cuda.BLOCK,),
                 (indptr, indices, weights, dist, stamp, parent, repair, repairs, repair_end),
             )
         else:
-            kernel("sssp_settle_tree", indices)(
+            weighted("sssp_settle_tree", indices, weights)(
                 cuda.grid(int(indices.size)), (cuda.BLOCK,),
                 (indptr, indices, weights, cupy.int64(n), dist, stamp, parent, repairs),
             )

@@ -33,7 +33,10 @@ def _untyped_index():
     return cupy.empty(0, dtype=cupy.int32)
 
 
-def _kernel(name, indices=None):
+def _kernel(name, indices=None, weights=None):
+    """``name`` for these indices (and, for a kernel that reads weights, their width)."""
+    if weights is not None:
+        return cuda.weighted_function(_SOURCE, name, indices, weights)
     return cuda.function(_SOURCE, name, _untyped_index() if indices is None else indices)
 
 
@@ -65,7 +68,7 @@ def sssp_owner_relax(indptr, indices, weights, state: SsspOwnerState, threshold,
             edge_end = gpu_arrays.cumsum_in_place(gpu_arrays.copy(state.edge_end[:k]))
             lowered = 2 * state.calls + 1
             state.calls += 1
-            _kernel("sssp_owner_relax_edges", indices)(
+            _kernel("sssp_owner_relax_edges", indices, weights)(
                 edges_grid, (cuda.BLOCK,),
                 (indptr, indices, weights, cupy.int64(state.offset), cupy.int64(n_local),
                  cupy.int64(state.chunk), cupy.int64(state.n_owners), frontier, state.snapshot,
@@ -73,7 +76,7 @@ def sssp_owner_relax(indptr, indices, weights, state: SsspOwnerState, threshold,
                  state.sent_best, state.queued, state.outbox, state.outbox_start, counters,
                  cupy.float64(state.bound)),
             )
-            _kernel("sssp_owner_settle_edges", indices)(
+            _kernel("sssp_owner_settle_edges", indices, weights)(
                 edges_grid, (cuda.BLOCK,),
                 (indptr, indices, weights, cupy.int64(state.offset), cupy.int64(n_local), frontier,
                  state.snapshot, edge_end, cupy.int64(k), state.dist, state.parent, state.stamp,

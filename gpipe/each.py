@@ -130,8 +130,11 @@ def _raise_on_repeat(values) -> None:
 def global_sources(built, executor, values) -> np.ndarray:
     """Global ids of the sources ``values`` of the graph ``built`` (run by ``executor``);
     InputError naming the first one not in the graph."""
-    if built.ids is None:
+    if not built.renumbered:
         return source_ids.checked(values, source_ids.present(built.layout, built.present_bits, list(values)))
+    if built.owner_ids is not None:  # each owner looks them up in its own ids
+        return source_ids.locate_on_owners(executor, built.backend, built.owner_ids, _object_values(values),
+                                           "source")
     located = executor.submit(source_ids.global_ids, built.backend, built.ids,
                               source_ids.InputIds(_object_values(values)))
     return np.asarray(executor.gather([located])[0], dtype=np.int64)
@@ -141,8 +144,10 @@ def global_targets(built, executor, values) -> np.ndarray:
     """Global ids of the targets ``values`` of the graph ``built``, -1 for those not in it."""
     if values.size == 0:
         return np.empty(0, dtype=np.int64)
-    if built.ids is None:
+    if not built.renumbered:
         return np.asarray(source_ids.present(built.layout, built.present_bits, list(values)), dtype=np.int64)
+    if built.owner_ids is not None:
+        return source_ids.locate_on_owners(executor, built.backend, built.owner_ids, _object_values(values))
     located = executor.submit(source_ids.locate, built.backend, built.ids, _object_values(values))
     return np.asarray(executor.gather([located])[0], dtype=np.int64)
 

@@ -33,7 +33,7 @@ def input_parents(channel, layout, ids, backend_name, parent):
     asked = [arrays.take(parent, rows[q]) - layout.offset(q) for q in range(layout.n_owners)]
     received = channel.exchange(ASK, [be.host_copy(a) if q != me else None for q, a in enumerate(asked)])
     received.insert(me, None)
-    answers = [None if q == me else _ids_at(be, strings, ids, be.xp.asarray(local))
+    answers = [None if q == me else _answer(be, strings, _ids_at(be, strings, ids, be.xp.asarray(local)))
                for q, local in enumerate(received)]
     answered = channel.exchange(ANSWER, answers)
     answered.insert(me, _ids_at(be, strings, ids, asked[me]))
@@ -50,6 +50,11 @@ def input_parents(channel, layout, ids, backend_name, parent):
     if order.size:
         values[order] = be.xp.concatenate([be.xp.asarray(a) for a in answered])
     return values, missing
+
+
+def _answer(be, strings: bool, found):
+    """``found`` fit to travel: integers as a host copy (no device copy made by the comms)."""
+    return found if strings else be.host_copy(found)
 
 
 def _ids_at(be, strings: bool, ids, local):

@@ -151,7 +151,7 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
     ids = buckets = None
     holders = executor.holders(inputs)
     if not identity and executor.n_owners > 1:  # counted before the owners are chosen, as below
-        buckets = numbering.spread(executor, backend_name, functools.partial(_id_arrays, columns=columns),
+        buckets = numbering.spread(executor, backend_name, functools.partial(id_arrays, columns=columns),
                                    inputs, holders, strings)
         n_bound = sum(buckets.counts)
     elif not identity:  # counted before the owners are chosen: the sizing gets the vertex count
@@ -401,14 +401,14 @@ def _distinct_ids(executor, backend_name, inputs, columns):
 
 
 def _unique_ids(backend_name, frame, columns):
-    return _merge_unique(backend_name, columns.strings, *_id_arrays(backend_name, frame, columns))
+    return _merge_unique(backend_name, columns.strings, *id_arrays(backend_name, frame, columns))
 
 
 def _merge_unique(backend_name, strings, *arrays):
     return numbering.merge_distinct(backend_name, strings, *arrays)
 
 
-def _id_arrays(backend_name, frame, columns) -> tuple:
+def id_arrays(backend_name, frame, columns) -> tuple:
     """``(src, dst)`` of one input partition, checked as :func:`_arrays` checks them."""
     _, src, dst, _, _ = _arrays(backend_name, frame, columns)
     return src, dst

@@ -17,8 +17,8 @@ TASK_NAMES = {
     "global_ids": "sources", "_bfs_one_owner": "bfs", "_sssp_one_owner": "sssp",
     "bfs_owner": "bfs", "sssp_owner": "sssp", "join": "nccl-join", "device_identity": "nccl-device",
     "unique_id": "nccl-id", "owner_paths": "paths", "owner_path": "path",
-    "_release_cached": "build-release", "_pieces": "ids-buckets", "merge_distinct": "ids",
-    "_owner_ids": "ids-owner", "numbers": "ids-numbers", "_relabel": "ids-relabel",
+    "_release_cached": "build-release", "_pieces": "ids", "merge_distinct": "ids",
+    "_owner_ids": "ids", "numbers": "ids", "_relabel": "ids",
 }
 
 

@@ -25,7 +25,7 @@ each owner asking its peers for theirs (:mod:`gpipe.engine.owners.parent_ids`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -41,12 +41,23 @@ _HIGH = np.uint64(32)
 
 @dataclass
 class Buckets:
-    """Handles of step 1: per input partition, its list of pieces (one per bucket: sorted
-    distinct ids); per bucket, its merged ids on its worker and their count."""
+    """Handles of step 1: per input partition, its pieces (one per bucket: distinct ids, sorted)
+    and its :class:`Cut`; per bucket, its merged ids on its worker and their count."""
 
     pieces: list  # per input partition, per bucket: a handle to that piece
+    cuts: list  # per input partition: a handle to its Cut, on its worker
     merged: list  # per bucket
     counts: list  # per bucket, ints
+
+
+@dataclass
+class Cut:
+    """One input partition's distinct ids (``distinct``, in any order), and how they were cut
+    into buckets: bucket ``b``'s piece is ``distinct[order[bounds[b]:bounds[b + 1]]]``."""
+
+    distinct: object
+    order: object
+    bounds: list
 
 
 def merge_distinct(backend_name, strings: bool, *arrays):
@@ -74,23 +85,31 @@ def spread(executor, backend_name, read_ids, inputs, holders, strings: bool) -> 
     cuts = [executor.submit(_pieces, backend_name, read_ids, p, strings, n_buckets, at=at)
             for p, at in zip(inputs, holders)]
     pieces = [[executor.item(cut, b, at=at) for b in range(n_buckets)] for cut, at in zip(cuts, holders)]
+    kept = [executor.item(cut, n_buckets, at=at) for cut, at in zip(cuts, holders)]
     del cuts  # each piece keeps what it needs
     merged = [executor.submit(merge_distinct, backend_name, strings, *[p[b] for p in pieces], owner=b)
               for b in range(n_buckets)]
     counts = executor.gather([executor.submit(len, m, owner=b) for b, m in enumerate(merged)])
-    return Buckets(pieces, merged, [int(c) for c in counts])
+    return Buckets(pieces, kept, merged, [int(c) for c in counts])
 
 
 def _pieces(backend_name, read_ids, frame, strings: bool, n_buckets: int) -> list:
-    """The sorted distinct ids of one input partition, cut into one piece per bucket."""
+    """The distinct ids of one input partition, cut into one piece per bucket, and last their
+    :class:`Cut`."""
     be = backends.get(backend_name)
     src, dst = read_ids(backend_name, frame)
-    distinct = merge_distinct(backend_name, strings, src, dst)
+    if strings:
+        distinct = merge_distinct(backend_name, strings, src, dst)
+    else:  # a hash's distinct ids, in any order: each piece is sorted where it is merged
+        distinct = be.frames.Index(be.xp.concatenate([src, dst])).unique().values
     del src, dst
     bucket = bucket_of(backend_name, strings, distinct, n_buckets)
-    order = be.xp.argsort(bucket)
-    bounds = be.to_host(be.xp.searchsorted(bucket[order], be.xp.arange(n_buckets + 1))).tolist()
-    return [_take(be, strings, distinct, order[bounds[b]:bounds[b + 1]]) for b in range(n_buckets)]
+    if n_buckets < 2**15:
+        bucket = bucket.astype(np.int16)  # NumPy's stable sort of 16-bit keys is a radix sort
+    order = be.xp.argsort(bucket, kind="stable")
+    bounds = be.to_host(be.xp.searchsorted(bucket[order], be.xp.arange(n_buckets + 1, dtype=bucket.dtype))).tolist()
+    pieces = [_take(be, strings, distinct, order[bounds[b]:bounds[b + 1]]) for b in range(n_buckets)]
+    return [*pieces, Cut(distinct, order, bounds)]
 
 
 def _take(be, strings: bool, ids, positions):
@@ -132,12 +151,15 @@ def merged(executor, backend_name, buckets: Buckets, strings: bool):
 
 @dataclass
 class Relabel:
-    """One input partition's distinct ids (``keys``: sorted integers, or strings in any order)
-    and their global ids (``values``, the layout's index dtype)."""
+    """One input partition's distinct ids (``keys``, in any order) and their global ids
+    (``values``, the layout's index dtype). Ids are found among the keys by a hash lookup
+    (``strings.rank``; integers: the frame library's ``Index.get_indexer``, its hash table
+    built at the first lookup and kept for the next, as the split looks up both ends)."""
 
     keys: object
     values: object
     strings: bool
+    index: object = field(default=None, repr=False)
 
     def apply(self, backend_name, ids):
         """The global ids of ``ids`` (every one of them is among the keys)."""
@@ -145,8 +167,10 @@ class Relabel:
         if self.strings:
             positions = be.strings.rank(self.keys, ids)
         else:
-            positions = be.xp.searchsorted(self.keys, ids)
-        return be.kernels.take(self.values, positions)
+            if self.index is None:
+                self.index = be.frames.Index(self.keys)
+            positions = self.index.get_indexer(ids)
+        return be.kernels.take(self.values, be.xp.asarray(positions))
 
 
 def relabels(executor, backend_name, buckets: Buckets, owner_id_handles: list, layout: Layout,
@@ -154,12 +178,10 @@ def relabels(executor, backend_name, buckets: Buckets, owner_id_handles: list, l
     """Step 3: per input partition, a handle on its worker to its :class:`Relabel`."""
     taken = owners_of_buckets(len(buckets.merged), layout.n_owners)
     result = []
-    for pieces, at in zip(buckets.pieces, holders):
-        asked = [[pieces[b] for b in taken[q]] for q in range(layout.n_owners)]
+    for pieces, cut, at in zip(buckets.pieces, buckets.cuts, holders):
         answers = [executor.submit(numbers, backend_name, strings, layout.index_dtype(), owner_id_handles[q],
-                                   *asked[q], owner=q) for q in range(layout.n_owners)]
-        flat = [piece for pieces_of_q in asked for piece in pieces_of_q]
-        result.append(executor.submit(_relabel, backend_name, strings, len(flat), *flat, *answers, at=at))
+                                   *[pieces[b] for b in taken[q]], owner=q) for q in range(layout.n_owners)]
+        result.append(executor.submit(_relabel, backend_name, strings, taken, cut, *answers, at=at))
     return result
 
 
@@ -172,12 +194,16 @@ def numbers(backend_name, strings: bool, index_dtype, ids: OwnerIds, *pieces):
     return be.kernels.astype(be.kernels.astype(local, "int64"), index_dtype, offset=ids.offset)
 
 
-def _relabel(backend_name, strings: bool, n_pieces: int, *arrays) -> Relabel:
+def _relabel(backend_name, strings: bool, taken: list, cut: Cut, *answers) -> Relabel:
+    """The :class:`Relabel` of a partition's ``cut`` from each owner's answers (the global
+    ids of its pieces of the buckets ``taken[q]``, end to end): each bucket's answer scattered
+    back to its ids' places in the sorted distinct ids, no sort."""
     be = backends.get(backend_name)
-    pieces, answers = arrays[:n_pieces], arrays[n_pieces:]
-    values = be.xp.concatenate(answers)
-    if strings:
-        return Relabel(be.strings.concat(pieces), values, True)
-    keys = be.xp.concatenate(pieces)
-    order = be.xp.argsort(keys)
-    return Relabel(keys[order], values[order], False)
+    values = be.xp.empty(len(cut.distinct), dtype=answers[0].dtype if answers else np.int64)
+    for q, answer in enumerate(answers):
+        start = 0
+        for b in taken[q]:
+            low, high = cut.bounds[b], cut.bounds[b + 1]
+            values[cut.order[low:high]] = answer[start:start + high - low]
+            start += high - low
+    return Relabel(cut.distinct, values, strings)

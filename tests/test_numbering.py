@@ -173,18 +173,39 @@ def test_no_worker_holds_every_distinct_id(dask_client2, kind):
     assert built.rows == [len(ids) for ids in owned]
 
 
-@pytest.mark.parametrize("kind", ["sparse", "string"])
-def test_buckets_spread_ids_of_every_pattern(kind):
-    """The hash gives each of two buckets a fair share of strided, sequential or textual ids."""
-    ids = 10**12 + np.arange(10_000, dtype=np.int64) * 1024
-    if kind == "string":
-        from gpipe.engine import strings_cpu
+def _ids_of(kind, backend_name, values):
+    """Integer ``values`` as ids of ``kind`` on the backend: int64 or text strings."""
+    if backend_name == "gpu":
+        import cudf
+        import cupy
 
-        values = strings_cpu.column(pd.DataFrame({"v": ids.astype(str)}), "v")
-    else:
-        values = ids
-    bucket = numbering.bucket_of("cpu", kind == "string", values, 2)
-    assert 4500 < int((bucket == 0).sum()) < 5500
-    again = numbering.bucket_of("cpu", kind == "string", values[::-1] if kind == "sparse" else values.take(
-        np.arange(len(ids) - 1, -1, -1)), 2)
-    assert np.array_equal(np.asarray(again)[::-1], np.asarray(bucket))
+        return cudf.Series(values.astype(str)) if kind == "string" else cupy.asarray(values)
+    from gpipe.engine import strings_cpu
+
+    return strings_cpu.column(pd.DataFrame({"v": values.astype(str)}), "v") if kind == "string" else values
+
+
+@pytest.mark.parametrize("backend_name", [pytest.param("cpu"), pytest.param("gpu", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("kind", ["sparse", "string"])
+def test_buckets_spread_strided_ids_evenly_and_the_same_everywhere(backend_name, kind):
+    """Each of three buckets gets about a third of ids 1024 apart, and an id's bucket does not
+    depend on the array it is seen in."""
+    values = 10**12 + np.arange(9_000, dtype=np.int64) * 1024
+    bucket = numbering.bucket_of(backend_name, kind == "string", _ids_of(kind, backend_name, values), 3)
+    host = np.asarray(bucket.get() if hasattr(bucket, "get") else bucket)
+    assert all(2_700 < int((host == b).sum()) < 3_300 for b in range(3))
+    part = numbering.bucket_of(backend_name, kind == "string", _ids_of(kind, backend_name, values[::7]), 3)
+    assert np.array_equal(np.asarray(part.get() if hasattr(part, "get") else part), host[::7])
+
+
+@pytest.mark.parametrize("backend_name", [pytest.param("cpu"), pytest.param("gpu", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("kind", ["sparse", "string"])
+def test_a_relabel_maps_every_end_to_its_global_id(backend_name, kind):
+    values = np.array([70, 10, 50, 30], dtype=np.int64)
+    relabel = numbering.Relabel(_ids_of(kind, backend_name, values),
+                                _ids_of("sparse", backend_name, np.array([3, 0, 2, 1])).astype("int32"),
+                                kind == "string")
+    ends = np.array([10, 10, 70, 30, 50, 70], dtype=np.int64)
+    for _ in range(2):  # the kept hash table serves the second end too
+        got = relabel.apply(backend_name, _ids_of(kind, backend_name, ends))
+        assert np.asarray(got.get() if hasattr(got, "get") else got).tolist() == [0, 0, 3, 1, 2, 3]

@@ -418,6 +418,10 @@ def _split(backend_name, frame, ids, columns, layout: Layout, directed: bool, tr
            negative_weights: bool):
     """Cut one input partition into one list of buckets per owner of the source.
 
+    ``ids``: None where ids are kept as they are, the sorted distinct ids of a renumbered
+    one-owner graph, or this partition's :class:`gpipe.partitioning.numbering.Relabel` where
+    several owners numbered their own.
+
     Returns, per owner, a list of ``(src, dst, weights, present_ids, as_given, negative_loops)``
     of global ids. ``present_ids`` carries the ids whose presence the owner could not see from
     its own out-edges: self-loop vertices, and targets of directed edges. ``negative_loops``

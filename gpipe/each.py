@@ -130,8 +130,11 @@ def _raise_on_repeat(values) -> None:
 def global_sources(built, executor, values) -> np.ndarray:
     """Global ids of the sources ``values`` of the graph ``built`` (run by ``executor``);
     InputError naming the first one not in the graph."""
-    if built.ids is None:
+    if not built.renumbered:
         return source_ids.checked(values, source_ids.present(built.layout, built.present_bits, list(values)))
+    if built.owner_ids is not None:  # each owner looks them up in its own ids
+        return source_ids.locate_on_owners(executor, built.backend, built.owner_ids, _object_values(values),
+                                           "source")
     located = executor.submit(source_ids.global_ids, built.backend, built.ids,
                               source_ids.InputIds(_object_values(values)))
     return np.asarray(executor.gather([located])[0], dtype=np.int64)
@@ -141,8 +144,10 @@ def global_targets(built, executor, values) -> np.ndarray:
     """Global ids of the targets ``values`` of the graph ``built``, -1 for those not in it."""
     if values.size == 0:
         return np.empty(0, dtype=np.int64)
-    if built.ids is None:
+    if not built.renumbered:
         return np.asarray(source_ids.present(built.layout, built.present_bits, list(values)), dtype=np.int64)
+    if built.owner_ids is not None:
+        return source_ids.locate_on_owners(executor, built.backend, built.owner_ids, _object_values(values))
     located = executor.submit(source_ids.locate, built.backend, built.ids, _object_values(values))
     return np.asarray(executor.gather([located])[0], dtype=np.int64)
 
@@ -475,7 +480,8 @@ class MultiOwnerBatch:
                     frames = executor.gather(handles)
                 except NegativeCycleError as error:
                     raise _negative_cycle(f"{error} (source {plain(value)!r})", query) from None
-                pieces.append(_long_rows(frames, plain(value), query, stub))
+                pieces.append(_long_rows(frames, plain(value), query, stub,
+                                         by_vertex=self.owner_ids_keys is not None))
         be = backends.get(stub.backend)
         return be.frames.concat(pieces, ignore_index=True) if pieces else meta(query)
 
@@ -486,16 +492,18 @@ def _ended(_rows) -> None:
     return None
 
 
-def _long_rows(frames, source_value, query: Query, stub):
+def _long_rows(frames, source_value, query: Query, stub, by_vertex: bool = False):
     """One source's per-owner result frames (vertex, distance, parent) as long-form rows;
-    ``source_value``: the source's input id."""
+    ``source_value``: the source's input id. The owners' rows follow their global ids, which
+    are the input ids' order unless each owner numbered its own (``by_vertex``: then they are
+    sorted by vertex here)."""
     be = backends.get(stub.backend)
     whole = be.frames.concat(frames, ignore_index=True)
     reached = whole[whole["distance"].notna()]
     if query.kind == SSSP and query.limit is not None:
         reached = reached[reached["distance"] <= query.limit]
     if query.targets is None:
-        result = reached.reset_index(drop=True)
+        result = (reached.sort_values("vertex") if by_vertex else reached).reset_index(drop=True)
     else:
         table = query.target_column.to_frame("vertex")
         table["_order"] = be.frames.Series(np.arange(len(table)))

@@ -591,11 +591,13 @@ class Graph:
         InputError all the same)."""
         built, executor = self._built, self._executor
         values = validate.sources(source, strings=built.string_ids, what=what)
-        if built.ids is None:
+        if not built.renumbered:
             return source_ids.checked(values, source_ids.present(built.layout, built.present_bits, values),
                                       what)
         if built.layout.n_owners == 1:
             return source_ids.InputIds(values)
+        if built.owner_ids is not None:  # each owner looks them up in its own ids
+            return source_ids.locate_on_owners(executor, built.backend, built.owner_ids, values, what)
         located = executor.submit(source_ids.global_ids, built.backend, built.ids,
                                   source_ids.InputIds(values), what)
         return executor.gather([located])[0]
@@ -616,9 +618,9 @@ class Graph:
         Graph(vertices=3, edges=2, partitions=1, backend='cpu', weighted=True, directed=True)
         """
         built = self._built
-        count = "vertices" if built.ids is not None else "vertex_ids"
+        count = "vertices" if built.renumbered else "vertex_ids"
         return (
-            f"Graph({count}={built.layout.n}, edges={built.n_edges_input}, partitions={self.num_partitions}, "
+            f"Graph({count}={sum(built.rows) if built.renumbered else built.layout.n}, edges={built.n_edges_input}, partitions={self.num_partitions}, "
             f"backend={self.backend!r}, weighted={self.weight is not None}, directed={self.directed})"
         )
 

@@ -337,8 +337,13 @@ def test_renumbered_ids_are_sized_by_their_count_not_their_bound(tmp_path, monke
 
 
 def test_renumbered_ids_count_in_an_owners_bytes():
+    """One owner keeps every id; several keep their own share, and a split's worker the
+    lookup of its input partition's distinct ids, never the whole id map (issue 33)."""
     kept = GraphSize(rows=10**8, n=10**7, directed=False, weighted=False)
-    renumbered = replace(kept, renumbered=True)
-    assert renumbered.owner_build_bytes(2) - kept.owner_build_bytes(2) == 8 * 10**7
-    assert renumbered.owner_bytes(2) - kept.owner_bytes(2) == 8 * 10**7
+    renumbered = replace(kept, renumbered=True, partition_rows=10**6)
+    assert renumbered.owner_build_bytes(1) - kept.owner_build_bytes(1) == 8 * 10**7
+    lookup = 2 * 10**6 * sizing.RELABEL_BYTES_PER_ID
+    assert renumbered.owner_build_bytes(2) - kept.owner_build_bytes(2) == 4 * 10**7 + lookup
+    assert renumbered.owner_build_bytes(4) - kept.owner_build_bytes(4) == 2 * 10**7 + lookup
+    assert renumbered.owner_bytes(2) - kept.owner_bytes(2) == 4 * 10**7 + lookup
     assert renumbered.with_fewest_vertices().n == 10**4

@@ -126,12 +126,6 @@ class Executor:
         so that their free memory counts it; False without a client."""
         return False
 
-    def on_every_owner(self, handle) -> list:
-        """One handle per owner to the data behind ``handle``, each held by that owner's
-        worker under a key of its own (so the scheduler's memory manager, which drops extra
-        replicas of one key, leaves it there). Waits for the copies."""
-        return [handle] * self.n_owners
-
     def span(self, name: str):
         """A context whose tasks the Dask dashboard groups under ``name`` (its span view)."""
         return contextlib.nullcontext()
@@ -462,13 +456,6 @@ class OnCluster(Executor):
         # Making a copy moved the original to the copy's worker too, and the memory manager
         # would drop one of its two replicas, maybe the owner's: drop the others now.
         self.client.run_on_scheduler(_keep_only_on, handle.key, addresses[0])
-        return copies
-
-    def on_every_owner(self, handle):
-        copies = [self.client.submit(_replica, handle, key=f"gpipe-owner-copy-{p}-{uuid.uuid4().hex}",
-                                     workers=[address], allow_other_workers=False)
-                  for p, address in enumerate(self.workers)]
-        self.wait(copies)
         return copies
 
     def for_owners(self, workers):

@@ -20,10 +20,15 @@ WORD_ALIGN = 64  # owners' offsets are multiples of this: bitmap words never str
 
 @dataclass
 class Layout:
-    """How ``n`` global vertex ids are split among ``n_owners`` owners."""
+    """How ``n`` global vertex ids are split among ``n_owners`` owners.
+
+    ``counts``: where each owner numbered its own ids (:mod:`gpipe.partitioning.numbering`),
+    how many of its range's first ids each owner uses (the rest are absent); else None.
+    """
 
     n: int
     n_owners: int
+    counts: tuple | None = None
 
     @property
     def chunk(self) -> int:
@@ -43,6 +48,10 @@ class Layout:
     def owner_of(self, vertex):
         """Owner of each id in ``vertex`` (an array of any ``xp``, or an int)."""
         return vertex // self.chunk
+
+    def used(self, owner: int) -> int:
+        """The ids of ``owner``'s range that may be vertices: its ``counts`` entry, else all."""
+        return self.size(owner) if self.counts is None else self.counts[owner]
 
     def index_dtype(self):
         return "int32" if self.n < 2**31 else "int64"
@@ -124,6 +133,8 @@ def build_partition(backend_name: str, layout: Layout, owner: int, directed: boo
     )
 
     present = None
+    if layout.used(owner) < n_local:  # ids numbered per owner: those past its count are unused
+        present = xp.arange(n_local) < layout.used(owner)
     if track_presence:
         present = xp.zeros(n_local, dtype=bool)
         for src, dst, _ in pieces:  # one piece's local ids at a time

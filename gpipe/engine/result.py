@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpipe.engine import backend as backends
+from gpipe.engine.sources import OwnerIds
 from gpipe.io.validate import numpy_dtype
 
 BFS = "bfs"
@@ -55,6 +56,13 @@ def shared_rows(part, ids, vertex_dtype) -> Rows:
         be = backends.get(part.backend)
         arrays = be.kernels  # the array operations, none compiled at first use on GPU
         start, stop = part.offset, part.offset + part.n_local
+        if isinstance(ids, OwnerIds):  # this owner's own ids: its rows are their first len(ids)
+            local = None if part.present is None else arrays.arange(0, len(ids), dtype="int64")
+            if be.strings.holds(ids.values):
+                part.rows = Rows(local, be.strings.to_column(ids.values, vertex_dtype))
+            else:
+                part.rows = Rows(local, be.shared_column(arrays.astype(ids.values, numpy_dtype(vertex_dtype))))
+            return part.rows
         if ids is not None and be.strings.holds(ids):  # renumbered: every id is present
             vertex = be.strings.take(ids, arrays.arange(start, stop, dtype="int64"))
             part.rows = Rows(None, be.strings.to_column(vertex, vertex_dtype))
@@ -70,31 +78,45 @@ def shared_rows(part, ids, vertex_dtype) -> Rows:
     return part.rows
 
 
-def owner_frame(part, ids, dist, parent, kind: str, vertex_dtype):
+def owner_frame(part, ids, dist, parent, kind: str, vertex_dtype, input_parents=None):
     """Rows for the present vertices of ``part``, with input ids and nulls for the unreached.
 
     ``dist`` is int32 hops (-1 unreached) for BFS and float64 (+inf unreached) for SSSP;
     ``parent`` holds global ids (-1 none), or is None for a frame without the ``parent``
     column (``parents=False``). ``ids`` maps global ids back to input ids, or is
-    None when the input ids are the global ids. The frame takes ``dist`` and ``parent`` over:
+    None when the input ids are the global ids; an :class:`~gpipe.engine.sources.OwnerIds`
+    holds this owner's own ids only, and then ``input_parents(parent)`` names the parents of
+    the rows (:func:`gpipe.engine.owners.parent_ids.input_parents`, which asks their owners).
+    The frame takes ``dist`` and ``parent`` over:
     it may hold their memory or overwrite them, so the caller must not use them afterwards.
     Returns once the device has finished the frame.
     """
     be = backends.get(part.backend)
     arrays = be.kernels  # the array operations, none compiled at first use on GPU
     shared = shared_rows(part, ids, vertex_dtype)
+    strings = ids is not None and be.strings.holds(ids.values if isinstance(ids, OwnerIds) else ids)
     if shared.local is not None:
         dist = arrays.take(dist, shared.local)
         parent = None if parent is None else arrays.take(parent, shared.local)
     distance = dist  # result_frame makes float64 of it (BFS hops: -1 becomes NaN or null)
     if parent is None:
         frame = be.result_frame(shared.vertex, distance, None, None)
-        if not (ids is not None and be.strings.holds(ids)):
+        if not strings:
             frame = _with_id_dtype(frame, vertex_dtype)
         be.synchronize()
         return frame
+    if isinstance(ids, OwnerIds):
+        parent, parent_missing = input_parents(parent)
+        if strings:
+            frame = be.result_frame(shared.vertex, distance, be.strings.to_column(parent, vertex_dtype), None)
+        else:
+            frame = _with_id_dtype(be.result_frame(shared.vertex, distance,
+                                                   arrays.astype(parent, numpy_dtype(vertex_dtype)),
+                                                   parent_missing), vertex_dtype)
+        be.synchronize()
+        return frame
     parent_missing = arrays.negative(parent)
-    if ids is not None and be.strings.holds(ids):
+    if strings:
         parent = be.strings.to_column(be.strings.take(ids, parent, parent_missing), vertex_dtype)
         frame = be.result_frame(shared.vertex, distance, parent, None)
     else:

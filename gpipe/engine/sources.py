@@ -20,6 +20,19 @@ from gpipe.errors import InputError, plain
 
 
 @dataclass(frozen=True)
+class OwnerIds:
+    """The input ids of one owner's vertices where each owner numbered its own
+    (:mod:`gpipe.partitioning.numbering`): ``values``, sorted distinct (integers, or the
+    backend's strings), the ``k``-th being global id ``offset + k``."""
+
+    values: object
+    offset: int
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+@dataclass(frozen=True)
 class InputIds:
     """Sources as input ids (``values``, from :func:`gpipe.io.validate.sources`), to be looked up
     in the sorted ids where the traversal runs."""
@@ -45,7 +58,11 @@ def checked(values, found, what: str = "source") -> np.ndarray:
 
 
 def locate(backend_name, ids, values) -> np.ndarray:
-    """Rank of each value in the sorted ``ids``, -1 where absent."""
+    """Rank of each value in the sorted ``ids``, -1 where absent; for :class:`OwnerIds`, the
+    global id of each value that the owner holds."""
+    if isinstance(ids, OwnerIds):
+        found = locate(backend_name, ids.values, values) if len(ids) else np.full(len(values), -1)
+        return np.where(found >= 0, found + ids.offset, -1)
     be = backends.get(backend_name)
     if be.strings.holds(ids):
         return be.strings.find(ids, values)
@@ -58,8 +75,20 @@ def locate(backend_name, ids, values) -> np.ndarray:
     return np.where(inside & hit, pos, -1)
 
 
+def locate_on_owners(executor, backend_name, owner_ids: list, values, what: str | None = None) -> np.ndarray:
+    """Global ids of ``values`` where every owner holds its own ids (handles to
+    :class:`OwnerIds`, one per owner): each owner looks them up in its own, -1 where none
+    holds it. With ``what``, InputError names the first value not in the graph (a ``what``)."""
+    asked = [executor.submit(locate, backend_name, ids, values, owner=q) for q, ids in enumerate(owner_ids)]
+    found = np.max(np.vstack([np.asarray(f, dtype=np.int64) for f in executor.gather(asked)]), axis=0)
+    return found if what is None else checked(values, found, what)
+
+
 def input_id(backend_name, ids, position):
-    """The input id (a Python int or str) of global id ``position`` in the sorted ``ids``."""
+    """The input id (a Python int or str) of global id ``position`` in the sorted ``ids`` (or
+    held by the owner whose :class:`OwnerIds` ``ids`` are)."""
+    if isinstance(ids, OwnerIds):
+        ids, position = ids.values, position - ids.offset
     strings = backends.get(backend_name).strings
     return strings.at(ids, position) if strings.holds(ids) else ids[position].item()
 

@@ -46,7 +46,14 @@ def column(frame, name):
 def concat(parts):
     """One string array of ``parts`` end to end."""
     chunks = [c for part in parts for c in (part.chunks if isinstance(part, pa.ChunkedArray) else [part])]
-    return pa.chunked_array(chunks, type=STRING)
+    return pa.concat_arrays(chunks) if chunks else pa.array([], type=STRING)
+
+
+def bucket(strings, n_buckets: int) -> np.ndarray:
+    """The bucket (int64, ``0 .. n_buckets - 1``) of each of ``strings``, from a hash of its
+    text (pandas' SipHash): the same string gets the same bucket in every partition."""
+    hashes = pd.util.hash_array(strings.to_numpy(zero_copy_only=False), categorize=False)
+    return (hashes % np.uint64(n_buckets)).astype(np.int64)
 
 
 def distinct(strings):

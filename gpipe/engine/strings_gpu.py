@@ -28,6 +28,15 @@ def concat(parts):
     return cudf.concat(list(parts), ignore_index=True)
 
 
+def bucket(strings, n_buckets: int):
+    """The bucket (CuPy int64, ``0 .. n_buckets - 1``) of each of ``strings``, from libcudf's
+    MurmurHash3 of its text."""
+    import cupy
+
+    hashes = cupy.asarray(strings.hash_values().values).astype(cupy.uint64)
+    return (hashes % cupy.uint64(n_buckets)).astype(cupy.int64)
+
+
 def distinct(strings):
     return strings.drop_duplicates(ignore_index=True).sort_values(ignore_index=True)
 

@@ -17,7 +17,8 @@ TASK_NAMES = {
     "global_ids": "sources", "_bfs_one_owner": "bfs", "_sssp_one_owner": "sssp",
     "bfs_owner": "bfs", "sssp_owner": "sssp", "join": "nccl-join", "device_identity": "nccl-device",
     "unique_id": "nccl-id", "owner_paths": "paths", "owner_path": "path",
-    "_release_cached": "build-release",
+    "_release_cached": "build-release", "_pieces": "ids", "merge_distinct": "ids",
+    "_owner_ids": "ids", "numbers": "ids", "_relabel": "ids",
 }
 
 
@@ -29,7 +30,8 @@ ALONE_ON_HOST = {"_bfs_one_owner", "_sssp_one_owner", "_time_one_owner", "owner_
 
 # The build's steps, whose running out of memory means the sizing let through a graph the
 # workers could not hold; and what a user can do about it, there and elsewhere.
-BUILD_STEPS = {"_survey", "_unique_ids", "_merge_unique", "_split", "getitem", "build_partition"}
+BUILD_STEPS = {"_survey", "_unique_ids", "_merge_unique", "_split", "getitem", "build_partition",
+               "_pieces", "merge_distinct", "_owner_ids", "numbers", "_relabel"}
 BUILD_HINT = ("build it over more workers with partitions=, or lower Dask config "
               "gpipe.memory-fraction so that the sizing leaves more room")
 QUERY_HINT = "free memory on the worker, or build the graph over more workers with partitions="

@@ -5,9 +5,11 @@
    dtype when the two id columns differ (uint64 and int64: the one that holds every id), the
    weight range the width the weights are stored in (:mod:`gpipe.partitioning.weights`).
 2. *Number* the vertices ``0..n-1``. Ids that are already small non-negative integers are kept
-   as they are (no sort; ids that never occur are masked out later). Other ids are replaced by
-   their rank in the sorted array of distinct ids, merged from per-partition uniques. String
-   ids always are, the same way, through the backend's ``strings`` (Arrow or cuDF strings).
+   as they are (no sort; ids that never occur are masked out later). Other ids (string ids
+   always, through the backend's ``strings``: Arrow or cuDF strings) are renumbered: on a
+   cluster, each owner numbers the ids of its hash buckets and the edges are relabelled
+   before the shuffle (:mod:`gpipe.partitioning.numbering`); one owner, or no cluster, takes
+   their rank in the sorted array of distinct ids.
 3. *Shuffle*: each input partition cuts its edges (both directions when undirected, self-loops
    dropped) into one bucket per owner of the source vertex. Vertices with a self-loop of
    negative weight, a negative cycle of one edge, go to their owner as a list of their own.
@@ -16,6 +18,7 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 from dataclasses import dataclass, replace
 
@@ -27,7 +30,7 @@ from gpipe.engine.owners import nccl
 from gpipe.engine.partition import Layout, build_partition
 from gpipe.errors import GraphTooLarge, InputError
 from gpipe.io import footers, validate
-from gpipe.partitioning import sizing
+from gpipe.partitioning import numbering, sizing
 from gpipe.partitioning import weights as weight_widths
 
 # Keep ids as they are while max id + 1 <= IDENTITY_SLACK * rows + IDENTITY_EXTRA: then the
@@ -68,7 +71,9 @@ class Built:
     backend: str
     layout: Layout
     parts: list  # handles to Partition, one per owner
-    ids: object  # handle to the sorted distinct input ids, or None when ids are kept as they are
+    # Handle to the sorted distinct input ids of a one-owner graph whose ids were renumbered;
+    # None when ids are kept as they are, or when each owner numbered its own (``owner_ids``).
+    ids: object
     executor: object  # runs owner p's work on its worker (gpipe.engine.execution.Executor)
     # Per owner, its vertices' presence in the edge list as host bits (np.packbits, little bit
     # order), so that sources are checked here; None when ids are renumbered (all present).
@@ -88,13 +93,18 @@ class Built:
     # A multi-owner GPU graph whose owners talk over NCCL: the key of its communicator on the
     # owners' workers (gpipe.engine.owners.nccl); None where they use Dask's comms.
     transport: str | None = None
-    # Several owners with renumbered ids: per owner, a handle to its own copy of ``ids`` (each
-    # owner maps its parents, which may be any owner's vertices, back to input ids). An owner
-    # that lacked them would fetch them from a peer's worker while that peer waits in the
-    # traversal: over NCCL, on the device the fetch must read. None otherwise.
+    # Several owners with renumbered ids: per owner, a handle on its worker to the input ids of
+    # its own vertices (gpipe.engine.sources.OwnerIds; gpipe.partitioning.numbering). A
+    # result's parents are named by asking their owners (gpipe.engine.owners.parent_ids).
+    # None otherwise.
     owner_ids: list | None = None
     # The bytes the sizing expected an owner's build to peak at (gpipe.partitioning.sizing.owner_need).
     owner_build_estimate: int | None = None
+
+    @property
+    def renumbered(self) -> bool:
+        """Whether the input ids were renumbered (``ids`` or ``owner_ids`` hold them)."""
+        return self.ids is not None or self.owner_ids is not None
 
 
 def build(executor, edges, *, directed, src, dst, weight, partitions=None, replicas=None,
@@ -154,15 +164,21 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
         vertex_dtype = result_id_dtype(columns, edges.dtypes[src], edges.dtypes[dst], low, high)
         columns = replace(columns, id_dtype=validate.numpy_dtype(vertex_dtype))
         identity, n_bound = _vertex_bound(rows, low, high)
-    ids = None
-    if not identity:  # counted before the owners are chosen: the sizing gets the vertex count
+    ids = buckets = None
+    holders = executor.holders(inputs)
+    if not identity and executor.n_owners > 1:  # counted before the owners are chosen, as below
+        buckets = numbering.spread(executor, backend_name, functools.partial(id_arrays, columns=columns),
+                                   inputs, holders, strings)
+        n_bound = sum(buckets.counts)
+    elif not identity:  # counted before the owners are chosen: the sizing gets the vertex count
         ids = _distinct_ids(executor, backend_name, inputs, columns)
         n_bound = executor.gather([executor.submit(len, ids)])[0]
     size = sizing.GraphSize(rows=rows, n=n_bound, directed=directed, weighted=weight is not None,
                             weight_itemsize=stored_weights.itemsize if stored_weights is not None else 8,
                             input_row_bytes=_row_bytes(edges, columns),
                             input_resident=persisted or (from_footers is None and in_memory.held_frames(edges) is None),
-                            renumbered=not identity)
+                            renumbered=not identity,
+                            partition_rows=max(s.rows for s in surveys))
     memory = memory or executor.memory(backend_name)
     if size.input_resident:
         shares = executor.held_shares(inputs)
@@ -173,17 +189,27 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
 
     n = n_bound  # exact by now: the kept ids' high + 1, or the count of the renumbered ones
     layout = Layout(n=n, n_owners=min(executor.n_owners, n))
-    track_presence = ids is None
+    owner_ids = None
+    relabels = [ids] * len(inputs)
+    if buckets is not None and layout.n_owners == 1:
+        ids = numbering.merged(executor, backend_name, buckets, strings)
+        relabels = [ids] * len(inputs)
+    elif buckets is not None:
+        layout = numbering.spread_layout(buckets, layout.n_owners)
+        owner_ids = numbering.owner_ids(executor, backend_name, buckets, layout, strings)
+        relabels = numbering.relabels(executor, backend_name, buckets, owner_ids, layout, holders, strings)
+    del buckets  # the partitions' distinct ids: each relabel holds what it needs
+    track_presence = not size.renumbered
     negative_weights = any(s.negative for s in surveys)
     # Each input partition is split, and its split cut per owner, on the worker that holds it:
     # left to the scheduler, a cut could run elsewhere and fetch the whole split (every
     # owner's buckets) there first.
-    holders = executor.holders(inputs)
     shuffled = [
-        executor.submit(_split, backend_name, p, ids, columns, layout, directed, track_presence,
+        executor.submit(_split, backend_name, p, relabel, columns, layout, directed, track_presence,
                         negative_weights, at=at)
-        for p, at in zip(inputs, holders)
+        for p, relabel, at in zip(inputs, relabels, holders)
     ]
+    del relabels
     parts = [
         executor.submit(
             build_partition, backend_name, layout, owner, directed, track_presence,
@@ -200,12 +226,10 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
             executor.submit(_packed_presence, part, owner=owner) for owner, part in enumerate(parts)])
     else:
         executor.wait(parts)
-    replica_workers = transport = owner_ids = None
+    replica_workers = transport = None
     if layout.n_owners > 1:
         _release_build_memory(executor, backend_name, [*holders, *executor.holders(parts)])
         transport = nccl.make_group(executor, layout, backend_name)
-        if ids is not None:
-            owner_ids = executor.on_every_owner(ids)
     if layout.n_owners == 1 and hasattr(executor, "replicate"):
         replica_workers = sizing.choose_replicas(size, memory, executor.workers[0], requested_replicas)
     executor.unpin()  # the graph's queries need its owners' workers alone
@@ -216,7 +240,7 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
         ids=ids,
         executor=executor,
         present_bits=present_bits,
-        rows=([layout.size(p) for p in range(layout.n_owners)] if present_bits is None
+        rows=([layout.used(p) for p in range(layout.n_owners)] if present_bits is None
               else [int(np.unpackbits(bits).sum()) for bits in present_bits]),
         vertex_dtype=vertex_dtype,
         n_edges_input=rows,
@@ -398,21 +422,26 @@ def _distinct_ids(executor, backend_name, inputs, columns):
 
 
 def _unique_ids(backend_name, frame, columns):
-    _, src, dst, _, _ = _arrays(backend_name, frame, columns)
-    return _merge_unique(backend_name, columns.strings, src, dst)
+    return _merge_unique(backend_name, columns.strings, *id_arrays(backend_name, frame, columns))
 
 
 def _merge_unique(backend_name, strings, *arrays):
-    """The sorted distinct ids of ``arrays`` (integer arrays, or the backend's strings)."""
-    be = backends.get(backend_name)
-    if strings:
-        return be.strings.distinct(be.strings.concat(arrays))
-    return be.xp.unique(be.xp.concatenate(arrays))
+    return numbering.merge_distinct(backend_name, strings, *arrays)
+
+
+def id_arrays(backend_name, frame, columns) -> tuple:
+    """``(src, dst)`` of one input partition, checked as :func:`_arrays` checks them."""
+    _, src, dst, _, _ = _arrays(backend_name, frame, columns)
+    return src, dst
 
 
 def _split(backend_name, frame, ids, columns, layout: Layout, directed: bool, track_presence: bool,
            negative_weights: bool):
     """Cut one input partition into one list of buckets per owner of the source.
+
+    ``ids``: None where ids are kept as they are, the sorted distinct ids of a renumbered
+    one-owner graph, or this partition's :class:`gpipe.partitioning.numbering.Relabel` where
+    several owners numbered their own.
 
     Returns, per owner, a list of ``(src, dst, weights, present_ids, as_given, negative_loops)``
     of global ids. ``present_ids`` carries the ids whose presence the owner could not see from
@@ -430,9 +459,13 @@ def _split(backend_name, frame, ids, columns, layout: Layout, directed: bool, tr
     at most SPLIT_ROWS, and the distinct ids seen so far whose presence it carries.
     """
     xp, src, dst, weights, _ = _arrays(backend_name, frame, columns)
-    if columns.strings:  # ranks of the whole partition: string columns are not cut in chunks
-        strings = backends.get(backend_name).strings
-        src, dst = strings.rank(ids, src), strings.rank(ids, dst)
+    relabel = isinstance(ids, numbering.Relabel)
+    if columns.strings:  # global ids of the whole partition: string columns are not cut in chunks
+        if relabel:
+            src, dst = ids.apply(backend_name, src), ids.apply(backend_name, dst)
+        else:
+            strings = backends.get(backend_name).strings
+            src, dst = strings.rank(ids, src), strings.rank(ids, dst)
     if layout.n_owners == 1:
         if ids is not None and not columns.strings:
             src, dst = xp.searchsorted(ids, src), xp.searchsorted(ids, dst)
@@ -445,7 +478,9 @@ def _split(backend_name, frame, ids, columns, layout: Layout, directed: bool, tr
         chunk = slice(start, start + sizing.SPLIT_ROWS)
         s, d = src[chunk], dst[chunk]
         w = weights[chunk] if weights is not None else None
-        if ids is not None and not columns.strings:
+        if relabel and not columns.strings:
+            s, d = ids.apply(backend_name, s), ids.apply(backend_name, d)
+        elif ids is not None and not columns.strings:
             s, d = xp.searchsorted(ids, s), xp.searchsorted(ids, d)
         # Ids travel in the index dtype (int32 while n < 2**31): half the bytes of int64 pairs,
         # in the split and in every owner's share of the shuffle.

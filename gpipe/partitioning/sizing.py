@@ -39,6 +39,10 @@ EXCHANGE_BYTES_PER_VERTEX = 32
 # index array, and the ids cast to the index dtype.
 SPLIT_ROWS = 2**26
 SPLIT_BYTES_PER_ROW = 24
+# Bytes per distinct id of an input partition while its ids are renumbered over several owners
+# (gpipe.partitioning.numbering): the id, its global id and a sort's order, held where the
+# partition is split.
+RELABEL_BYTES_PER_ID = 24
 
 
 @dataclass(frozen=True)
@@ -54,9 +58,11 @@ class GraphSize:
     # The input is in the workers' memory before the build (a persisted frame: their free
     # memory has it already), not read or sent to them by it (read_edges, a pandas frame).
     input_resident: bool = True
-    # The ids are renumbered: every worker that splits input holds the sorted distinct ids
-    # while it does, and every owner keeps them (8 bytes an integer id; strings take more).
+    # The ids are renumbered (8 bytes an integer id; strings take more). One owner holds the
+    # sorted distinct ids; several owners each hold the ids of their own vertices, and each
+    # worker that splits input a lookup of its partition's distinct ids.
     renumbered: bool = False
+    partition_rows: int | None = None  # rows of the largest input partition (None: unknown)
 
     @property
     def stored_edges(self) -> int:
@@ -80,7 +86,7 @@ class GraphSize:
         vertices = -(-self.n // owners)
         traversal = vertices * TRAVERSAL_BYTES_PER_VERTEX
         exchange = self.n * EXCHANGE_BYTES_PER_VERTEX if owners > 1 else 0
-        traversing = self.csr_bytes(owners) + traversal + exchange + self.ids_bytes
+        traversing = self.csr_bytes(owners) + traversal + exchange + self.owner_ids_bytes(owners)
         return max(self.owner_build_bytes(owners, input_share), traversing)
 
     @property
@@ -91,8 +97,22 @@ class GraphSize:
 
     @property
     def ids_bytes(self) -> int:
-        """Bytes of the sorted distinct ids that a renumbered graph's workers hold (0 if kept)."""
+        """Bytes of the sorted distinct ids of a renumbered graph (0 if kept)."""
         return 8 * self.n if self.renumbered else 0
+
+    def owner_ids_bytes(self, owners: int) -> int:
+        """Bytes of the input ids that each of ``owners`` owners keeps: all of them for one
+        owner, its own vertices' share for several (0 if kept)."""
+        return -(-self.ids_bytes // owners)
+
+    def relabel_bytes(self, owners: int) -> int:
+        """Bytes of the lookup that a worker splitting an input partition holds while several
+        owners renumber: the partition's distinct ids (at most both ends of its rows, and at
+        most the vertex count) with their global ids (0 if kept, or for one owner)."""
+        if not self.renumbered or owners == 1:
+            return 0
+        rows = self.partition_rows if self.partition_rows is not None else -(-self.rows // owners)
+        return min(2 * rows, self.n) * RELABEL_BYTES_PER_ID
 
     def with_fewest_vertices(self) -> GraphSize:
         """This size with the fewest vertices that its edges can have (``n * n >= rows``).
@@ -128,14 +148,14 @@ class GraphSize:
             cut = edges * pair  # this worker's input, cut for every owner
             received = (owners - 1) * edges * pair // owners  # peers' buckets for this owner
             split = min(SPLIT_ROWS, -(-self.rows // owners)) * SPLIT_BYTES_PER_ROW
-            builder += cut + received + split
+            builder += cut + received + split + self.relabel_bytes(owners)
         elif self.directed:
             builder += edges * pair
         if not self.input_resident:
             builder += -(-self.input_bytes // owners)
         elif owners == 1:
             builder += int(self.input_bytes * (1.0 - input_share))
-        return self.csr_bytes(owners) + builder + self.ids_bytes
+        return self.csr_bytes(owners) + builder + self.owner_ids_bytes(owners)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import numpy as np
 from gpipe import graph as graphs
 from gpipe.engine import backend as backends
 from gpipe.engine.result import BFS, SSSP
+from gpipe.engine.sources import OwnerIds
 from gpipe.tools import verify
 
 
@@ -36,22 +37,17 @@ def check_frame(graph, kind, frame, global_sources):
     n = built.layout.n
     parent_ids = frame["parent"]
     has_parent = parent_ids.notna().to_numpy()
-    if built.string_ids:
+    if built.renumbered:
         import pandas as pd
 
-        ids = pd.Index(input_ids(graph, np.arange(n)))
-        position = ids.get_indexer(frame["vertex"].astype(object))
-        parent_global = ids.get_indexer(parent_ids.astype(object).where(has_parent, ids[0]))
-    elif built.ids is None:
-        vertex = frame["vertex"].to_numpy(dtype=np.int64)
-        parent_input = parent_ids.to_numpy(dtype=np.int64, na_value=-1)
-        position, parent_global = vertex, parent_input
+        ids, numbers = id_table(graph)
+        ids = pd.Index(ids)
+        position = numbers[ids.get_indexer(frame["vertex"].astype(object))]
+        parent_global = numbers[ids.get_indexer(parent_ids.astype(object).where(has_parent, ids[0]))]
     else:
         vertex = frame["vertex"].to_numpy(dtype=np.int64)
         parent_input = parent_ids.to_numpy(dtype=np.int64, na_value=-1)
-        ids = input_ids(graph, np.arange(n))
-        position = np.searchsorted(ids, vertex)
-        parent_global = np.searchsorted(ids, parent_input)
+        position, parent_global = vertex, parent_input
     distance = frame["distance"]
     if kind == BFS:
         dist = np.full(n, -1, dtype=np.int32)
@@ -141,15 +137,36 @@ def check_with_scipy(csr, kind, source, dist):
 
 
 def input_ids(graph, global_ids) -> np.ndarray:
+    """The input ids of ``global_ids`` (vertices of ``graph``)."""
     built = graphs.built_of(graph)
-    if built.ids is None:
+    if not built.renumbered:
         return np.asarray(global_ids, dtype=np.int64)
+    ids, numbers = id_table(graph)
+    every = np.empty(built.layout.n, dtype=ids.dtype)  # the unused ids of owners' ranges: never asked
+    every[numbers] = ids
+    return every[np.asarray(global_ids)]
+
+
+def id_table(graph) -> tuple:
+    """``(ids, numbers)`` on the host: every input id of a renumbered ``graph`` and its global
+    id, gathered from the owners that hold them (a check's cost, not a query's)."""
+    built = graphs.built_of(graph)
     ex = graphs.executor_of(graph)
-    return ex.gather([ex.submit(host_ids, built.backend, built.ids)])[0][np.asarray(global_ids)]
+    if built.owner_ids is None:
+        ids = ex.gather([ex.submit(host_ids, built.backend, built.ids)])[0]
+        return ids, np.arange(len(ids))
+    owned = ex.gather([ex.submit(host_ids, built.backend, handle, owner=q)
+                       for q, handle in enumerate(built.owner_ids)])
+    offsets = [built.layout.offset(q) for q in range(len(owned))]
+    return (np.concatenate(owned),
+            np.concatenate([offset + np.arange(len(ids)) for offset, ids in zip(offsets, owned)]))
 
 
 def host_ids(backend_name, ids):
-    """The sorted ids on the host: integers, or Python strings in an object array."""
+    """The sorted ids (or an owner's, :class:`~gpipe.engine.sources.OwnerIds`) on the host:
+    integers, or Python strings in an object array."""
+    if isinstance(ids, OwnerIds):
+        ids = ids.values
     be = backends.get(backend_name)
     return be.strings.to_host(ids) if be.strings.holds(ids) else be.to_host(ids)
 

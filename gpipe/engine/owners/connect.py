@@ -5,12 +5,15 @@ interface imports neither. And an owner's traversal over it, to its result frame
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 
 from gpipe.engine import backend as backends
 from gpipe.engine.owners import nccl
+from gpipe.engine.owners import parent_ids
 from gpipe.engine.owners.dask_comms import DaskTransport
 from gpipe.engine.result import owner_frame
+from gpipe.engine.sources import OwnerIds
 
 
 def owner_result(channel, group, part, layout, arrays, kind, ids, parents, vertex_dtype, with_stats):
@@ -26,7 +29,10 @@ def owner_result(channel, group, part, layout, arrays, kind, ids, parents, verte
     if with_stats:
         backend.synchronize()
     steps_ended = time.perf_counter()
-    frame = owner_frame(part, ids, dist, parent if parents else None, kind, vertex_dtype)
+    input_parents = None
+    if isinstance(ids, OwnerIds):  # the parents' input ids are their owners': asked of them
+        input_parents = functools.partial(parent_ids.input_parents, channel, layout, ids, part.backend)
+    frame = owner_frame(part, ids, dist, parent if parents else None, kind, vertex_dtype, input_parents)
     if not with_stats:
         return frame
     backend.synchronize()

@@ -53,6 +53,13 @@ def _function(name, dtype, device_id):
     return cuda.function(_SOURCE, name, cupy.empty(0, dtype=dtype))
 
 
+def _edge_end_buffer(k: int):
+    """A buffer for the prefix sum of ``k`` frontier degrees, at least 1,024 long and rounded up
+    to a power of two: a level's frontier length changes from level to level, and a new size
+    would cost a fresh device allocation (CuPy's pool reuses blocks of the sizes it has seen)."""
+    return cupy.empty(max(1024, 1 << max(0, k - 1).bit_length()), dtype=cupy.int64)
+
+
 def bfs_owner_top_down(indptr, indices, offset, frontier, dist, parent, level, chunk, sent,
                        next_frontier, queue_targets, queue_parents, counters, frontier_bound=None):
     """Expand one owner's frontier one level, top-down; claim owned targets, queue remote ones once.
@@ -72,7 +79,7 @@ def bfs_owner_top_down(indptr, indices, offset, frontier, dist, parent, level, c
     frontier = cupy.ascontiguousarray(frontier)
     bound = int(frontier.size) if frontier_bound is None else min(int(frontier_bound), int(frontier.size))
     if bound <= _SCAN_ITEMS:
-        edge_end = cupy.empty(max(bound, 1), dtype=cupy.int64)
+        edge_end = _edge_end_buffer(bound)
         owners_kernel("bfs_owner_edge_end", indices)(
             (1,), (_SCAN_BLOCK,), (indptr, frontier, edge_end, counters, cupy.int32(counters.size)))
         if bound == 0:
@@ -184,7 +191,7 @@ def bfs_owner_mark(indptr, indices, frontier, k, edges, visited, marks, counters
     hubs are visited, go one warp per vertex, with no scan.
     """
     if k <= _SCAN_ITEMS:
-        edge_end = cupy.empty(max(k, 1), dtype=cupy.int64)
+        edge_end = _edge_end_buffer(k)
         owners_kernel("bfs_owner_edge_end", indices)(
             (1,), (_SCAN_BLOCK,), (indptr, frontier, edge_end, counters, cupy.int32(4)))
         if k and edges:
@@ -225,7 +232,7 @@ def bfs_owner_pairs(indptr, indices, offset, frontier, k, edges, visited, pairs,
     :func:`bfs_owner_mark`, its prefix sum by ``bfs_owner_edge_end`` up to ``_SCAN_ITEMS``
     vertices, by CuPy's scan beyond."""
     if k <= _SCAN_ITEMS:
-        edge_end = cupy.empty(max(k, 1), dtype=cupy.int64)
+        edge_end = _edge_end_buffer(k)
         owners_kernel("bfs_owner_edge_end", indices)(
             (1,), (_SCAN_BLOCK,), (indptr, frontier, edge_end, counters, cupy.int32(4)))
     else:

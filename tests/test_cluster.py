@@ -34,6 +34,22 @@ def test_the_shipped_cuda_configuration_lets_gpipe_choose():
         assert yaml.safe_load(f)["protocol"] == "auto"
 
 
+@pytest.mark.parametrize("given, passed", [({}, True), ({"rmm_async": False}, False),
+                                             ({"rmm_pool_size": "24GB"}, None)])
+def test_cuda_workers_allocate_stream_ordered_unless_told(monkeypatch, given, passed):
+    # Without a pool, a free of device memory synchronizes the whole device: the local CUDA
+    # cluster asks for CUDA's stream-ordered allocator unless a pool or the option is given.
+    import sys
+    import types
+
+    made = {}
+    monkeypatch.setattr(cluster, "_cuda_cluster_available", lambda: True)
+    monkeypatch.setattr(cluster, "start_apart_from_sigint", lambda start: start())
+    monkeypatch.setitem(sys.modules, "dask_cuda", types.SimpleNamespace(LocalCUDACluster=lambda **kw: made.update(kw)))
+    cluster._local_cuda_cluster({"protocol": "tcp", **given})
+    assert made.get("rmm_async") is passed
+
+
 @pytest.mark.parametrize("addresses, device", [
     (["ucx://10.0.0.1:1234", "ucx://10.0.0.2:1234"], True),
     (["ucxx://10.0.0.1:1234", "ucxx://10.0.0.2:1234"], True),

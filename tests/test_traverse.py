@@ -56,10 +56,8 @@ class ThreadChannel:
         return self.mailbox.take(self.owner, tag, self.peers, timeout=60)
 
 
-def owner_bfs(src, dst, n, n_owners, directed, sources, depth_limit=None, direction="auto",
-              backend="cpu", levels="fixed", pairs=None):
-    """Global (dist, parent) on the host and every owner's stats, from owners run as threads
-    (``pairs``: ``Thresholds.pairs`` where not None)."""
+def owner_parts(src, dst, n, n_owners, directed, backend="cpu"):
+    """Every owner's Partition of the graph, as the build makes them."""
     layout = Layout(n=n, n_owners=n_owners)
     xp = gpipe_backend(backend).xp
     parts = []
@@ -68,6 +66,16 @@ def owner_bfs(src, dst, n, n_owners, directed, sources, depth_limit=None, direct
         mine = (src >= lo) & (src < lo + size)
         parts.append(build_partition(backend, layout, p, directed, False, None,
                                      [(xp.asarray(src[mine]), xp.asarray(dst[mine]), None, None, False, None)]))
+    return parts
+
+
+def owner_bfs(src, dst, n, n_owners, directed, sources, depth_limit=None, direction="auto",
+              backend="cpu", levels="fixed", pairs=None, parts=None):
+    """Global (dist, parent) on the host and every owner's stats, from owners run as threads
+    (``pairs``: ``Thresholds.pairs`` where not None; ``parts``: the owners' partitions, made
+    here when None)."""
+    layout = Layout(n=n, n_owners=n_owners)
+    parts = parts or owner_parts(src, dst, n, n_owners, directed, backend)
     thresholds = replace(owners_bfs.bfs_thresholds(direction), levels=levels)
     if pairs is not None:
         thresholds = replace(thresholds, pairs=pairs)
@@ -106,10 +114,10 @@ def gpipe_backend(name):
 
 
 def check_owner_bfs(src, dst, n, n_owners, directed, sources, depth_limit=None, direction="auto",
-                    backend="cpu", levels="fixed", pairs=None):
+                    backend="cpu", levels="fixed", pairs=None, parts=None):
     """owner_bfs against SciPy (distances, cut at depth_limit) and the tree check; the stats."""
     dist, parent, stats = owner_bfs(src, dst, n, n_owners, directed, sources, depth_limit,
-                                    direction, backend, levels, pairs)
+                                    direction, backend, levels, pairs, parts)
     unit = np.ones(src.size)
     want = kernel_graphs.scipy_bfs_dist(kernel_graphs.scipy_graph(src, dst, unit, n), np.unique(sources))
     if depth_limit is not None:
@@ -204,6 +212,46 @@ def test_owner_bfs_sources_without_edges_and_a_lone_vertex():
         s, d = (src, dst) if directed else (np.concatenate([src, dst]), np.concatenate([dst, src]))
         for sources in (np.array([0]), np.array([0, 1]), np.array([199, 199])):
             check_owner_bfs(s, d, n, 2, directed, sources)
+
+
+@pytest.mark.parametrize("backend", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+def test_owner_bfs_workspace_is_kept_and_not_shared(backend, request):
+    # The fixed-size levels keep each partition's arrays from one traversal to the next (a
+    # query allocates only its results), and two traversals of the same partitions at once
+    # each get arrays of their own: every result still matches SciPy.
+    from gpipe.engine.owners import bfs_levels
+
+    if backend == "gpu":
+        request.getfixturevalue("gpu_arrays")
+    n = 400
+    src, dst, _ = kernel_graphs.random_edges(5, n=n, m=1200, directed=False)
+    parts = owner_parts(src, dst, n, 3, False, backend)
+    check_owner_bfs(src, dst, n, 3, False, np.array([0]), backend=backend, parts=parts)
+    kept = [bfs_levels._WORKSPACES[id(p)] for p in parts]
+    for sources in (np.array([399]), np.array([7, 200])):
+        check_owner_bfs(src, dst, n, 3, False, sources, backend=backend, parts=parts,
+                        direction=MIXED)
+        assert [bfs_levels._WORKSPACES[id(p)] for p in parts] == kept
+        assert not any(w.busy or w.dist is not None for w in kept)  # results handed over
+    errors = []
+
+    def traverse(sources):
+        try:
+            check_owner_bfs(src, dst, n, 3, False, sources, backend=backend, parts=parts)
+        except BaseException as error:  # noqa: BLE001 (raised below)
+            errors.append(error)
+
+    threads = [threading.Thread(target=traverse, args=(np.array([s]),)) for s in (1, 150, 333)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors, errors[0]
+    del parts, kept
+    import gc
+
+    gc.collect()
+    assert not bfs_levels._WORKSPACES  # gone with their partitions
 
 
 def test_owner_bfs_stats_count_the_bytes_sent():

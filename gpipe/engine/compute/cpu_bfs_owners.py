@@ -420,7 +420,7 @@ def bfs_owner_level_begin(front, visited, marks, counters):
         counters[:4] = 0
 
 
-def bfs_owner_mark(indptr, indices, frontier, k, edges, visited, marks, counters):
+def bfs_owner_mark(indptr, indices, frontier, k, edges, visited, marks, counters, scratch=None):
     """Top-down half of a fixed-size level: set in `marks` the bit of every target v (global
     id) of the first `k` local ids of `frontier` (out-degree sum `edges`) whose bit `visited`
     lacks, and zero ``counters[:4]`` for the resolve. Owned and remote targets alike; nothing is
@@ -428,7 +428,7 @@ def bfs_owner_mark(indptr, indices, frontier, k, edges, visited, marks, counters
     marks). `marks` and `visited` are int64[n_owners * words] bitmaps over global ids (each
     owner's slot is `words` whole words); `marks` is only ever or-ed into.
     """
-    del edges  # the GPU twin sizes its grid by it
+    del edges, scratch  # the GPU twin sizes its grid by the one and scans into the other
     counters[:4] = 0
     _mark_step(indptr, indices, frontier, np.int64(k), visited, marks)
 
@@ -475,7 +475,7 @@ def bfs_owner_resolve(indptr, indices, level, front, own_marks, received, owner,
 
 
 def bfs_owner_pairs(indptr, indices, offset, frontier, k, edges, visited, pairs, next_front,
-                    counters):
+                    counters, scratch=None):
     """Top-down from a small frontier, sending edges rather than bitmaps (a fixed-size level of
     gpipe/engine/owners/bfs_levels.py whose slot size the host knows from the last counters).
 
@@ -485,7 +485,7 @@ def bfs_owner_pairs(indptr, indices, offset, frontier, k, edges, visited, pairs,
     u -> v, with v = -1 where `visited` has v's bit; the slots after them get ``(-1, -1)``. Also
     clears `next_front` and zeroes ``counters[:4]`` for `bfs_owner_claim_pairs`.
     """
-    del edges  # the GPU twin sizes its scan by it
+    del edges, scratch  # the GPU twin sizes its scan by the one and scans into the other
     next_front[:] = 0
     counters[:4] = 0
     _pairs_step(indptr, indices, np.int64(offset), frontier, np.int64(k), visited, pairs)

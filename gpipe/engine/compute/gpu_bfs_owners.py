@@ -53,10 +53,12 @@ def _function(name, dtype, device_id):
     return cuda.function(_SOURCE, name, cupy.empty(0, dtype=dtype))
 
 
-def _edge_end_buffer(k: int):
-    """A buffer for the prefix sum of ``k`` frontier degrees, at least 1,024 long and rounded up
-    to a power of two: a level's frontier length changes from level to level, and a new size
-    would cost a fresh device allocation (CuPy's pool reuses blocks of the sizes it has seen)."""
+def _edge_end_buffer(k: int, scratch=None):
+    """A buffer for the prefix sum of ``k`` frontier degrees: ``scratch`` where it is long
+    enough, else one at least 1,024 long and rounded up to a power of two (a level's frontier
+    length changes from level to level, and a pool reuses blocks of the sizes it has seen)."""
+    if scratch is not None and scratch.size >= max(k, 1):
+        return scratch
     return cupy.empty(max(1024, 1 << max(0, k - 1).bit_length()), dtype=cupy.int64)
 
 
@@ -178,7 +180,7 @@ def bfs_owner_level_begin(front, visited, marks, counters):
          counters if counters is not None else 0))
 
 
-def bfs_owner_mark(indptr, indices, frontier, k, edges, visited, marks, counters):
+def bfs_owner_mark(indptr, indices, frontier, k, edges, visited, marks, counters, scratch=None):
     """Top-down half of a fixed-size level: set in ``marks`` the bit of every target of the
     first ``k`` local ids of ``frontier`` (out-degree sum ``edges``) that ``visited`` lacks, and
     zero ``counters[:4]`` for the resolve. See :func:`gpipe.engine.compute.cpu_bfs_owners.bfs_owner_mark`;
@@ -188,10 +190,11 @@ def bfs_owner_mark(indptr, indices, frontier, k, edges, visited, marks, counters
     read back. Up to ``_SCAN_ITEMS`` vertices, edge-parallel (``bfs_owner_edge_end`` scans the
     degrees in one block, taking the length from ``counters[NEXT]`` on the device, and zeroes
     the counters): a hub's row is spread over the grid. Longer frontiers, which come once the
-    hubs are visited, go one warp per vertex, with no scan.
+    hubs are visited, go one warp per vertex, with no scan. ``scratch``: an int64 buffer the
+    scan may use if it is long enough (else one is allocated).
     """
     if k <= _SCAN_ITEMS:
-        edge_end = _edge_end_buffer(k)
+        edge_end = _edge_end_buffer(k, scratch)
         owners_kernel("bfs_owner_edge_end", indices)(
             (1,), (_SCAN_BLOCK,), (indptr, frontier, edge_end, counters, cupy.int32(4)))
         if k and edges:
@@ -225,14 +228,14 @@ def bfs_owner_resolve(indptr, indices, level, front, own_marks, received, owner,
 
 
 def bfs_owner_pairs(indptr, indices, offset, frontier, k, edges, visited, pairs, next_front,
-                    counters):
+                    counters, scratch=None):
     """Top-down from a small frontier: its out-edges as (target, parent) pairs in ``pairs``
     (``indices``' dtype, ``2 * slots`` long, ``slots >= edges``); see
     :func:`gpipe.engine.compute.cpu_bfs_owners.bfs_owner_pairs`. Edge-parallel as
     :func:`bfs_owner_mark`, its prefix sum by ``bfs_owner_edge_end`` up to ``_SCAN_ITEMS``
-    vertices, by CuPy's scan beyond."""
+    vertices, by CuPy's scan beyond; ``scratch`` as :func:`bfs_owner_mark` takes it."""
     if k <= _SCAN_ITEMS:
-        edge_end = _edge_end_buffer(k)
+        edge_end = _edge_end_buffer(k, scratch)
         owners_kernel("bfs_owner_edge_end", indices)(
             (1,), (_SCAN_BLOCK,), (indptr, frontier, edge_end, counters, cupy.int32(4)))
     else:

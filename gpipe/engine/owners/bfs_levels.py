@@ -41,7 +41,10 @@ SC 2011 (1-D partitioned BFS with bitmap frontiers); S. Beamer, K. Asanovic, D. 
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
+import weakref
 
 import numpy as np
 
@@ -69,7 +72,14 @@ def bfs_levels_arrays(transport, part: Partition, layout: Layout, local_sources,
     (the gather of its frontier to its claims), where the transport can time it (NCCL). The
     first level is top-down.
     """
-    run = _Levels(part, layout, transport)
+    with _workspace(part, layout) as run:
+        run.begin(transport)
+        return _levels(run, transport, part, layout, local_sources, depth_limit, thresholds,
+                       progress, device_times)
+
+
+def _levels(run, transport, part, layout, local_sources, depth_limit, thresholds, progress,
+            device_times):
     stats = messages.OwnerSteps(part.owner)
     progress.start(len(local_sources))
     next_at = slice(run.kernels.NEXT, run.kernels.NEXT_EDGES + 1)
@@ -121,27 +131,33 @@ def bfs_levels_arrays(transport, part: Partition, layout: Layout, local_sources,
 
 def _pair_slots(edges: int) -> int:
     """Slots per owner for a level of pairs whose owners' largest out-degree sum is ``edges``: a
-    power of two (at least 256), so that the pairs' buffers come in few sizes, which CuPy's
-    pool keeps from level to level and query to query."""
+    power of two (at least 256), so that the pairs' buffers come in few sizes."""
     return max(256, 1 << max(0, edges - 1).bit_length())
 
 
 class _Levels:
-    """One owner's arrays for a fixed-size BFS, allocated once per traversal.
+    """One owner's arrays for the fixed-size levels of its partition, made at its first
+    traversal and kept for the next ones (:func:`_workspace`), and the steps of a level over
+    them: a query allocates nothing but its results, and a level nothing at all (on GPU workers
+    whose allocations do not come from a pool, each free synchronizes the device).
 
     ``front``, ``visited``, ``marks``, ``received``: bitmaps over the global ids, ``words`` words
     per owner's slot (``Layout.chunk`` ids; chunks are multiples of 64, so the slots are whole
     words of either width). ``next_slice``: this owner's slot of the next frontier, the piece it
     contributes to the gather. ``queue``: the next frontier as local ids, its length in
     ``counters[NEXT]`` (what the top-down half expands). ``counters``: the kernels' four, then
-    the owner's out-edge count. ``bitmap_bytes``: what a top-down level of bitmaps gathers and
-    swaps, one owner's slot each (the bytes the pairs are weighed against).
+    the owner's out-edge count. ``scratch``: room for the prefix sum of a frontier's degrees
+    (the GPU steps' ``edge_end``). ``bitmap_bytes``: what a top-down level of bitmaps gathers
+    and swaps, one owner's slot each (the bytes the pairs are weighed against). Per traversal
+    (:meth:`begin`): ``transport``, and ``dist`` and ``parent``, made afresh since the result
+    frame takes them over.
     """
 
-    def __init__(self, part: Partition, layout: Layout, transport):
+    def __init__(self, part: Partition, layout: Layout):
         be = backends.get(part.backend)
         xp = be.xp
-        self.part, self.layout, self.transport, self.xp = part, layout, transport, xp
+        self._part = weakref.ref(part)  # a strong one would keep the partition alive
+        self.layout, self.xp = layout, xp
         self.kernels = kernels = be.kernels
         words = layout.chunk // kernels.BITMAP_BITS
         size = layout.n_owners * words
@@ -153,15 +169,42 @@ class _Levels:
         mine = slice(part.owner * words, (part.owner + 1) * words)
         self.own_marks = self.marks[mine]
         self.queue = xp.empty(max(part.n_local, 1), dtype="int64")
+        self.scratch = xp.empty(max(1, min(part.n_local, kernels.PAIRS_MAX_FRONTIER)), dtype="int64")
+        self.counters = xp.zeros(EDGES + 1, dtype="int64")
+        self.bitmap_bytes = 2 * int(self.next_slice.nbytes) * layout.n_owners
+        self._pairs = None  # (this owner's slot, every owner's), grown to the largest level's
+        self.busy = False
+        self.transport = self.dist = self.parent = None
+
+    @property
+    def part(self) -> Partition:
+        return self._part()
+
+    def begin(self, transport):
+        """Start a traversal over ``transport``: its results made, the arrays that are not
+        written whole before they are read reset."""
+        xp, part = self.xp, self.part
+        self.transport = transport
         self.dist = xp.full(part.n_local, -1, dtype="int32")
         self.parent = xp.full(part.n_local, -1, dtype="int64")
-        self.counters = xp.zeros(EDGES + 1, dtype="int64")
+        self.visited.fill(0)
+        self.counters.fill(0)
         self.counters[EDGES] = part.n_edges
-        self.bitmap_bytes = 2 * int(self.next_slice.nbytes) * layout.n_owners
 
     def pair_bytes(self, slots: int) -> int:
         """What a top-down level of pairs gathers: every owner's ``slots`` pairs of ids."""
         return 2 * slots * self.part.indices.itemsize * self.layout.n_owners
+
+    def pairs(self, slots: int) -> tuple:
+        """``(mine, gathered)``: this owner's slot of ``2 * slots`` ids and room for every
+        owner's, views of buffers that grow (never shrink) to the largest level's."""
+        if self._pairs is None or self._pairs[0].size < 2 * slots:
+            dtype = self.part.indices.dtype
+            self._pairs = (self.xp.empty(2 * slots, dtype=dtype),
+                           self.xp.empty(self.layout.n_owners * 2 * slots, dtype=dtype))
+        mine, gathered = self._pairs
+        return mine[:2 * slots], gathered[:self.layout.n_owners * 2 * slots]
+
 
     def start(self, local_sources):
         """Put the sources (local ids) in the first frontier; returns the counters to gather."""
@@ -193,7 +236,7 @@ class _Levels:
                                       self.next_slice, self.queue, self.counters)
             return slice_bytes
         kernels.bfs_owner_mark(part.indptr, part.indices, self.queue, k, edges, self.visited,
-                               self.marks, self.counters)
+                               self.marks, self.counters, scratch=self.scratch)
         transport.swap_slices(tag + 2, self.marks, self.received)
         kernels.bfs_owner_resolve(part.indptr, part.indices, level, self.front, self.own_marks,
                                   self.received, part.owner, self.dist, self.parent,
@@ -205,13 +248,38 @@ class _Levels:
         here, out-degree sum ``edges``), every owner's slot ``slots`` pairs long (at least
         every owner's out-degree sum), its gather tagged ``tag + 1``; returns the bytes this
         owner sends its peers."""
-        part, kernels, xp = self.part, self.kernels, self.xp
-        mine = xp.empty(2 * slots, dtype=part.indices.dtype)
-        gathered = xp.empty(self.layout.n_owners * mine.size, dtype=mine.dtype)
+        part, kernels = self.part, self.kernels
+        mine, gathered = self.pairs(slots)
         kernels.bfs_owner_pairs(part.indptr, part.indices, part.offset, self.queue, k, edges,
-                                self.visited, mine, self.next_slice, self.counters)
+                                self.visited, mine, self.next_slice, self.counters,
+                                scratch=self.scratch)
         self.transport.gather_slices(tag + 1, mine, gathered)
         kernels.bfs_owner_claim_pairs(part.indptr, gathered, part.offset, level, self.visited,
                                       self.dist, self.parent, self.next_slice, self.queue,
                                       self.counters)
         return int(mine.nbytes) * (self.layout.n_owners - 1)
+
+
+_WORKSPACES = {}  # id of a partition -> its _Levels, while the partition lives
+_WORKSPACES_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _workspace(part: Partition, layout: Layout):
+    """The partition's :class:`_Levels` for one traversal; a traversal of the same partition
+    that runs at the same time (a second client) gets arrays of its own. The results are the
+    caller's: this keeps no reference to them once the traversal ends."""
+    key = id(part)
+    with _WORKSPACES_LOCK:
+        arrays = _WORKSPACES.get(key)
+        if arrays is None:
+            arrays = _WORKSPACES[key] = _Levels(part, layout)
+            weakref.finalize(part, _WORKSPACES.pop, key, None)
+        elif arrays.busy:
+            arrays = _Levels(part, layout)
+        arrays.busy = True
+    try:
+        yield arrays
+    finally:
+        arrays.transport = arrays.dist = arrays.parent = None
+        arrays.busy = False

@@ -49,9 +49,11 @@ SLOW_STEP_S = 10.0  # a step that takes longer is logged once (a hang shows in t
 
 GROUPS: OrderedDict = OrderedDict()  # group key -> NCCL communicator, in this worker process
 _STREAMS = {}  # CUDA device id -> the stream this process's NCCL traversals run on
-# group key -> pinned host buffers its traversals read counts into, by (length, dtype): kept
-# from query to query (pinning costs more than a small level); a group's traversals take turns
-_PINNED = {}
+# group key -> the buffers its traversals' steps reuse, by (kind, length, dtype): pinned host
+# buffers the counts are read into and device buffers they are gathered into, kept from query to
+# query (pinning costs more than a small level, and a device allocation outside a pool frees with
+# a device-wide synchronization); a group's traversals take turns
+_BUFFERS = {}
 _CLIENT_GROUPS = {}  # (id of a client, its owners' addresses) -> group key, on the client
 # A client's NCCL traversals run one at a time, over one communicator or several: two at once
 # would interleave their collectives, and communicators that share a device deadlock when their
@@ -99,7 +101,7 @@ def join(channel, group: str, uid, n_owners: int) -> bool:
         GROUPS[group] = comm
         while len(GROUPS) > GROUPS_KEPT:
             key, oldest = GROUPS.popitem(last=False)
-            _PINNED.pop(key, None)
+            _BUFFERS.pop(key, None)
             _abort(oldest)
     return True
 
@@ -132,7 +134,7 @@ def drop(group: str) -> None:
     """Abort and forget this worker's end of ``group`` (no-op if it has none)."""
     with _GROUPS_LOCK:
         comm = GROUPS.pop(group, None)
-        _PINNED.pop(group, None)
+        _BUFFERS.pop(group, None)
     if comm is not None:
         _abort(comm)
 
@@ -244,7 +246,7 @@ class NcclTransport(Transport):
         self.key = channel.key
         self.timeout = getattr(channel, "timeout", 900.0)
         self.stream = owner_stream()
-        self._pinned = _PINNED.setdefault(group, {})  # host buffers for gathered counts
+        self._buffers = _BUFFERS.setdefault(group, {})
         self._staging = {}  # device buffers for an all-gather's padded piece, by (dtype, length)
 
     @contextlib.contextmanager
@@ -369,21 +371,29 @@ class NcclTransport(Transport):
         length on every owner), read once: a host array ``[n_owners, send.size]``."""
         cupy, nccl = self._cupy, self._nccl
         kind = {np.dtype(np.float64): nccl.NCCL_FLOAT64, np.dtype(np.int64): nccl.NCCL_INT64}
-        recv = cupy.empty(self.n_owners * send.size, dtype=send.dtype)
+        recv = self._buffer("device", self.n_owners * send.size, send.dtype)
         self.comm.allGather(send.data.ptr, recv.data.ptr, send.size, kind[send.dtype],
                             cupy.cuda.get_current_stream().ptr)
         return self.read(recv).reshape(self.n_owners, -1)
 
-    def _pinned_buffer(self, size: int, dtype):
-        host = self._pinned.get((size, np.dtype(dtype).str))
-        if host is None:
-            import cupyx
+    def _buffer(self, kind: str, size: int, dtype):
+        """A ``"pinned"`` host or ``"device"`` buffer of ``size`` elements of ``dtype``, made at
+        its first use by this communicator and reused (a step's buffers are free again once it
+        has been read)."""
+        key = (kind, size, np.dtype(dtype).str)
+        buffer = self._buffers.get(key)
+        if buffer is None:
+            if kind == "pinned":
+                import cupyx
 
-            host = self._pinned[size, np.dtype(dtype).str] = cupyx.empty_pinned(size, dtype=dtype)
-        return host
+                buffer = cupyx.empty_pinned(size, dtype=dtype)
+            else:
+                buffer = self._cupy.empty(size, dtype=dtype)
+            self._buffers[key] = buffer
+        return buffer
 
     def read(self, array):
-        host = self._pinned_buffer(array.size, array.dtype)
+        host = self._buffer("pinned", array.size, array.dtype)
         array.get(out=host, blocking=False)
         self._wait()
         return np.array(host)

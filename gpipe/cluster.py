@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import os
 import signal
 import threading
 import time
@@ -442,6 +443,9 @@ def _local_cuda_cluster(options):
 
     options = dict(options)
     options["protocol"] = cuda_protocol(options.get("protocol") or "auto")
+    # distributed-ucxx sets UCX_MEMTYPE_CACHE, which the UCX it ships no longer reads, and UCX
+    # then warns in every process of a healthy cluster. The workers inherit this environment.
+    os.environ.setdefault("UCX_WARN_UNUSED_ENV_VARS", "n")
     if options.get("rmm_async") is None and not options.get("rmm_pool_size"):
         # Device memory from CUDA's stream-ordered allocator: without a pool, every free of a
         # traversal's or a result frame's temporaries would synchronize the whole device.

@@ -1,5 +1,6 @@
 """gpipe.cluster: the transport CUDA workers use, and what the owners' messages carry over it."""
 
+import os
 from pathlib import Path
 
 import pytest
@@ -43,11 +44,13 @@ def test_cuda_workers_allocate_stream_ordered_unless_told(monkeypatch, given, pa
     import types
 
     made = {}
+    monkeypatch.delenv("UCX_WARN_UNUSED_ENV_VARS", raising=False)
     monkeypatch.setattr(cluster, "_cuda_cluster_available", lambda: True)
     monkeypatch.setattr(cluster, "start_apart_from_sigint", lambda start: start())
     monkeypatch.setitem(sys.modules, "dask_cuda", types.SimpleNamespace(LocalCUDACluster=lambda **kw: made.update(kw)))
     cluster._local_cuda_cluster({"protocol": "tcp", **given})
     assert made.get("rmm_async") is passed
+    assert os.environ["UCX_WARN_UNUSED_ENV_VARS"] == "n"  # the workers inherit it
 
 
 @pytest.mark.parametrize("addresses, device", [

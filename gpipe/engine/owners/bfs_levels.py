@@ -80,6 +80,7 @@ def bfs_levels_arrays(transport, part: Partition, layout: Layout, local_sources,
 
 def _levels(run, transport, part, layout, local_sources, depth_limit, thresholds, progress,
             device_times):
+    """:func:`bfs_levels_arrays`' loop over the arrays of ``run`` (a :class:`_Levels` begun)."""
     stats = messages.OwnerSteps(part.owner)
     progress.start(len(local_sources))
     next_at = slice(run.kernels.NEXT, run.kernels.NEXT_EDGES + 1)

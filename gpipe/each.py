@@ -120,7 +120,7 @@ def _integer_array(values) -> np.ndarray:
 
 
 def _raise_on_repeat(values) -> None:
-    uniques, first, counts = np.unique(values, return_index=True, return_counts=True)
+    _, first, counts = np.unique(values, return_index=True, return_counts=True)
     repeated = np.flatnonzero(counts > 1)
     if repeated.size:
         value = values[np.sort(first[repeated])[0]]

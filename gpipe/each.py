@@ -127,36 +127,6 @@ def _raise_on_repeat(values) -> None:
         raise InputError(f"source vertex {plain(value)!r} is given more than once")
 
 
-def global_sources(built, executor, values) -> np.ndarray:
-    """Global ids of the sources ``values`` of the graph ``built`` (run by ``executor``);
-    InputError naming the first one not in the graph."""
-    if not built.renumbered:
-        return source_ids.checked(values, source_ids.present(built.layout, built.present_bits, list(values)))
-    if built.owner_ids is not None:  # each owner looks them up in its own ids
-        return source_ids.locate_on_owners(executor, built.backend, built.owner_ids, _object_values(values),
-                                           "source")
-    located = executor.submit(source_ids.global_ids, built.backend, built.ids,
-                              source_ids.InputIds(_object_values(values)))
-    return np.asarray(executor.gather([located])[0], dtype=np.int64)
-
-
-def global_targets(built, executor, values) -> np.ndarray:
-    """Global ids of the targets ``values`` of the graph ``built``, -1 for those not in it."""
-    if values.size == 0:
-        return np.empty(0, dtype=np.int64)
-    if not built.renumbered:
-        return np.asarray(source_ids.present(built.layout, built.present_bits, list(values)), dtype=np.int64)
-    if built.owner_ids is not None:
-        return source_ids.locate_on_owners(executor, built.backend, built.owner_ids, _object_values(values))
-    located = executor.submit(source_ids.locate, built.backend, built.ids, _object_values(values))
-    return np.asarray(executor.gather([located])[0], dtype=np.int64)
-
-
-def _object_values(values) -> np.ndarray:
-    """Python ints or strs, as :func:`gpipe.engine.sources.locate` compares them."""
-    return np.array(values.tolist(), dtype=object)
-
-
 def target_column(backend_name, values, vertex_dtype):
     """The targets as given, a Series of the graph's vertex dtype (the ``vertex`` column of
     every batch with targets)."""
@@ -195,13 +165,13 @@ def frame(built, executor, kind: str, sources, *, directed: bool, limit, targets
     query = Query(kind, built.backend, built.vertex_dtype, limit, parents, built.negative_weights,
                   None, None, undirected=not directed)
     if target_values is not None:
-        query = replace(query, targets=global_targets(built, executor, target_values),
+        query = replace(query, targets=source_ids.global_ids_of(built, executor, target_values, None),
                         target_column=target_column(built.backend, target_values, built.vertex_dtype))
     empty = meta(query)
     if values.size == 0:
         return dd.from_pandas(empty, npartitions=1) if built.backend == backends.CPU else \
             dd.from_pandas(empty.to_pandas(), npartitions=1).to_backend("cudf")
-    found = global_sources(built, executor, values)
+    found = source_ids.global_ids_of(built, executor, values)
     kernels = backends.get(built.backend).kernels
     width = kernels.BFS_BATCH_WIDTH if kind == BFS else getattr(kernels, "SSSP_BATCH_WIDTH",
                                                                  kernels.BFS_BATCH_WIDTH)

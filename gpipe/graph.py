@@ -576,31 +576,17 @@ class Graph:
 
     def _global_sources(self, source) -> np.ndarray:
         """Global ids of the input ids in ``source``; InputError naming the first one not in the graph."""
-        built, executor = self._built, self._executor
-        executor.check_open()
-        found = self._query_sources(source)
-        if isinstance(found, source_ids.InputIds):
-            located = executor.submit(source_ids.global_ids, built.backend, built.ids, found)
-            found = executor.gather([located])[0]
-        return found
+        self._executor.check_open()
+        values = validate.sources(source, strings=self._built.string_ids)
+        return source_ids.global_ids_of(self._built, self._executor, values)
 
     def _query_sources(self, source, what="source"):
         """What a query's traversal takes as its sources (:mod:`gpipe.engine.sources`): global ids, or
         for a one-owner graph with renumbered ids the input ids, which its traversal looks up
         where it runs (no extra round trip; a source not in the graph fails the query with
         InputError all the same)."""
-        built, executor = self._built, self._executor
-        values = validate.sources(source, strings=built.string_ids, what=what)
-        if not built.renumbered:
-            return source_ids.checked(values, source_ids.present(built.layout, built.present_bits, values),
-                                      what)
-        if built.layout.n_owners == 1:
-            return source_ids.InputIds(values)
-        if built.owner_ids is not None:  # each owner looks them up in its own ids
-            return source_ids.locate_on_owners(executor, built.backend, built.owner_ids, values, what)
-        located = executor.submit(source_ids.global_ids, built.backend, built.ids,
-                                  source_ids.InputIds(values), what)
-        return executor.gather([located])[0]
+        values = validate.sources(source, strings=self._built.string_ids, what=what)
+        return source_ids.global_ids_of(self._built, self._executor, values, what, on_owner=True)
 
     def __repr__(self) -> str:
         """One line of what the build knows already; it computes nothing and asks no worker.

@@ -31,7 +31,6 @@ from gpipe.engine.owners.bfs import bfs_thresholds
 from gpipe.engine.partition import Partition
 from gpipe.engine.result import BFS, SSSP, owner_frame
 from gpipe.errors import NegativeCycleError
-from gpipe.io import validate
 from gpipe.watch import progress
 
 @dataclass
@@ -54,9 +53,9 @@ def bfs(executor, built, sources: np.ndarray, depth_limit: int | None,
     is a list, it receives one handle per owner to that owner's level statistics
     (:class:`gpipe.engine.owners.messages.OwnerSteps`); with one owner it is left empty. Asking for them
     costs one small task per owner (the owner task returns ``(frame, stats)``, split where it
-    ran).
+    ran). ``depth_limit`` is None or what :func:`gpipe.io.validate.depth_limit` returned: the
+    doors (:meth:`gpipe.Graph.bfs`, :func:`gpipe.bfs`) check it, the engine does not.
     """
-    depth_limit = validate.depth_limit(depth_limit)  # callers past Graph.bfs (bench) too
     if built.layout.n_owners == 1:  # the partition keeps the ids it needs (Partition.ids)
         return [executor.query(_bfs_one_owner, built.parts[0], sources, depth_limit,
                                built.vertex_dtype, parents, owner=0)]

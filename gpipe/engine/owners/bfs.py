@@ -22,6 +22,7 @@ import dask
 import numpy as np
 
 from gpipe.engine import backend as backends
+from gpipe.engine.compute.directions import ALPHA, BETA, GAMMA
 from gpipe.engine.outcome import report_end
 from gpipe.engine.owners import messages
 from gpipe.engine.owners.bfs_levels import BOTTOM_UP, TOP_DOWN, bfs_levels_arrays
@@ -56,9 +57,9 @@ class Thresholds:
     runs (:meth:`fixed_levels`).
     """
 
-    alpha: float = 15.0
-    beta: float = 18.0
-    gamma: float = 8.0
+    alpha: float = ALPHA
+    beta: float = BETA
+    gamma: float = GAMMA
     pairs: float = 1.0
     levels: str = "auto"  # Dask config gpipe.bfs-levels: which loop an undirected graph runs
 

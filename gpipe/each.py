@@ -33,7 +33,7 @@ from gpipe.engine.result import BFS, SSSP
 from gpipe.engine.tasks import run_task
 from gpipe.errors import InputError, NegativeCycleError, on_undirected, plain
 from gpipe.io import validate
-from gpipe.partitioning import build as building
+from gpipe.partitioning import build
 
 NAMES = {BFS: "gpipe-bfs-each", SSSP: "gpipe-sssp-each"}
 DISTANCE = backends.DISTANCE_DTYPE  # float64 for both kinds, as gpipe.bfs and gpipe.sssp
@@ -186,7 +186,7 @@ def frame(built, executor, kind: str, sources, *, directed: bool, limit, targets
     # One task of the query, shared by every batch, so a distance table's targets are sent once.
     query = dask.delayed(query, name=f"gpipe-each-query-{token}", traverse=False)
     if built.layout.n_owners == 1:
-        copies = building.copies(built)
+        copies = build.copies(built)
         if not hasattr(copies[0], "key"):  # in this process: the Partition itself, kept out of Dask's hashing
             copies = [dask.delayed(copies[0], name=f"gpipe-graph-{token}", traverse=False)]
         tasks = [dask.delayed(run_task, pure=False)(one_owner_batch, copies[i % len(copies)], batch,
@@ -201,7 +201,7 @@ def frame(built, executor, kind: str, sources, *, directed: bool, limit, targets
         for i, (batch, key) in enumerate(zip(batches, keys)):
             tasks.append(dask.delayed(batch_fn, pure=False)(batch, values[i * width:(i + 1) * width],
                                                             query, after, dask_key_name=key))
-            if built.transport is not None:
+            if built.nccl_group is not None:
                 # Over NCCL the batches take turns: two traversals at once over one communicator
                 # would interleave their collectives (a batch's own lock is its worker's only).
                 after = dask.delayed(_ended, pure=False)(tasks[-1], dask_key_name=f"{name}-ended-{i}")
@@ -444,9 +444,9 @@ class MultiOwnerBatch:
                 one = np.array([s], dtype=np.int64)
                 try:
                     if query.kind == BFS:
-                        handles = traverse.bfs(executor, built, one, None if query.limit < 0 else query.limit)
+                        handles = traverse.bfs_frames(executor, built, one, None if query.limit < 0 else query.limit)
                     else:
-                        handles = traverse.sssp(executor, built, one, max_distance=query.limit)
+                        handles = traverse.sssp_frames(executor, built, one, max_distance=query.limit)
                     frames = executor.gather(handles)
                 except NegativeCycleError as error:
                     raise _negative_cycle(f"{error} (source {plain(value)!r})", query) from None

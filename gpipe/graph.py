@@ -10,7 +10,7 @@ from gpipe.engine import execution, result, traverse
 from gpipe.engine import sources as source_ids
 from gpipe.errors import GraphLost, InputError, NegativeCycleError, NoPath, on_undirected, plain
 from gpipe.io import validate
-from gpipe.partitioning import build as builder
+from gpipe.partitioning import build
 from gpipe.watch import progress
 
 
@@ -114,14 +114,14 @@ class Graph:
             src, dst, weight = origin.columns(edges, src, dst, weight)
         weight_dtype = validate.weight_dtype(origin.weight_dtype(edges, weight_dtype))
 
-        def build():
+        def build_graph():
             executor = execution.current()
             with executor.span("gpipe-build"):
-                return builder.build(executor, edges, directed=directed, src=src, dst=dst,
+                return build.build(executor, edges, directed=directed, src=src, dst=dst,
                                      weight=weight, partitions=partitions, replicas=replicas,
                                      weight_dtype=weight_dtype)
 
-        return cls(build(), directed=directed, weight=weight, rebuild=build,
+        return cls(build_graph(), directed=directed, weight=weight, rebuild=build_graph,
                    inputs=origin.input_paths(edges))
 
     @property
@@ -140,7 +140,7 @@ class Graph:
         one per device), ``"dask"`` (Dask's worker-to-worker comms) or ``"none"`` (one owner)."""
         if self.num_partitions < 2:
             return "none"
-        return "nccl" if self._built.transport is not None else "dask"
+        return "nccl" if self._built.nccl_group is not None else "dask"
 
     @property
     def weight_dtype(self) -> str | None:
@@ -197,7 +197,7 @@ class Graph:
         """
         depth_limit = validate.depth_limit(depth_limit)
         parents = validate.flag(parents, "parents")
-        frames = self._query("gpipe-bfs", source, lambda built, sources: traverse.bfs(
+        frames = self._query("gpipe-bfs", source, lambda built, sources: traverse.bfs_frames(
             self._executor, built, sources, depth_limit, parents=parents))
         return self._frame(frames, result.BFS, parents)
 
@@ -249,7 +249,7 @@ class Graph:
             raise InputError("sssp needs edge weights: build the graph with weight='<column>'")
         max_distance = validate.max_distance(max_distance)
         parents = validate.flag(parents, "parents")
-        frames = self._query("gpipe-sssp", source, lambda built, sources: traverse.sssp(
+        frames = self._query("gpipe-sssp", source, lambda built, sources: traverse.sssp_frames(
             self._executor, built, sources, parents=parents, max_distance=max_distance))
         return self._frame(frames, result.SSSP, parents)
 
@@ -365,8 +365,8 @@ class Graph:
         def traversal(built, sources):
             self._query_sources(wanted, "target")  # InputError for a target not in the graph
             if kind == result.BFS:
-                return traverse.bfs(self._executor, built, sources, None)
-            return traverse.sssp(self._executor, built, sources)
+                return traverse.bfs_frames(self._executor, built, sources, None)
+            return traverse.sssp_frames(self._executor, built, sources)
 
         frames = self._executor.gather(self._query(f"gpipe-paths-{kind}", source, traversal))
         whole = backends.get(self._built.backend).frames.concat(frames)

@@ -26,7 +26,7 @@ from gpipe.engine.compute.directions import ALPHA, BETA, GAMMA
 from gpipe.engine.outcome import report_end
 from gpipe.engine.owners import messages
 from gpipe.engine.owners.bfs_levels import BOTTOM_UP, TOP_DOWN, bfs_levels_arrays
-from gpipe.engine.owners.connect import owner_result
+from gpipe.engine.owners.owner_result import owner_result
 from gpipe.engine.partition import Layout, Partition
 from gpipe.engine.result import BFS
 from gpipe.errors import InputError

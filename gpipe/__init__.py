@@ -5,8 +5,16 @@
 >>> gpipe.to_parquet(gpipe.bfs(edges, 42), "out/")   # doctest: +SKIP
 """
 
+import sys as _sys
+
 from gpipe.errors import (ClientClosed, GpipeError, GraphLost, GraphTooLarge, InputError, NegativeCycleError,
                           NoPath, OutOfMemory)
+from gpipe.watch import progress
+
+# ``gpipe.progress`` (README: ``gpipe.progress.follow``, ``gpipe.progress.bar()``) is the module
+# gpipe/watch/progress.py itself under its public name, one module object: the engine reports
+# through it from a layer below, so its code lives there. It imports only the standard library.
+_sys.modules[__name__ + ".progress"] = progress
 
 __all__ = ["ClientClosed", "Graph", "GpipeError", "GraphLost", "GraphTooLarge", "InputError", "NegativeCycleError",
            "NoPath", "OutOfMemory", "bfs", "bfs_each", "dashboard_link", "read_edges", "sssp",
@@ -27,10 +35,6 @@ def __getattr__(name):
         value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value
         return value
-    if name == "progress":  # a public module whose code lives in a layer below
-        import importlib
-
-        return importlib.import_module("gpipe.progress")
     raise AttributeError(f"module 'gpipe' has no attribute {name!r}")
 
 

@@ -33,7 +33,7 @@ from gpipe.engine.result import BFS, SSSP
 from gpipe.engine.tasks import run_task
 from gpipe.errors import InputError, NegativeCycleError, on_undirected, plain
 from gpipe.io import validate
-from gpipe.partitioning import build as building
+from gpipe.partitioning import build
 
 NAMES = {BFS: "gpipe-bfs-each", SSSP: "gpipe-sssp-each"}
 DISTANCE = backends.DISTANCE_DTYPE  # float64 for both kinds, as gpipe.bfs and gpipe.sssp
@@ -120,41 +120,11 @@ def _integer_array(values) -> np.ndarray:
 
 
 def _raise_on_repeat(values) -> None:
-    uniques, first, counts = np.unique(values, return_index=True, return_counts=True)
+    _, first, counts = np.unique(values, return_index=True, return_counts=True)
     repeated = np.flatnonzero(counts > 1)
     if repeated.size:
         value = values[np.sort(first[repeated])[0]]
         raise InputError(f"source vertex {plain(value)!r} is given more than once")
-
-
-def global_sources(built, executor, values) -> np.ndarray:
-    """Global ids of the sources ``values`` of the graph ``built`` (run by ``executor``);
-    InputError naming the first one not in the graph."""
-    if not built.renumbered:
-        return source_ids.checked(values, source_ids.present(built.layout, built.present_bits, list(values)))
-    if built.owner_ids is not None:  # each owner looks them up in its own ids
-        return source_ids.locate_on_owners(executor, built.backend, built.owner_ids, _object_values(values),
-                                           "source")
-    located = executor.submit(source_ids.global_ids, built.backend, built.ids,
-                              source_ids.InputIds(_object_values(values)))
-    return np.asarray(executor.gather([located])[0], dtype=np.int64)
-
-
-def global_targets(built, executor, values) -> np.ndarray:
-    """Global ids of the targets ``values`` of the graph ``built``, -1 for those not in it."""
-    if values.size == 0:
-        return np.empty(0, dtype=np.int64)
-    if not built.renumbered:
-        return np.asarray(source_ids.present(built.layout, built.present_bits, list(values)), dtype=np.int64)
-    if built.owner_ids is not None:
-        return source_ids.locate_on_owners(executor, built.backend, built.owner_ids, _object_values(values))
-    located = executor.submit(source_ids.locate, built.backend, built.ids, _object_values(values))
-    return np.asarray(executor.gather([located])[0], dtype=np.int64)
-
-
-def _object_values(values) -> np.ndarray:
-    """Python ints or strs, as :func:`gpipe.engine.sources.locate` compares them."""
-    return np.array(values.tolist(), dtype=object)
 
 
 def target_column(backend_name, values, vertex_dtype):
@@ -195,13 +165,13 @@ def frame(built, executor, kind: str, sources, *, directed: bool, limit, targets
     query = Query(kind, built.backend, built.vertex_dtype, limit, parents, built.negative_weights,
                   None, None, undirected=not directed)
     if target_values is not None:
-        query = replace(query, targets=global_targets(built, executor, target_values),
+        query = replace(query, targets=source_ids.global_ids_of(built, executor, target_values, None),
                         target_column=target_column(built.backend, target_values, built.vertex_dtype))
     empty = meta(query)
     if values.size == 0:
         return dd.from_pandas(empty, npartitions=1) if built.backend == backends.CPU else \
             dd.from_pandas(empty.to_pandas(), npartitions=1).to_backend("cudf")
-    found = global_sources(built, executor, values)
+    found = source_ids.global_ids_of(built, executor, values)
     kernels = backends.get(built.backend).kernels
     width = kernels.BFS_BATCH_WIDTH if kind == BFS else getattr(kernels, "SSSP_BATCH_WIDTH",
                                                                  kernels.BFS_BATCH_WIDTH)
@@ -216,7 +186,7 @@ def frame(built, executor, kind: str, sources, *, directed: bool, limit, targets
     # One task of the query, shared by every batch, so a distance table's targets are sent once.
     query = dask.delayed(query, name=f"gpipe-each-query-{token}", traverse=False)
     if built.layout.n_owners == 1:
-        copies = building.copies(built)
+        copies = build.copies(built)
         if not hasattr(copies[0], "key"):  # in this process: the Partition itself, kept out of Dask's hashing
             copies = [dask.delayed(copies[0], name=f"gpipe-graph-{token}", traverse=False)]
         tasks = [dask.delayed(run_task, pure=False)(one_owner_batch, copies[i % len(copies)], batch,
@@ -231,7 +201,7 @@ def frame(built, executor, kind: str, sources, *, directed: bool, limit, targets
         for i, (batch, key) in enumerate(zip(batches, keys)):
             tasks.append(dask.delayed(batch_fn, pure=False)(batch, values[i * width:(i + 1) * width],
                                                             query, after, dask_key_name=key))
-            if built.transport is not None:
+            if built.nccl_group is not None:
                 # Over NCCL the batches take turns: two traversals at once over one communicator
                 # would interleave their collectives (a batch's own lock is its worker's only).
                 after = dask.delayed(_ended, pure=False)(tasks[-1], dask_key_name=f"{name}-ended-{i}")
@@ -474,9 +444,9 @@ class MultiOwnerBatch:
                 one = np.array([s], dtype=np.int64)
                 try:
                     if query.kind == BFS:
-                        handles = traverse.bfs(executor, built, one, None if query.limit < 0 else query.limit)
+                        handles = traverse.bfs_frames(executor, built, one, None if query.limit < 0 else query.limit)
                     else:
-                        handles = traverse.sssp(executor, built, one, max_distance=query.limit)
+                        handles = traverse.sssp_frames(executor, built, one, max_distance=query.limit)
                     frames = executor.gather(handles)
                 except NegativeCycleError as error:
                     raise _negative_cycle(f"{error} (source {plain(value)!r})", query) from None

@@ -10,7 +10,7 @@ from gpipe.engine import execution, result, traverse
 from gpipe.engine import sources as source_ids
 from gpipe.errors import GraphLost, InputError, NegativeCycleError, NoPath, on_undirected, plain
 from gpipe.io import validate
-from gpipe.partitioning import build as builder
+from gpipe.partitioning import build
 from gpipe.watch import progress
 
 
@@ -114,14 +114,14 @@ class Graph:
             src, dst, weight = origin.columns(edges, src, dst, weight)
         weight_dtype = validate.weight_dtype(origin.weight_dtype(edges, weight_dtype))
 
-        def build():
+        def build_graph():
             executor = execution.current()
             with executor.span("gpipe-build"):
-                return builder.build(executor, edges, directed=directed, src=src, dst=dst,
+                return build.build(executor, edges, directed=directed, src=src, dst=dst,
                                      weight=weight, partitions=partitions, replicas=replicas,
                                      weight_dtype=weight_dtype)
 
-        return cls(build(), directed=directed, weight=weight, rebuild=build,
+        return cls(build_graph(), directed=directed, weight=weight, rebuild=build_graph,
                    inputs=origin.input_paths(edges))
 
     @property
@@ -140,7 +140,7 @@ class Graph:
         one per device), ``"dask"`` (Dask's worker-to-worker comms) or ``"none"`` (one owner)."""
         if self.num_partitions < 2:
             return "none"
-        return "nccl" if self._built.transport is not None else "dask"
+        return "nccl" if self._built.nccl_group is not None else "dask"
 
     @property
     def weight_dtype(self) -> str | None:
@@ -197,7 +197,7 @@ class Graph:
         """
         depth_limit = validate.depth_limit(depth_limit)
         parents = validate.flag(parents, "parents")
-        frames = self._query("gpipe-bfs", source, lambda built, sources: traverse.bfs(
+        frames = self._query("gpipe-bfs", source, lambda built, sources: traverse.bfs_frames(
             self._executor, built, sources, depth_limit, parents=parents))
         return self._frame(frames, result.BFS, parents)
 
@@ -249,7 +249,7 @@ class Graph:
             raise InputError("sssp needs edge weights: build the graph with weight='<column>'")
         max_distance = validate.max_distance(max_distance)
         parents = validate.flag(parents, "parents")
-        frames = self._query("gpipe-sssp", source, lambda built, sources: traverse.sssp(
+        frames = self._query("gpipe-sssp", source, lambda built, sources: traverse.sssp_frames(
             self._executor, built, sources, parents=parents, max_distance=max_distance))
         return self._frame(frames, result.SSSP, parents)
 
@@ -365,8 +365,8 @@ class Graph:
         def traversal(built, sources):
             self._query_sources(wanted, "target")  # InputError for a target not in the graph
             if kind == result.BFS:
-                return traverse.bfs(self._executor, built, sources, None)
-            return traverse.sssp(self._executor, built, sources)
+                return traverse.bfs_frames(self._executor, built, sources, None)
+            return traverse.sssp_frames(self._executor, built, sources)
 
         frames = self._executor.gather(self._query(f"gpipe-paths-{kind}", source, traversal))
         whole = backends.get(self._built.backend).frames.concat(frames)
@@ -576,31 +576,17 @@ class Graph:
 
     def _global_sources(self, source) -> np.ndarray:
         """Global ids of the input ids in ``source``; InputError naming the first one not in the graph."""
-        built, executor = self._built, self._executor
-        executor.check_open()
-        found = self._query_sources(source)
-        if isinstance(found, source_ids.InputIds):
-            located = executor.submit(source_ids.global_ids, built.backend, built.ids, found)
-            found = executor.gather([located])[0]
-        return found
+        self._executor.check_open()
+        values = validate.sources(source, strings=self._built.string_ids)
+        return source_ids.global_ids_of(self._built, self._executor, values)
 
     def _query_sources(self, source, what="source"):
         """What a query's traversal takes as its sources (:mod:`gpipe.engine.sources`): global ids, or
         for a one-owner graph with renumbered ids the input ids, which its traversal looks up
         where it runs (no extra round trip; a source not in the graph fails the query with
         InputError all the same)."""
-        built, executor = self._built, self._executor
-        values = validate.sources(source, strings=built.string_ids, what=what)
-        if not built.renumbered:
-            return source_ids.checked(values, source_ids.present(built.layout, built.present_bits, values),
-                                      what)
-        if built.layout.n_owners == 1:
-            return source_ids.InputIds(values)
-        if built.owner_ids is not None:  # each owner looks them up in its own ids
-            return source_ids.locate_on_owners(executor, built.backend, built.owner_ids, values, what)
-        located = executor.submit(source_ids.global_ids, built.backend, built.ids,
-                                  source_ids.InputIds(values), what)
-        return executor.gather([located])[0]
+        values = validate.sources(source, strings=self._built.string_ids, what=what)
+        return source_ids.global_ids_of(self._built, self._executor, values, what, on_owner=True)
 
     def __repr__(self) -> str:
         """One line of what the build knows already; it computes nothing and asks no worker.

@@ -27,8 +27,6 @@ import pandas as pd
 from gpipe.engine import backend as backends
 from gpipe.io.validate import numpy_dtype
 
-COLUMNS = ("target", "step", "vertex")
-
 
 def chains(steps: list, source) -> tuple:
     """Rows of the paths in ``steps``: ``(column, step, vertex)`` host arrays, ordered by

@@ -349,13 +349,13 @@ def test_the_owner_keeps_the_original_once_the_copies_are_made(cluster_client):
 
     import distributed
 
-    from gpipe.partitioning import build as building
+    from gpipe.partitioning import build
 
     edges = reference.random_edges(n=500, m=2000, seed=19)
     graph = gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=2), directed=False)
     built, executor = graphs.built_of(graph), graphs.executor_of(graph)
-    original, copy = building.copies(built)
-    assert building.copies(built) == [original, copy]  # made once
+    original, copy = build.copies(built)
+    assert build.copies(built) == [original, copy]  # made once
     distributed.wait([copy])
     time.sleep(2.5)
     held = cluster_client.who_has([original, copy])
@@ -533,11 +533,11 @@ def test_batches_over_an_nccl_communicator_take_turns(dask_client2):
             return [any("ended" in str(d) for d in get_dependencies(tasks, b)) for b in batches]
 
         assert waits_on(graph.bfs_each(sources)) == [False, False, False]
-        built.transport = "an NCCL communicator"  # only the graph's plan is read below
+        built.nccl_group = "an NCCL communicator"  # only the graph's plan is read below
         try:
             assert waits_on(graph.bfs_each(sources)) == [False, True, True]
         finally:
-            built.transport = None
+            built.nccl_group = None
 
 
 def test_bench_each_says_on_how_many_workers_the_batches_ran():

@@ -123,7 +123,7 @@ def test_no_module_is_over_the_line_limit(name):
 # its own layer and those below it. gpipe.errors imports nothing and lies beneath them all.
 LAYERS = ("gpipe.tools", "gpipe", "gpipe.partitioning", "gpipe.io", "gpipe.engine", "gpipe.watch")
 BENEATH_ALL = ("gpipe.errors",)
-MAX_UPWARD = 3  # the issue's bound (issue 24); ARCHITECTURE.md names the ones there are
+MAX_UPWARD = 2  # the issues' bound (issue 24: 3, issue 35: 2); ARCHITECTURE.md names the ones there are
 
 
 def layer(name: str) -> str:

@@ -101,7 +101,7 @@ def test_bfs_in_every_direction_with_stats(multigpu_engine, directed, direction)
     with dask.config.set({owners_bfs.DIRECTION_KEY: direction}):
         for query, depth_limit in ((sources[:1], None), (sources, None), (sources, 3)):
             stats = []
-            frames = traverse.bfs(graphs.executor_of(graph), graphs.built_of(graph), graphs.global_sources(graph, query),
+            frames = traverse.bfs_frames(graphs.executor_of(graph), graphs.built_of(graph), graphs.global_sources(graph, query),
                                   depth_limit, stats=stats)
             got = multigpu_engine.pandas(graphs.result_frame(graph, frames, "bfs").compute())
             reference.assert_distances(got, reference.expected_bfs(edges, query, directed=directed,

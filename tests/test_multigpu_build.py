@@ -16,7 +16,7 @@ import pytest
 import gpipe
 import reference
 from gpipe.io import read as reads
-from gpipe.partitioning import build as builds
+from gpipe.partitioning import build
 from gpipe.partitioning import sizing
 from test_api import check_bfs_tree
 
@@ -79,7 +79,7 @@ def test_renumbered_ids_across_two_owners(multigpu, tmp_path, ids):
 
 def test_a_split_in_many_chunks_on_two_gpus(multigpu, tmp_path):
     def split_rows(rows):
-        builds.sizing.SPLIT_ROWS = rows
+        build.sizing.SPLIT_ROWS = rows
 
     edges = reference.random_edges(2_000, 9_000, seed=12)
     path = _write(edges, tmp_path / "edges", 2)

@@ -220,9 +220,9 @@ MIXED = {"alpha": 1e9, "beta": 1e-9, "gamma": 1e9}  # change direction at every 
 
 
 def bfs_with_stats(graph, sources, depth_limit=None):
-    """``graph.bfs`` computed, and the owners' level statistics (traverse.bfs(stats=...))."""
+    """``graph.bfs`` computed, and the owners' level statistics (traverse.bfs_frames(stats=...))."""
     stats = []
-    frames = traverse.bfs(graphs.executor_of(graph), graphs.built_of(graph), graphs.global_sources(graph, sources), depth_limit,
+    frames = traverse.bfs_frames(graphs.executor_of(graph), graphs.built_of(graph), graphs.global_sources(graph, sources), depth_limit,
                           stats=stats)
     assert len(stats) == graph.num_partitions
     return graphs.result_frame(graph, frames, "bfs").compute(), graphs.executor_of(graph).gather(stats)
@@ -280,7 +280,7 @@ def test_bfs_stats_are_asked_for_only(cluster):
     edges = reference.random_edges(n=400, m=1600, seed=5)
     graph = gpipe.Graph.from_edges(dask.dataframe.from_pandas(edges, npartitions=2), directed=False)
     source = int(edges["src"].iloc[0])
-    frames = traverse.bfs(graphs.executor_of(graph), graphs.built_of(graph), graphs.global_sources(graph, source), None)
+    frames = traverse.bfs_frames(graphs.executor_of(graph), graphs.built_of(graph), graphs.global_sources(graph, source), None)
     assert all(f.key.startswith("gpipe-bfs-") for f in frames)
     _, stats = bfs_with_stats(graph, source)
     for s in stats:
@@ -371,7 +371,7 @@ def _sssp_with_stats(graph, source):
 
     stats = []
     executor = graphs.executor_of(graph)
-    frames = traverse.sssp(executor, graphs.built_of(graph), graphs.global_sources(graph, source), stats=stats)
+    frames = traverse.sssp_frames(executor, graphs.built_of(graph), graphs.global_sources(graph, source), stats=stats)
     return graphs.result_frame(graph, frames, "sssp").compute(), executor.gather(stats)
 
 

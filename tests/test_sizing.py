@@ -221,12 +221,12 @@ def test_a_read_edges_frame_is_sized_with_the_input_it_reads(tmp_path, sizes_see
 
     import gpipe
     from gpipe.engine.execution import InProcess
-    from gpipe.partitioning import build as builds
+    from gpipe.partitioning import build
 
     path = tmp_path / "edges.parquet"
     pd.DataFrame({"src": [0, 1, 2], "dst": [1, 2, 0]}).astype("int32").to_parquet(path)
     frame = gpipe.read_edges(path)
-    builds.build(InProcess(), frame, directed=True, src="src", dst="dst", weight=None)
+    build.build(InProcess(), frame, directed=True, src="src", dst="dst", weight=None)
     assert sizes_seen and not sizes_seen[-1].input_resident and sizes_seen[-1].input_row_bytes == 8
 
 

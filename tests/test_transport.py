@@ -12,7 +12,7 @@ import pytest
 import gpipe
 from gpipe import graph as graphs
 from gpipe.engine.owners import messages, nccl, peers
-from gpipe.engine.owners import run as owners_run
+from gpipe.engine.owners.run import start_bfs
 from gpipe.engine.owners.connect import open_transport
 from gpipe.engine.owners.dask_comms import DaskTransport
 from gpipe.engine.owners.transport import TransportLost
@@ -133,11 +133,11 @@ def test_a_cpu_graph_keeps_dask_comms(dask_client2):
     with dask_client2.as_current():
         graph = gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=2), directed=True,
                                        partitions=2)
-        assert graph.num_partitions == 2 and graphs.built_of(graph).transport is None
+        assert graph.num_partitions == 2 and graphs.built_of(graph).nccl_group is None
         with dask.config.set({nccl.CONFIG_KEY: "auto"}):
             graph = gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=2), directed=True,
                                            partitions=2)
-            assert graphs.built_of(graph).transport is None  # pandas partitions: NCCL cannot serve
+            assert graphs.built_of(graph).nccl_group is None  # pandas partitions: NCCL cannot serve
         with dask.config.set({nccl.CONFIG_KEY: "nccl"}), pytest.raises(gpipe.InputError,
                                                                       match="nccl needs GPU"):
             gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=2), directed=True,
@@ -157,7 +157,7 @@ def test_an_owner_without_its_communicator_says_transport_lost():
 def test_a_lost_communicator_is_made_again_and_the_traversal_rerun(monkeypatch):
     class Built:
         layout = Layout(n=128, n_owners=2)
-        parts, ids, vertex_dtype, backend, transport = ["p0", "p1"], None, np.int64, "gpu", "old"
+        parts, ids, vertex_dtype, backend, nccl_group = ["p0", "p1"], None, np.int64, "gpu", "old"
         owner_ids = None
 
     class Executor:
@@ -175,6 +175,6 @@ def test_a_lost_communicator_is_made_again_and_the_traversal_rerun(monkeypatch):
     made = []
     monkeypatch.setattr(nccl, "make_group", lambda executor, layout, backend, fresh: made.append(fresh) or "new")
     built, executor = Built(), Executor()
-    handles = owners_run.bfs(executor, built, np.array([0, 70]), None, None, False, True)
+    handles = start_bfs(executor, built, np.array([0, 70]), None, None, False, True)
     assert handles == ["frame-0", "frame-1"]
-    assert executor.started == ["old", "new"] and built.transport == "new" and made == [True]
+    assert executor.started == ["old", "new"] and built.nccl_group == "new" and made == [True]

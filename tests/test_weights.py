@@ -21,7 +21,7 @@ from gpipe import InputError
 from gpipe.engine import execution
 from gpipe.graph import built_of
 from gpipe.io import validate
-from gpipe.partitioning import build as builder
+from gpipe.partitioning import build
 from gpipe.partitioning import weights
 from gpipe.partitioning.sizing import GraphSize
 from gpipe.tools.verify import check_sssp_tree
@@ -249,7 +249,7 @@ def test_sizing_counts_four_bytes_per_float32_weight():
     directed = [GraphSize(rows=10**6, n=10**5, directed=True, weighted=True, weight_itemsize=b)
                 for b in (8, 4)]
     assert directed[0].owner_build_bytes(1) - directed[1].owner_build_bytes(1) == 2 * 4 * 10**6
-    footers = builder.footer_size(type("F", (), {"rows": 10**6, "low": 0, "high": 10**5 - 1, "strings": False})(),
+    footers = build.footer_size(type("F", (), {"rows": 10**6, "low": 0, "high": 10**5 - 1, "strings": False})(),
                                   False, True, weight_itemsize=4)
     assert footers.weight_bytes == 4
 

@@ -40,6 +40,31 @@ class InputIds:
     values: np.ndarray
 
 
+def global_ids_of(built, executor, values, what: str | None = "source", *, on_owner: bool = False):
+    """The input ids ``values`` (Python ints or strs, or an int64/uint64 array) as global ids of
+    the graph ``built`` (:class:`gpipe.partitioning.build.Built`, its work run by ``executor``):
+    the one road from input ids to global ids, for every query.
+
+    Raises InputError naming the first value not in the graph (a ``what``: source, target);
+    with ``what=None``, -1 stands for each such value instead. With ``on_owner``, a one-owner
+    graph whose ids were renumbered gets the values back as :class:`InputIds`, which its
+    traversal looks up where it runs (no extra round trip; :func:`global_ids` there).
+    """
+    values = np.array(np.asarray(values).tolist(), dtype=object)  # as locate compares them
+    if values.size == 0:
+        return np.empty(0, dtype=np.int64)
+    if not built.renumbered:
+        found = present(built.layout, built.present_bits, values)
+    elif on_owner and built.layout.n_owners == 1:
+        return InputIds(values)
+    elif built.owner_ids is not None:  # each owner looks them up in its own ids
+        return locate_on_owners(executor, built.backend, built.owner_ids, values, what)
+    else:
+        located = executor.submit(locate, built.backend, built.ids, values)
+        found = np.asarray(executor.gather([located])[0], dtype=np.int64)
+    return found if what is None else checked(values, found, what)
+
+
 def global_ids(backend_name, ids, sources, what: str = "source") -> np.ndarray:
     """``sources`` as global ids: as they are, or :class:`InputIds` looked up in the sorted
     ``ids``. Raises InputError naming the first one (a ``what``) that is not in the graph."""

@@ -26,12 +26,11 @@ from gpipe.engine import backend as backends
 from gpipe.engine import sources as source_ids
 from gpipe.engine.compute import cpu_scipy
 from gpipe.engine.outcome import cycle_check_due, has_parent_cycle, raise_if_negative_loop_reached, report_end
-from gpipe.engine.owners import run as owners
 from gpipe.engine.owners.bfs import bfs_thresholds
+from gpipe.engine.owners.run import start_bfs, start_sssp
 from gpipe.engine.partition import Partition
 from gpipe.engine.result import BFS, SSSP, owner_frame
 from gpipe.errors import NegativeCycleError
-from gpipe.io import validate
 from gpipe.watch import progress
 
 @dataclass
@@ -43,7 +42,7 @@ class State:
     frontier: object
 
 
-def bfs(executor, built, sources: np.ndarray, depth_limit: int | None,
+def bfs_frames(executor, built, sources: np.ndarray, depth_limit: int | None,
         stats: list | None = None, *, parents: bool = True) -> list:
     """Handles to the per-owner result frames of a BFS from global ids ``sources`` (not waited
     for, unless ``stats`` is given); without their ``parent`` column when not ``parents`` (one
@@ -54,19 +53,19 @@ def bfs(executor, built, sources: np.ndarray, depth_limit: int | None,
     is a list, it receives one handle per owner to that owner's level statistics
     (:class:`gpipe.engine.owners.messages.OwnerSteps`); with one owner it is left empty. Asking for them
     costs one small task per owner (the owner task returns ``(frame, stats)``, split where it
-    ran).
+    ran). ``depth_limit`` is None or what :func:`gpipe.io.validate.depth_limit` returned: the
+    doors (:meth:`gpipe.Graph.bfs`, :func:`gpipe.bfs`) check it, the engine does not.
     """
-    depth_limit = validate.depth_limit(depth_limit)  # callers past Graph.bfs (bench) too
     if built.layout.n_owners == 1:  # the partition keeps the ids it needs (Partition.ids)
         return [executor.query(_bfs_one_owner, built.parts[0], sources, depth_limit,
                                built.vertex_dtype, parents, owner=0)]
     with_stats = stats is not None
-    handles = owners.bfs(executor, built, sources, depth_limit, bfs_thresholds(), with_stats,
+    handles = start_bfs(executor, built, sources, depth_limit, bfs_thresholds(), with_stats,
                          parents)
     return handles if not with_stats else _split_stats(executor, handles, stats)
 
 
-def sssp(executor, built, sources: np.ndarray, stats: list | None = None, *,
+def sssp_frames(executor, built, sources: np.ndarray, stats: list | None = None, *,
          parents: bool = True, max_distance: float | None = None) -> list:
     """Handles to the per-owner result frames of an SSSP from global ids ``sources`` (not waited
     for, unless ``stats`` is given).
@@ -85,7 +84,7 @@ def sssp(executor, built, sources: np.ndarray, stats: list | None = None, *,
         return [executor.query(_sssp_one_owner, built.parts[0], sources, built.negative_weights,
                                built.vertex_dtype, parents, max_distance, owner=0)]
     with_stats = stats is not None
-    handles = owners.sssp(executor, built, sources, with_stats, parents, max_distance)
+    handles = start_sssp(executor, built, sources, with_stats, parents, max_distance)
     return handles if not with_stats else _split_stats(executor, handles, stats)
 
 

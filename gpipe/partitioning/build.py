@@ -92,7 +92,7 @@ class Built:
     replicas: list | None = None
     # A multi-owner GPU graph whose owners talk over NCCL: the key of its communicator on the
     # owners' workers (gpipe.engine.owners.nccl); None where they use Dask's comms.
-    transport: str | None = None
+    nccl_group: str | None = None
     # Several owners with renumbered ids: per owner, a handle on its worker to the input ids of
     # its own vertices (gpipe.engine.sources.OwnerIds; gpipe.partitioning.numbering). A
     # result's parents are named by asking their owners (gpipe.engine.owners.parent_ids).
@@ -226,10 +226,10 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
             executor.submit(_packed_presence, part, owner=owner) for owner, part in enumerate(parts)])
     else:
         executor.wait(parts)
-    replica_workers = transport = None
+    replica_workers = nccl_group = None
     if layout.n_owners > 1:
         _release_build_memory(executor, backend_name, [*holders, *executor.holders(parts)])
-        transport = nccl.make_group(executor, layout, backend_name)
+        nccl_group = nccl.make_group(executor, layout, backend_name)
     if layout.n_owners == 1 and hasattr(executor, "replicate"):
         replica_workers = sizing.choose_replicas(size, memory, executor.workers[0], requested_replicas)
     executor.unpin()  # the graph's queries need its owners' workers alone
@@ -249,7 +249,7 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
         weight_dtype=stored_weights.name if stored_weights is not None else None,
         replica_workers=replica_workers,
         replica_size=size if replica_workers else None,
-        transport=transport,
+        nccl_group=nccl_group,
         owner_ids=owner_ids,
         owner_build_estimate=build_estimate,
     )

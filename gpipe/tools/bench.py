@@ -378,7 +378,7 @@ class _Bench:
         report["graph"].update(vertices=info["n"], present_vertices=graph.num_vertices,
                                directed_edges=info["directed_edges"], graph_bytes=info["bytes"],
                                owners=graph.num_partitions, weight_dtype=graph.weight_dtype,
-                               transport=("nccl" if graphs.built_of(graph).transport else "dask")
+                               transport=("nccl" if graphs.built_of(graph).nccl_group else "dask")
                                if graph.num_partitions > 1 else None)
         peak = builds[-1]["peak_device_bytes"]
         report["build"] = {

@@ -85,9 +85,9 @@ def traverse_frames(graph, kind, global_sources):
     """What ``graph.bfs``/``graph.sssp`` runs, up to the per-owner result partitions, waited for."""
     ex, built = graphs.executor_of(graph), graphs.built_of(graph)
     if kind == BFS:
-        frames = traverse.bfs(ex, built, np.asarray(global_sources, dtype=np.int64), None)
+        frames = traverse.bfs_frames(ex, built, np.asarray(global_sources, dtype=np.int64), None)
     else:
-        frames = traverse.sssp(ex, built, np.asarray(global_sources, dtype=np.int64))
+        frames = traverse.sssp_frames(ex, built, np.asarray(global_sources, dtype=np.int64))
     ex.wait(frames)
     return frames
 
@@ -167,9 +167,9 @@ def owner_steps(graph, kind, global_sources):
     handles = []
     sources = np.asarray(global_sources, dtype=np.int64)
     if kind == SSSP:
-        ex.wait(traverse.sssp(ex, built, sources, stats=handles))
+        ex.wait(traverse.sssp_frames(ex, built, sources, stats=handles))
     else:
-        ex.wait(traverse.bfs(ex, built, sources, None, stats=handles))
+        ex.wait(traverse.bfs_frames(ex, built, sources, None, stats=handles))
     return [dict(dataclasses.asdict(s), steps=sum(s.messages), kernel_s=sum(s.kernel_s),
                  wait_s=sum(s.wait_s), kernel_s_steps=s.kernel_s, wait_s_steps=s.wait_s)
             for s in ex.gather(handles)]

@@ -1,5 +1,8 @@
 """Progress of a traversal while it runs: log records and Dask worker events.
 
+Users know this module as ``gpipe.progress``: ``gpipe/__init__.py`` registers it under that
+name too (the same module object, not a copy).
+
 Owner tasks call :func:`level` after each level (or relaxation round) and :func:`done` at the
 end. Each call becomes a ``logging`` record under the ``gpipe.progress`` logger of the process
 that runs the owner (the worker's log, or this process without a cluster) and, on a Dask

@@ -82,6 +82,7 @@ import numba
 import numpy as np
 
 from gpipe.engine.compute import atomics
+from gpipe.engine.compute.directions import ALPHA, BETA
 from gpipe.engine.compute.cpu_jit import (BOOL, BOOLS, FLOAT64, FLOAT64S, INT32S, INT64, INT64S, each_index,
                                           each_index_and_weight, kernel)
 from gpipe.engine.compute.cpu_csr import build_csr, build_csr_pieces  # noqa: F401 (the contract)
@@ -104,16 +105,12 @@ from gpipe.engine.compute.cpu_sssp_ring import sssp_owner_advance, sssp_owner_me
 
 _kernel = numba.njit(cache=True, nogil=True)
 
-# Direction-optimizing BFS: GAPBS's switch thresholds [2] and the smallest top-down step worth
-# a parallel region (below it, one thread finishes before the others would have started).
-ALPHA = 15
-BETA = 18
+# Direction-optimizing BFS (its switch thresholds, GAPBS's [2]: gpipe.engine.compute.directions):
+# the smallest top-down step worth a parallel region (below it, one thread finishes before the
+# others would have started).
 SERIAL_EDGES = 1 << 14
 # Chunks per thread of a parallel top-down step (edge-balanced; a few per thread absorb hubs).
 CHUNKS_PER_THREAD = 4
-
-_EMPTY_IDS = np.empty(0, dtype=np.int64)
-_EMPTY_DISTS = np.empty(0, dtype=np.float64)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -56,12 +56,12 @@ import numpy as np
 from gpipe.engine.compute import atomics
 from gpipe.engine.compute.cpu_delta import delta_stepping
 from gpipe.engine.compute.cpu_jit import BOOL, FLOAT64, INT64, INT64S, each_index, each_index_and_weight, kernel
+from gpipe.engine.compute.directions import ALPHA
 from gpipe.errors import NegativeCycleError
 from numba import types
 
 BFS_BATCH_WIDTH = 64  # bits of one int64 word per vertex
 SSSP_BATCH_WIDTH = 32  # sources per sssp_batch call from the driver: k*n*16 bytes resident
-ALPHA = 15  # go bottom-up when the frontier's out-edges exceed 1/ALPHA of all edges
 
 INT32S_2D = types.int32[:, ::1]
 INT64S_2D = types.int64[:, ::1]

@@ -23,7 +23,7 @@ import cupy
 from gpipe.engine.compute import cuda_sources
 from gpipe.engine.compute.cuda_sources import COMPILE_OPTIONS, source_dir, source_text  # noqa: F401
 
-BLOCK = 256  # threads per block; a multiple of 32 (the kernels' warp-wide ballots need it)
+BLOCK = 256  # threads per block (kBlock in util.cu); a multiple of 32 (the kernels' warp-wide ballots need it)
 BLOCKS_PER_SM = 16  # grid-stride cap: a few waves of resident blocks, then each thread loops
 
 # C++ index type of each dtype `indices` may have (ARCHITECTURE.md: int32, int64 if n >= 2**31).

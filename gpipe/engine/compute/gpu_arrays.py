@@ -26,8 +26,7 @@ from gpipe.engine.compute import cuda
 from gpipe.engine.compute.cuda_sources import INTEGER_TYPES, WIDTH_TYPES
 
 _SOURCE = "util.cu"
-BLOCK = 256  # kBlock in util.cu: threads of a nonzero_* block
-TILE = BLOCK * 8  # kTile in util.cu: items per nonzero_* block
+TILE = cuda.BLOCK * 8  # kTile in util.cu: items per nonzero_* block (of cuda.BLOCK threads, kBlock there)
 _UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}  # the view of each width
 _INT64 = np.dtype(np.int64)
 _ZERO_TEST_TYPES = {np.dtype(np.bool_): "unsigned char", np.dtype(np.int32): "int",
@@ -232,7 +231,7 @@ def _tile_counts(bools, n: int):
     """``[0, nonzeros of tile 0, nonzeros of tile 1, ...]`` (int64) of a bool array of ``n > 0``."""
     tiles = -(-n // TILE)
     counts = cupy.zeros(tiles + 1, dtype=np.int64)
-    _kernel("nonzero_count", "unsigned char")((tiles,), (BLOCK,), (bools, np.int64(n), counts[1:]))
+    _kernel("nonzero_count", "unsigned char")((tiles,), (cuda.BLOCK,), (bools, np.int64(n), counts[1:]))
     return counts
 
 
@@ -255,7 +254,7 @@ def flatnonzero(bools) -> cupy.ndarray:
     out = cupy.empty(int(starts[-1]), dtype=np.int64)
     if out.size:
         tiles = starts.size - 1
-        _kernel("nonzero_write", "unsigned char")((tiles,), (BLOCK,), (bools, np.int64(n), starts, out))
+        _kernel("nonzero_write", "unsigned char")((tiles,), (cuda.BLOCK,), (bools, np.int64(n), starts, out))
     return out
 
 

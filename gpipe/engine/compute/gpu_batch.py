@@ -15,6 +15,7 @@ import numpy as np
 import cupy
 
 from gpipe.engine.compute import cuda, gpu_arrays
+from gpipe.engine.compute.directions import ALPHA, BETA, GAMMA
 from gpipe.errors import NegativeCycleError
 
 _BFS = "bfs_batch.cu"
@@ -28,9 +29,6 @@ BFS_BATCH_WIDTH = 64
 # where device memory is short, see _SSSP_BYTES_PER_PAIR).
 SSSP_BATCH_WIDTH = 64
 
-ALPHA = 15.0  # direction switches, as gpu_bfs (Beamer's alpha and beta, our gamma)
-BETA = 18.0
-GAMMA = 8.0
 
 _INF_BITS = 0x7FF0000000000000
 # Device bytes per (source, vertex) pair of an sssp_batch traversal: dist, parent, parent edge

@@ -8,6 +8,7 @@ import functools
 import cupy
 
 from gpipe.engine.compute import cuda, gpu_arrays
+from gpipe.engine.compute.directions import ALPHA, BETA, GAMMA
 
 _SOURCE = "bfs.cu"
 
@@ -92,10 +93,6 @@ _PERSISTENT_SOURCE = "bfs_persistent.cu"
 _PERSISTENT_KERNEL = "bfs_persistent"
 _PERSISTENT_BLOCK = 512  # kBlock in bfs_persistent.cu
 _TRACE_COLUMNS = 5
-
-ALPHA = 15.0
-BETA = 18.0
-GAMMA = 8.0
 
 
 @functools.lru_cache(maxsize=None)

@@ -22,10 +22,11 @@ import dask
 import numpy as np
 
 from gpipe.engine import backend as backends
+from gpipe.engine.compute.directions import ALPHA, BETA, GAMMA
 from gpipe.engine.outcome import report_end
 from gpipe.engine.owners import messages
 from gpipe.engine.owners.bfs_levels import BOTTOM_UP, TOP_DOWN, bfs_levels_arrays
-from gpipe.engine.owners.connect import owner_result
+from gpipe.engine.owners.owner_result import owner_result
 from gpipe.engine.partition import Layout, Partition
 from gpipe.engine.result import BFS
 from gpipe.errors import InputError
@@ -56,9 +57,9 @@ class Thresholds:
     runs (:meth:`fixed_levels`).
     """
 
-    alpha: float = 15.0
-    beta: float = 18.0
-    gamma: float = 8.0
+    alpha: float = ALPHA
+    beta: float = BETA
+    gamma: float = GAMMA
     pairs: float = 1.0
     levels: str = "auto"  # Dask config gpipe.bfs-levels: which loop an undirected graph runs
 

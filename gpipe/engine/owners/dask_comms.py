@@ -71,8 +71,3 @@ class DaskTransport(Transport):
         for q, got in enumerate(received):
             if got is not None:
                 recv[q * slot:(q + 1) * slot] = self._xp.asarray(got[0])
-
-    def check(self):
-        check = getattr(self.channel, "check", None)
-        if check is not None:
-            check()

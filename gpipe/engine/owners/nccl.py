@@ -4,7 +4,7 @@ A graph built on several GPU workers, one per device, gets an NCCL communicator 
 owners (:func:`make_group`): owner 0's worker draws NCCL's unique id, the client hands it to
 every owner, and the owners join together (``ncclCommInitRank``, one rank per owner, on the
 device of its worker). Each owner's worker keeps its end in :data:`GROUPS` under the group's
-key, which the graph keeps (``Built.transport``) and every query passes to its owners. Graphs
+key, which the graph keeps (``Built.nccl_group``) and every query passes to its owners. Graphs
 of one client on the same owners share one communicator, and its traversals take turns.
 
 A traversal's kernels and its steps (:class:`NcclTransport`) run on one non-blocking stream of

@@ -2,7 +2,7 @@
 
 Every owner runs its loop (:func:`gpipe.engine.owners.bfs.bfs_owner`,
 :func:`gpipe.engine.owners.sssp.sssp_owner`) as one long call on its worker, all started together
-(``Executor.run_together``); the loops talk over the graph's transport (``Built.transport``:
+(``Executor.run_together``); the loops talk over the graph's transport (``Built.nccl_group``:
 an NCCL communicator's key, or None for Dask's comms). Traversals over one NCCL communicator take
 turns (on this client); a communicator that an earlier failure aborted is made again here,
 once, and the traversal rerun.
@@ -16,12 +16,12 @@ from gpipe.engine.owners.sssp import sssp_owner
 from gpipe.engine.owners.transport import TransportLost
 
 
-def bfs(executor, built, sources, depth_limit, thresholds, with_stats: bool, parents: bool) -> list:
+def start_bfs(executor, built, sources, depth_limit, thresholds, with_stats: bool, parents: bool) -> list:
     """One handle per owner to its BFS result frame (``(frame, stats)`` with ``with_stats``)."""
     return _run(executor, built, sources, bfs_owner, depth_limit, thresholds, with_stats, parents)
 
 
-def sssp(executor, built, sources, with_stats: bool, parents: bool, max_distance) -> list:
+def start_sssp(executor, built, sources, with_stats: bool, parents: bool, max_distance) -> list:
     """One handle per owner to its SSSP result frame (``(frame, OwnerSteps)`` with
     ``with_stats``)."""
     return _run(executor, built, sources, sssp_owner, built.negative_weights, with_stats, parents,
@@ -32,7 +32,7 @@ def _run(executor, built, sources, owner_loop, *options) -> list:
     try:
         return _start(executor, built, sources, owner_loop, *options)
     except TransportLost:
-        built.transport = nccl.make_group(executor, built.layout, built.backend, fresh=True)
+        built.nccl_group = nccl.make_group(executor, built.layout, built.backend, fresh=True)
         return _start(executor, built, sources, owner_loop, *options)
 
 
@@ -43,8 +43,8 @@ def _start(executor, built, sources, owner_loop, *options) -> list:
     owners = layout.owner_of(sources)
     ids = built.owner_ids or [built.ids] * layout.n_owners
     calls = [(built.parts[p], ids[p], layout, sources[owners == p] - layout.offset(p),
-              built.transport, *options, built.vertex_dtype) for p in range(layout.n_owners)]
-    if built.transport is None:
+              built.nccl_group, *options, built.vertex_dtype) for p in range(layout.n_owners)]
+    if built.nccl_group is None:
         return executor.run_together(owner_loop, calls)
     with nccl.turn():
         handles = executor.run_together(owner_loop, calls)

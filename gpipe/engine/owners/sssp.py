@@ -26,7 +26,7 @@ from gpipe.engine import backend as backends
 from gpipe.engine.compute import owner_state
 from gpipe.engine.outcome import cycle_check_due, has_parent_cycle, raise_if_negative_loop_reached, report_end
 from gpipe.engine.owners import messages
-from gpipe.engine.owners.connect import owner_result
+from gpipe.engine.owners.owner_result import owner_result
 from gpipe.engine.partition import Layout, Partition
 from gpipe.engine.result import SSSP
 from gpipe.errors import NegativeCycleError

@@ -8,6 +8,7 @@ from gpipe import paths as path_rows
 from gpipe.engine import backend as backends
 from gpipe.engine import execution, result, traverse
 from gpipe.engine import sources as source_ids
+from gpipe.engine.view import EngineView
 from gpipe.errors import GraphLost, InputError, NegativeCycleError, NoPath, on_undirected, plain
 from gpipe.io import validate
 from gpipe.partitioning import build
@@ -161,6 +162,13 @@ class Graph:
     def backend(self) -> str:
         """``"gpu"`` when the partitions hold cuDF/CuPy data, else ``"cpu"``."""
         return self._built.backend
+
+    @property
+    def engine(self) -> EngineView:
+        """The graph as its engine holds it (:class:`gpipe.engine.view.EngineView`: the build,
+        the executor, traversals up to the owners' frames): the interface of gpipe's tools and
+        tests below the queries, not for users; made anew on each access."""
+        return EngineView(self._built, self._executor)
 
     def bfs(self, source, *, depth_limit=None, parents=True):
         """Breadth-first search from ``source``: hop distances and a BFS tree.
@@ -561,9 +569,7 @@ class Graph:
         self._executor = self._built.executor
 
     def _frame(self, frames, kind, parents=True):
-        built = self._built
-        meta = result.meta(built.backend, kind, built.vertex_dtype, parents)
-        return self._recorded(self._executor.to_frame(frames, meta, built.rows))
+        return self._recorded(self.engine.result_frame(frames, kind, parents))
 
     def _recorded(self, frame):
         """``frame``, a result, with the graph's input paths recorded for it (:mod:`gpipe.io.origin`),
@@ -573,12 +579,6 @@ class Graph:
 
             origin.record(frame, origin.Origin(paths=self.inputs))
         return frame
-
-    def _global_sources(self, source) -> np.ndarray:
-        """Global ids of the input ids in ``source``; InputError naming the first one not in the graph."""
-        self._executor.check_open()
-        values = validate.sources(source, strings=self._built.string_ids)
-        return source_ids.global_ids_of(self._built, self._executor, values)
 
     def _query_sources(self, source, what="source"):
         """What a query's traversal takes as its sources (:mod:`gpipe.engine.sources`): global ids, or
@@ -609,28 +609,3 @@ class Graph:
             f"Graph({count}={sum(built.rows) if built.renumbered else built.layout.n}, edges={built.n_edges_input}, partitions={self.num_partitions}, "
             f"backend={self.backend!r}, weighted={self.weight is not None}, directed={self.directed})"
         )
-
-
-# --- what gpipe's own layers take from a Graph (gpipe.each, the bench); not public API -------
-
-
-def built_of(graph: Graph):
-    """What ``graph`` was built into (:class:`gpipe.partitioning.build.Built`: partitions, layout, ids)."""
-    return graph._built
-
-
-def executor_of(graph: Graph):
-    """The :class:`gpipe.engine.execution.Executor` that runs ``graph``'s work on its owners."""
-    return graph._executor
-
-
-def result_frame(graph: Graph, frames: list, kind: str, parents: bool = True):
-    """The Dask DataFrame of the per-owner result ``frames`` of a ``kind`` traversal of
-    ``graph``, as its queries return it."""
-    return graph._frame(frames, kind, parents)
-
-
-def global_sources(graph: Graph, source) -> np.ndarray:
-    """Global ids of the input ids in ``source``; InputError naming the first one not in the
-    graph."""
-    return graph._global_sources(source)

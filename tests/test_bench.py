@@ -18,7 +18,6 @@ import pytest
 
 import gpipe
 from gpipe import generators
-from gpipe import graph as graphs
 from gpipe.engine import traverse
 from gpipe.tools import bench, bench_checks, bench_graphs, bench_report, cli
 from gpipe.tools.verify import check_no_parent_cycle, check_traversal_arrays
@@ -46,7 +45,7 @@ def kron_part():
     edges = generators.kronecker_edges(8, weights=True, seed=3)
     frame = dd.from_delayed([dask.delayed(edges, name="test-bench-kron8")], meta=edges.iloc[:0])
     graph = gpipe.Graph.from_edges(frame, directed=False, weight="weight")
-    part = graphs.built_of(graph).parts[0]
+    part = graph.engine.built.parts[0]
     source = int(np.argmax(np.diff(part.indptr)))  # the highest-degree vertex: a big component
     return part, source
 
@@ -360,7 +359,7 @@ def test_check_frame_on_two_owners_sends_the_arrays_outside_the_tasks(dask_clien
     edges = generators.kronecker_edges(13, seed=5)
     with dask_client2.as_current(), dask.config.set({"distributed.admin.large-graph-warning-threshold": "48kB"}):
         graph = gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=2), directed=False, partitions=2)
-        built = graphs.built_of(graph)
+        built = graph.engine.built
         assert built.layout.n_owners == 2 and 12 * built.layout.n > 48 * 1024  # what each task carried
         source = int(edges.src.iloc[0])
         frame = graph.bfs(source).compute()
@@ -398,7 +397,7 @@ def test_frame_check_matches_array_check(kron_part):
     frame = dd.from_pandas(edges, npartitions=2)
     graph = gpipe.Graph.from_edges(frame, directed=False)
     result = graph.bfs(int(edges.src.iloc[0])).compute()
-    sources = graphs.global_sources(graph, int(edges.src.iloc[0]))
+    sources = graph.engine.global_ids(int(edges.src.iloc[0]))
     stats, _ = bench_checks.check_frame(graph, "bfs", result, sources)
     assert stats["reached"] == int(result.distance.notna().sum())
     wrong = result.copy()

@@ -216,7 +216,7 @@ def test_dask_moves_a_partition_as_its_arrays(family):
 
         frame = cudf.from_pandas(frame)
     graph = gpipe.Graph.from_edges(frame, directed=True, weight="w")
-    part = gpipe.graph.built_of(graph).parts[0]
+    part = graph.engine.built.parts[0]
     from dask.sizeof import sizeof
 
     assert sizeof(part) >= part.nbytes  # what the scheduler weighs before moving a task to it

@@ -25,7 +25,6 @@ import gpipe.engine.compute.cpu
 import kernel_graphs
 import reference
 from gpipe.errors import InputError, NegativeCycleError
-from gpipe import graph as graphs
 
 
 # ---------------------------------------------------------------------------------------------
@@ -353,7 +352,7 @@ def test_the_owner_keeps_the_original_once_the_copies_are_made(cluster_client):
 
     edges = reference.random_edges(n=500, m=2000, seed=19)
     graph = gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=2), directed=False)
-    built, executor = graphs.built_of(graph), graphs.executor_of(graph)
+    built, executor = graph.engine.built, graph.engine.executor
     original, copy = build.copies(built)
     assert build.copies(built) == [original, copy]  # made once
     distributed.wait([copy])
@@ -370,7 +369,7 @@ def test_batches_run_on_every_replica_and_answer_as_one_replica(cluster_client):
     sources = sources_of(edges, 320, seed=10)
     graph = gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=2), directed=False)
     assert graph.num_partitions == 1 and graph.replicas == 2
-    built = graphs.built_of(graph)
+    built = graph.engine.built
     assert built.replicas is None, "the build made the copies: the first batch call should"
     with get_task_stream(cluster_client) as stream:
         got = graph.bfs_each(sources).compute()
@@ -397,7 +396,7 @@ def test_a_worker_without_room_when_the_copies_are_made_gets_none(cluster_client
     assert graph.replicas == 2
     with dask.config.set({sizing.FRACTION_KEY: 1e-12}):
         got = graph.bfs_each(sources).compute()
-    built = graphs.built_of(graph)
+    built = graph.engine.built
     assert graph.replicas == 1 and built.replicas == built.parts  # no copy was made
     assert_rows(got, expected_rows(edges, sources, directed=False))
 
@@ -440,7 +439,7 @@ def test_a_worker_killed_during_a_batch_is_recomputed_from_lineage(tmp_path):
         graph = gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=2), weight="weight")
         assert graph.replicas == 2
         result = graph.sssp_each(sources, parents=True)
-        copy = graphs.built_of(graph).replicas[1]  # the owner keeps the original, whose loss loses the graph
+        copy = graph.engine.built.replicas[1]  # the owner keeps the original, whose loss loses the graph
         (copy_worker,) = client.who_has([copy])[copy.key]
         client.run(_dying_batch, str(tmp_path / "killed"), workers=[copy_worker])
         got = result.compute()
@@ -522,7 +521,7 @@ def test_batches_over_an_nccl_communicator_take_turns(dask_client2):
     with dask_client2.as_current():
         graph = gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=2), directed=False,
                                        partitions=2)
-        built = graphs.built_of(graph)
+        built = graph.engine.built
 
         def waits_on(frame):
             from dask.core import get_dependencies

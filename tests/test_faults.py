@@ -14,7 +14,6 @@ import pandas as pd
 import pytest
 
 import gpipe
-from gpipe import graph as graphs
 from gpipe.engine import execution
 import reference
 
@@ -47,7 +46,7 @@ def test_a_worker_killed_between_build_and_query(client):
     source = int(edges["src"].iloc[0])
     graph = gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=3), directed=False,
                                    weight="weight", partitions=2)
-    kill_worker(client, graphs.executor_of(graph).workers[1])
+    kill_worker(client, graph.engine.executor.workers[1])
     start = time.monotonic()
     out = graph.sssp(source).compute()
     assert time.monotonic() - start < DEADLINE_S
@@ -59,7 +58,7 @@ def test_a_one_owner_graph_whose_worker_is_killed_is_rebuilt(client):
     source = int(edges["src"].iloc[0])
     graph = gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=3), directed=True)
     assert graph.num_partitions == 1
-    kill_worker(client, graphs.executor_of(graph).workers[0])
+    kill_worker(client, graph.engine.executor.workers[0])
     start = time.monotonic()
     out = graph.bfs(source).compute()
     assert time.monotonic() - start < DEADLINE_S
@@ -80,11 +79,11 @@ def test_an_owner_killed_during_a_direct_query_is_a_lost_graph(client):
     edges = reference.random_edges(n=300, m=1200, seed=23)
     graph = gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=2), directed=True)
     assert graph.num_partitions == 1
-    executor = graphs.executor_of(graph)
+    executor = graph.engine.executor
     threading.Timer(1.0, kill_worker, (client, executor.workers[0])).start()
     start = time.monotonic()
     with pytest.raises(gpipe.GraphLost, match="left the cluster"):
-        executor.query(_slow_query, graphs.built_of(graph).parts[0], 30, owner=0)
+        executor.query(_slow_query, graph.engine.built.parts[0], 30, owner=0)
     assert time.monotonic() - start < DEADLINE_S
 
 
@@ -126,7 +125,7 @@ def test_a_worker_killed_mid_traversal(client):
     middle. The survivor notices within seconds, and the query runs again on a rebuilt graph."""
     edges = path_edges(2500)
     graph = gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=2), directed=True, partitions=2)
-    victim = graphs.executor_of(graph).workers[1]
+    victim = graph.engine.executor.workers[1]
     killer = threading.Timer(1.5, kill_worker, args=(client, victim))
     start = time.monotonic()
     killer.start()
@@ -184,8 +183,9 @@ def test_running_out_of_memory_in_a_task_names_the_partition(client):
     def _bfs_one_owner(part, *args):
         raise MemoryError("Out of memory allocating 1,000,000,000 bytes")
 
+    ex, part = graph.engine.executor, graph.engine.built.parts[0]
     with pytest.raises(gpipe.OutOfMemory, match=r"gpipe-bfs on partition 0 \(\d+ vertices, \d+ stored edges.* on worker tcp://.* ran out of host memory asking for 1,000,000,000 bytes"):
-        graphs.executor_of(graph).gather([graphs.executor_of(graph).submit(_bfs_one_owner, graphs.built_of(graph).parts[0], owner=0)])
+        ex.gather([ex.submit(_bfs_one_owner, part, owner=0)])
     assert tasks.task_name(_bfs_one_owner) == "gpipe-bfs"
 
 
@@ -214,7 +214,7 @@ def test_a_cuda_worker_killed_mid_traversal(cuda_client):
     edges = path_edges(1500)
     frame = dd.from_pandas(edges, npartitions=2).to_backend("cudf")
     graph = gpipe.Graph.from_edges(frame, directed=True, partitions=2)
-    killer = threading.Timer(1.0, kill_worker, args=(cuda_client, graphs.executor_of(graph).workers[1]))
+    killer = threading.Timer(1.0, kill_worker, args=(cuda_client, graph.engine.executor.workers[1]))
     start = time.monotonic()
     killer.start()
     try:
@@ -269,14 +269,14 @@ def test_a_worker_that_only_held_input_may_leave_after_the_build(client):
     assert len(holders) == 2  # the input is on both workers
     graph = gpipe.Graph.from_edges(frame, directed=True)
     assert graph.num_partitions == 1
-    built = graphs.built_of(graph)
-    (other,) = holders - set(graphs.executor_of(graph).workers)
+    built = graph.engine.built
+    (other,) = holders - set(graph.engine.executor.workers)
     kill_worker(client, other)
     deadline = time.monotonic() + DEADLINE_S
     while other in client.scheduler_info()["workers"] and time.monotonic() < deadline:
         time.sleep(0.1)
     out = graph.bfs(source).compute()
     reference.assert_distances(out, reference.expected_bfs(edges, [source], directed=True))
-    executor = graphs.executor_of(graph)  # a wait long enough to look at the workers
+    executor = graph.engine.executor  # a wait long enough to look at the workers
     executor.wait([executor.submit(_sleep, 2 * execution.WATCH_S, owner=0)])
-    assert graphs.built_of(graph) is built
+    assert graph.engine.built is built

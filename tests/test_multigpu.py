@@ -14,8 +14,6 @@ import pytest
 import gpipe
 import reference
 from conftest import multigpu_devices
-from gpipe import graph as graphs
-from gpipe.engine import traverse
 from gpipe.engine.owners import bfs as owners_bfs
 from test_api import BFS_CASES, check_frame, run_bfs, run_sssp, sorted_frame, sssp_case
 from test_peers import MIXED, check_directions, check_tree
@@ -100,15 +98,14 @@ def test_bfs_in_every_direction_with_stats(multigpu_engine, directed, direction)
     graph = gpipe.Graph.from_edges(multigpu_engine.frame(edges, npartitions=4), directed=directed)
     with dask.config.set({owners_bfs.DIRECTION_KEY: direction}):
         for query, depth_limit in ((sources[:1], None), (sources, None), (sources, 3)):
-            stats = []
-            frames = traverse.bfs_frames(graphs.executor_of(graph), graphs.built_of(graph), graphs.global_sources(graph, query),
-                                  depth_limit, stats=stats)
-            got = multigpu_engine.pandas(graphs.result_frame(graph, frames, "bfs").compute())
+            engine = graph.engine
+            run = engine.traverse("bfs", engine.global_ids(query), depth_limit=depth_limit, steps=True)
+            got = multigpu_engine.pandas(engine.result_frame(run.frames, "bfs").compute())
             reference.assert_distances(got, reference.expected_bfs(edges, query, directed=directed,
                                                                    depth_limit=depth_limit))
             check_tree(got, edges, directed)
             if depth_limit is None:
-                check_directions(graphs.executor_of(graph).gather(stats), direction, directed)
+                check_directions(run.steps, direction, directed)
 
 
 def test_sssp_owners_report_their_steps(multigpu_engine):

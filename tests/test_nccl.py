@@ -16,7 +16,6 @@ import pytest
 import gpipe
 import reference
 from conftest import multigpu_devices
-from gpipe import graph as graphs
 from gpipe.engine.owners import nccl
 
 pytestmark = [pytest.mark.multigpu, pytest.mark.timeout(300)]
@@ -49,7 +48,7 @@ def test_every_owner_talks_nccl_and_answers_as_the_references(multigpu, directed
     sources = reference.pick_sources(edges, 3, seed=61)
     graph = gpipe.Graph.from_edges(cudf_frame(edges), directed=directed, weight="weight",
                                    partitions=owners(multigpu))
-    assert (graphs.built_of(graph).nccl_group is not None) == distinct_gpus()
+    assert (graph.transport == "nccl") == distinct_gpus()
     bfs = graph.bfs(sources).compute().to_pandas()
     reference.assert_distances(bfs, reference.expected_bfs(edges, sources, directed=directed))
     for depth_limit in (1, 3):
@@ -69,7 +68,7 @@ def test_nccl_and_dask_comms_agree(multigpu):
         with dask.config.set({nccl.CONFIG_KEY: setting}):
             graph = gpipe.Graph.from_edges(cudf_frame(edges), directed=False, weight="weight",
                                            partitions=owners(multigpu))
-            assert (graphs.built_of(graph).nccl_group is None) == (setting == "dask" or not distinct_gpus())
+            assert (graph.transport != "nccl") == (setting == "dask" or not distinct_gpus())
             answers.append([graph.bfs(source).compute().to_pandas(),
                             graph.sssp(source).compute().to_pandas()])
     for nccl_frame, dask_frame in zip(*answers):
@@ -102,11 +101,11 @@ def test_a_communicator_aborted_on_one_worker_is_made_again(multigpu):
     edges = reference.random_edges(2000, 8000, seed=64)
     source = reference.pick_sources(edges, 1, seed=64)
     graph = gpipe.Graph.from_edges(cudf_frame(edges), directed=False, partitions=owners(multigpu))
-    first = graphs.built_of(graph).nccl_group
-    multigpu.run(nccl.drop, first, workers=[graphs.executor_of(graph).workers[-1]])
+    first = graph.engine.built.nccl_group
+    multigpu.run(nccl.drop, first, workers=[graph.engine.executor.workers[-1]])
     out = graph.bfs(source).compute().to_pandas()
     reference.assert_distances(out, reference.expected_bfs(edges, source, directed=False))
-    assert graphs.built_of(graph).nccl_group not in (None, first)
+    assert graph.engine.built.nccl_group not in (None, first)
 
 
 def test_many_graphs_and_traversals_over_one_communicator(multigpu):
@@ -154,7 +153,7 @@ def test_an_owner_that_fetches_an_argument_from_a_traversing_peer_does_not_stall
     p = owners(multigpu)
     edges = reference.random_edges(300, 900, seed=66)
     graph = gpipe.Graph.from_edges(cudf_frame(edges), directed=False, partitions=p)
-    executor, group = graphs.executor_of(graph), graphs.built_of(graph).nccl_group
+    executor, group = graph.engine.executor, graph.engine.built.nccl_group
     held = multigpu.submit(cupy.arange, 1000, workers=[executor.workers[0]], pure=False)
     executor.wait([held])
     handles = executor.run_together(_one_step, [(group, p, held)] * p)

@@ -19,7 +19,6 @@ import pytest
 import gpipe
 import reference
 from conftest import Engine, engine_params
-from gpipe import graph as graphs
 from gpipe.engine import execution
 from gpipe.engine.sources import OwnerIds
 from gpipe.partitioning import build, numbering
@@ -154,7 +153,7 @@ def test_no_worker_holds_every_distinct_id(dask_client2, kind):
     with dask_client2.as_current(), dask.config.set({"gpipe.partitions": 2}):
         frame = Engine("cluster", dask_client2).frame(twin, 4)
         graph = gpipe.Graph.from_edges(frame)
-        built = graphs.built_of(graph)
+        built = graph.engine.built
         executor = execution.current(dask_client2)
         owned = executor.gather(built.owner_ids)
         inputs = executor.partitions(frame[["src", "dst"]])

@@ -13,7 +13,6 @@ import pytest
 import gpipe
 import reference
 from conftest import Engine
-from gpipe import graph as graphs
 from gpipe.engine import execution, traverse
 from gpipe.engine.owners import bfs as owners_bfs
 from gpipe.engine.owners import messages, peers
@@ -101,9 +100,9 @@ def test_each_owner_holds_its_own_copy_of_renumbered_ids(cluster, dask_client2):
     a key of its own, so that no query fetches them from a peer that is already traversing."""
     edges = reference.random_edges(300, 900, seed=5, ids="sparse")
     graph = gpipe.Graph.from_edges(Engine("pandas").frame(edges, 2), directed=False)
-    copies = graphs.built_of(graph).owner_ids
+    copies = graph.engine.built.owner_ids
     held = dask_client2.who_has(copies)
-    assert [held[c.key] for c in copies] == [(w,) for w in graphs.executor_of(graph).workers]
+    assert [held[c.key] for c in copies] == [(w,) for w in graph.engine.executor.workers]
     source = reference.pick_sources(edges, 1, seed=5)
     out = graph.bfs(source).compute()
     reference.assert_distances(out, reference.expected_bfs(edges, source, directed=False))
@@ -220,12 +219,11 @@ MIXED = {"alpha": 1e9, "beta": 1e-9, "gamma": 1e9}  # change direction at every 
 
 
 def bfs_with_stats(graph, sources, depth_limit=None):
-    """``graph.bfs`` computed, and the owners' level statistics (traverse.bfs_frames(stats=...))."""
-    stats = []
-    frames = traverse.bfs_frames(graphs.executor_of(graph), graphs.built_of(graph), graphs.global_sources(graph, sources), depth_limit,
-                          stats=stats)
-    assert len(stats) == graph.num_partitions
-    return graphs.result_frame(graph, frames, "bfs").compute(), graphs.executor_of(graph).gather(stats)
+    """``graph.bfs`` computed, and the owners' level statistics (``graph.engine.traverse(steps=True)``)."""
+    engine = graph.engine
+    run = engine.traverse("bfs", engine.global_ids(sources), depth_limit=depth_limit, steps=True)
+    assert len(run.steps) == graph.num_partitions
+    return engine.result_frame(run.frames, "bfs").compute(), run.steps
 
 
 def check_directions(stats, direction, directed):
@@ -280,7 +278,8 @@ def test_bfs_stats_are_asked_for_only(cluster):
     edges = reference.random_edges(n=400, m=1600, seed=5)
     graph = gpipe.Graph.from_edges(dask.dataframe.from_pandas(edges, npartitions=2), directed=False)
     source = int(edges["src"].iloc[0])
-    frames = traverse.bfs_frames(graphs.executor_of(graph), graphs.built_of(graph), graphs.global_sources(graph, source), None)
+    engine = graph.engine
+    frames = traverse.bfs_frames(engine.executor, engine.built, engine.global_ids(source), None)
     assert all(f.key.startswith("gpipe-bfs-") for f in frames)
     _, stats = bfs_with_stats(graph, source)
     for s in stats:
@@ -367,12 +366,9 @@ def _grid(side, seed):
 
 
 def _sssp_with_stats(graph, source):
-    from gpipe.engine import traverse
-
-    stats = []
-    executor = graphs.executor_of(graph)
-    frames = traverse.sssp_frames(executor, graphs.built_of(graph), graphs.global_sources(graph, source), stats=stats)
-    return graphs.result_frame(graph, frames, "sssp").compute(), executor.gather(stats)
+    engine = graph.engine
+    run = engine.traverse("sssp", engine.global_ids(source), steps=True)
+    return engine.result_frame(run.frames, "sssp").compute(), run.steps
 
 
 def check_sssp_owner_steps(engine):

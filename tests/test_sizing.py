@@ -9,7 +9,6 @@ import pytest
 
 import gpipe
 import reference
-from gpipe import graph as graphs
 from gpipe.partitioning import sizing
 from gpipe.partitioning.sizing import GraphSize, WorkerMemory
 
@@ -178,7 +177,7 @@ def test_a_one_owner_graph_of_parquet_is_read_on_its_owner(dask_client2, tmp_pat
         with get_task_stream(dask_client2) as stream:
             graph = gpipe.Graph.from_edges(frame, directed=False)
         assert graph.num_partitions == 1
-        owner = graphs.executor_of(graph).workers[0]
+        owner = graph.engine.executor.workers[0]
         reads = [t["worker"] for t in stream.data if t["key"][0].startswith(READ_LABEL)]
         assert len(reads) == 4 and set(reads) == {owner}
         source = int(edges["src"].iloc[0])
@@ -271,7 +270,7 @@ def test_a_persisted_read_edges_frame_is_sized_as_held_not_read(dask_client2, tm
                                    reference.expected_bfs(edges, [source], directed=False))
     assert [s.input_resident for s in read_sizes] == [False, False]  # the footers', the survey's
     assert [s.input_resident for s in sizes] == [True, True]
-    estimates = [graphs.built_of(g).owner_build_estimate for g in (read, held)]
+    estimates = [g.engine.built.owner_build_estimate for g in (read, held)]
     assert estimates[0] - estimates[1] == -(-read_sizes[-1].input_bytes // 2)
 
 

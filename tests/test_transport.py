@@ -10,7 +10,6 @@ import pandas as pd
 import pytest
 
 import gpipe
-from gpipe import graph as graphs
 from gpipe.engine.owners import messages, nccl, peers
 from gpipe.engine.owners.run import start_bfs
 from gpipe.engine.owners.connect import open_transport
@@ -133,11 +132,11 @@ def test_a_cpu_graph_keeps_dask_comms(dask_client2):
     with dask_client2.as_current():
         graph = gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=2), directed=True,
                                        partitions=2)
-        assert graph.num_partitions == 2 and graphs.built_of(graph).nccl_group is None
+        assert graph.num_partitions == 2 and graph.transport == "dask"
         with dask.config.set({nccl.CONFIG_KEY: "auto"}):
             graph = gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=2), directed=True,
                                            partitions=2)
-            assert graphs.built_of(graph).nccl_group is None  # pandas partitions: NCCL cannot serve
+            assert graph.transport == "dask"  # pandas partitions: NCCL cannot serve
         with dask.config.set({nccl.CONFIG_KEY: "nccl"}), pytest.raises(gpipe.InputError,
                                                                       match="nccl needs GPU"):
             gpipe.Graph.from_edges(dd.from_pandas(edges, npartitions=2), directed=True,

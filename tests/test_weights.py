@@ -19,7 +19,6 @@ import gpipe
 import reference
 from gpipe import InputError
 from gpipe.engine import execution
-from gpipe.graph import built_of
 from gpipe.io import validate
 from gpipe.partitioning import build
 from gpipe.partitioning import weights
@@ -212,7 +211,7 @@ def test_read_edges_keeps_the_width_and_an_explicit_one_wins(tmp_path):
 def test_the_partition_holds_the_width():
     edges = weighted_edges("small-int", n=60, m=200)
     graph = gpipe.Graph.from_edges(edges, directed=False, weight="weight")
-    assert built_of(graph).parts[0].weights.dtype == np.float32
+    assert graph.engine.built.parts[0].weights.dtype == np.float32
 
 
 def test_the_job_report_and_the_cli_say_the_width(tmp_path):
@@ -259,7 +258,7 @@ def test_an_owners_estimate_drops_by_four_bytes_per_stored_weight():
     estimates = {}
     for asked in ("float32", "float64"):
         graph = gpipe.Graph.from_edges(edges, directed=False, weight="weight", weight_dtype=asked)
-        estimates[asked] = built_of(graph).owner_build_estimate
+        estimates[asked] = graph.engine.built.owner_build_estimate
     assert estimates["float64"] - estimates["float32"] == 4 * 2 * len(edges)
 
 
@@ -271,7 +270,7 @@ def test_graph_too_large_counts_the_chosen_width(monkeypatch):
     need = {}
     for asked in ("float32", "float64"):
         graph = gpipe.Graph.from_edges(edges, directed=False, weight="weight", weight_dtype=asked)
-        need[asked] = built_of(graph).owner_build_estimate
+        need[asked] = graph.engine.built.owner_build_estimate
     budget = (need["float32"] + need["float64"]) // 2  # between the two, at the full fraction
     monkeypatch.setattr(execution.InProcess, "memory", lambda self, backend: [
         sizing.WorkerMemory(sizing.IN_PROCESS, budget, "host")])

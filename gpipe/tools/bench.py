@@ -72,7 +72,6 @@ import uuid
 import numpy as np
 
 from gpipe import generators
-from gpipe import graph as graphs
 from gpipe.engine import backend as backends
 from gpipe.engine import execution
 from gpipe.errors import InputError
@@ -361,7 +360,7 @@ class _Bench:
                 _sync_all(graph)
                 seconds = time.perf_counter() - t0
             peak = bench_memory.pool_peak_all(graph, mark)
-            owners = None if self.client is None else graphs.executor_of(graph).workers[:graph.num_partitions]
+            owners = None if self.client is None else graph.engine.executor.workers[:graph.num_partitions]
             owner_peaks = _owner_peaks(sampled.stop(), owners)
             phases = None
             if stream is not None:
@@ -378,8 +377,7 @@ class _Bench:
         report["graph"].update(vertices=info["n"], present_vertices=graph.num_vertices,
                                directed_edges=info["directed_edges"], graph_bytes=info["bytes"],
                                owners=graph.num_partitions, weight_dtype=graph.weight_dtype,
-                               transport=("nccl" if graphs.built_of(graph).nccl_group else "dask")
-                               if graph.num_partitions > 1 else None)
+                               transport=graph.transport if graph.num_partitions > 1 else None)
         peak = builds[-1]["peak_device_bytes"]
         report["build"] = {
             "runs": builds,
@@ -388,7 +386,7 @@ class _Bench:
             "owner_peaks_sampled": builds[-1]["owner_peaks_sampled"],
             "owner_phase_peaks": builds[-1]["owner_phase_peaks"],
             "memory_kind": builds[-1]["memory_kind"],
-            "owner_estimate_bytes": graphs.built_of(graph).owner_build_estimate,
+            "owner_estimate_bytes": graph.engine.built.owner_build_estimate,
             # The input each worker held before the build (persisted), in neither the sampled
             # peaks (growth from the start) nor the sizing's estimate (input_resident).
             "owner_input_bytes": input_bytes // graph.num_partitions,
@@ -433,16 +431,14 @@ class _Bench:
             result.update(algo=kind, backend=self.backend, workers=self.report["options"]["workers"],
                           owners=graph.num_partitions, validated=True)
             if (host_csr is not None and self.scipy_check and info["n"] <= bench_checks.SCIPY_CHECK_MAX_VERTICES
-                    and not graphs.built_of(graph).negative_weights):
+                    and not graph.engine.built.negative_weights):
                 bench_checks.check_with_scipy(host_csr, kind, int(chosen[0]), first_dist)
                 result["scipy_checked"] = True
             if self.report["options"].get("paths"):
                 result["path"] = bench_timing.time_paths(graph, kind, input_ids, self.repeat, result["public_len_median_ms"])
                 if graph.num_partitions == 1:
-                    built = graphs.built_of(graph)
-                    result["parents_memory"] = graphs.executor_of(graph).gather([graphs.executor_of(graph).submit(
-                        bench_timing.parents_memory, built.parts[0], kind, int(chosen[0]), built.negative_weights,
-                        owner=0)])[0]
+                    result["parents_memory"] = graph.engine.on_owners(  # the one owner's
+                        bench_timing.parents_memory, kind, int(chosen[0]), graph.engine.built.negative_weights)[0]
             if self.compare_scipy:
                 result["scipy"] = bench_checks.time_scipy(host_csr, kind, chosen, result.pop("scipy_times", None))
                 result["scipy"]["ratio"] = result["scipy"]["median_s"] / result["median_s"]
@@ -450,7 +446,7 @@ class _Bench:
             report["results"].append(result)
 
         for kind, frame in e2e_frames:  # the end-to-end results, checked against this graph
-            bench_checks.check_frame(graph, kind, frame, _global_ids(graph, [self.report["end_to_end"]["source"]]))
+            bench_checks.check_frame(graph, kind, frame, graph.engine.global_ids([self.report["end_to_end"]["source"]]))
         if e2e_frames:
             report["end_to_end"]["validated"] = True
 
@@ -516,10 +512,9 @@ class _Bench:
     # --- traversals from every source ---------------------------------------------------------
 
     def _one_owner(self, graph, kind, chosen, keep_first, scipy_csr=None):
-        ex, built = graphs.executor_of(graph), graphs.built_of(graph)
-        handle = ex.submit(bench_timing.time_one_owner, built.parts[0], kind, chosen, self.repeat,
-                           built.negative_weights, keep_first, scipy_csr, owner=0)
-        return ex.gather([handle])[0]
+        engine = graph.engine  # one owner: on_owners runs on it alone
+        return engine.on_owners(bench_timing.time_one_owner, kind, chosen, self.repeat,
+                                engine.built.negative_weights, keep_first, scipy_csr)[0]
 
     def _owners(self, graph, kind, chosen, keep_first):
         warm = time.perf_counter()
@@ -534,7 +529,7 @@ class _Bench:
                 frames = bench_timing.traverse_frames(graph, kind, chosen[i:i + 1])
                 times.append(time.perf_counter() - t0)
                 peaks.append(bench_memory.pool_peak_all(graph, mark))
-            frame = graphs.result_frame(graph, frames, kind).compute()
+            frame = graph.engine.result_frame(frames, kind).compute()
             stats, dist = bench_checks.check_frame(graph, kind, frame, chosen[i:i + 1])
             if i == 0 and keep_first:
                 result["first_dist"] = dist
@@ -580,7 +575,7 @@ class _Bench:
                     handles = bench_timing.frame_handles(graph, kind, out["source"])
                     phases["traverse_s"] = bench_timing.lap(t0)
                     t0 = time.perf_counter()
-                    result = graphs.result_frame(graph, handles, kind).compute()
+                    result = graph.engine.result_frame(handles, kind).compute()
                     phases["result_s"] = bench_timing.lap(t0)
                     phases["total_s"] = sum(phases.values())
                     phases["result_rows"] = len(result)
@@ -658,21 +653,21 @@ def _sync_all(graph):
     tasks end when their result frames are final on the device (``result.owner_frame``)."""
     if graph.backend != backends.GPU:
         return
-    ex = graphs.executor_of(graph)
+    ex = graph.engine.executor
     ex.gather([ex.submit(bench_memory.sync, graph.backend, owner=p) for p in range(graph.num_partitions)])
 
 
 def _graph_info(graph):
-    ex, parts = graphs.executor_of(graph), graphs.built_of(graph).parts
-    infos = ex.gather([ex.submit(_part_info, part, owner=p) for p, part in enumerate(parts)])
+    infos = graph.engine.on_owners(_part_info)
     return {"n": infos[0]["n"], "directed_edges": sum(i["directed_edges"] for i in infos),
             "bytes": sum(i["bytes"] for i in infos), "per_owner": infos}
 
 
 def _pick_sources(graph, count, seed, first_input_id=None) -> np.ndarray:
     """Global ids of ``count`` random non-isolated vertices (seeded); ``first_input_id`` first."""
-    ex, parts = graphs.executor_of(graph), graphs.built_of(graph).parts
-    counts = ex.gather([ex.submit(_nonisolated_count, part, owner=p) for p, part in enumerate(parts)])
+    engine = graph.engine
+    ex, parts = engine.executor, engine.built.parts
+    counts = engine.on_owners(_nonisolated_count)
     total = sum(counts)
     if total == 0:
         raise InputError("the graph has no edges besides self-loops: no source to start from")
@@ -691,10 +686,6 @@ def _pick_sources(graph, count, seed, first_input_id=None) -> np.ndarray:
         at = owners == p
         chosen[at] = ex.gather([ex.submit(_nonisolated_at, parts[p], ranks[at] - bounds[p], owner=p)])[0]
     if first_input_id is not None:
-        first = _global_ids(graph, [first_input_id])[0]
+        first = engine.global_ids([first_input_id])[0]
         chosen = np.concatenate([[first], chosen[chosen != first]])[:count]
     return chosen
-
-
-def _global_ids(graph, input_ids) -> np.ndarray:
-    return graphs.global_sources(graph, list(input_ids))

@@ -8,7 +8,6 @@ import time
 
 import numpy as np
 
-from gpipe import graph as graphs
 from gpipe.engine import backend as backends
 from gpipe.engine.result import BFS, SSSP
 from gpipe.engine.sources import OwnerIds
@@ -33,7 +32,8 @@ def check_frame(graph, kind, frame, global_sources):
     Returns the summed statistics and the distances (host, dense, global ids).
     """
     frame = to_pandas(frame)
-    built = graphs.built_of(graph)
+    engine = graph.engine
+    built = engine.built
     n = built.layout.n
     parent_ids = frame["parent"]
     has_parent = parent_ids.notna().to_numpy()
@@ -60,7 +60,7 @@ def check_frame(graph, kind, frame, global_sources):
     # Each owner is sent the distances once and its own rows' parents, straight from here. As
     # task arguments they went through the scheduler, 12 bytes a vertex for every owner (3 GiB
     # each for kron28), and over UCX a worker left the cluster while they did (BENCHMARKS.md).
-    ex, layout = graphs.executor_of(graph), built.layout
+    ex, layout = engine.executor, built.layout
     checks = ex.gather([
         ex.submit(check_owner, part, kind, ex.put(dist, p),
                   ex.put(parent[layout.offset(p):layout.offset(p) + layout.size(p)], p),
@@ -84,10 +84,9 @@ def host_csr(graph):
     """The whole graph as one SciPy CSR matrix on the host (int32 indices where they fit)."""
     import scipy.sparse as sp
 
-    ex, parts = graphs.executor_of(graph), graphs.built_of(graph).parts
-    pieces = ex.gather([ex.submit(host_part, part, owner=p) for p, part in enumerate(parts)])
+    pieces = graph.engine.on_owners(host_part)
     pieces.sort(key=lambda piece: piece[0])
-    n = graphs.built_of(graph).layout.n
+    n = graph.engine.built.layout.n
     nnz = sum(len(piece[2]) for piece in pieces)
     index = np.int32 if max(n, nnz) < 2**31 else np.int64
     starts = np.cumsum([0] + [len(piece[2]) for piece in pieces])
@@ -138,7 +137,7 @@ def check_with_scipy(csr, kind, source, dist):
 
 def input_ids(graph, global_ids) -> np.ndarray:
     """The input ids of ``global_ids`` (vertices of ``graph``)."""
-    built = graphs.built_of(graph)
+    built = graph.engine.built
     if not built.renumbered:
         return np.asarray(global_ids, dtype=np.int64)
     ids, numbers = id_table(graph)
@@ -150,8 +149,7 @@ def input_ids(graph, global_ids) -> np.ndarray:
 def id_table(graph) -> tuple:
     """``(ids, numbers)`` on the host: every input id of a renumbered ``graph`` and its global
     id, gathered from the owners that hold them (a check's cost, not a query's)."""
-    built = graphs.built_of(graph)
-    ex = graphs.executor_of(graph)
+    built, ex = graph.engine.built, graph.engine.executor
     if built.owner_ids is None:
         ids = ex.gather([ex.submit(host_ids, built.backend, built.ids)])[0]
         return ids, np.arange(len(ids))

@@ -33,7 +33,6 @@ import time
 import numpy as np
 
 from gpipe import generators
-from gpipe import graph as graphs
 from gpipe.engine import backend as backends
 from gpipe.graph import Graph
 from gpipe.tools import bench_clusters, bench_memory
@@ -232,7 +231,7 @@ def _compare_replicas(graph, single, kind, sources, targets) -> dict:
 
     times, frames, ran_on = {"replicas": [], "one": []}, {}, {"replicas": set(), "one": set()}
     batch_spans = {"replicas": [], "one": []}
-    client = graphs.executor_of(graph).client
+    client = graph.engine.executor.client
     for name, g in (("replicas", graph), ("one", single)):
         _query(g, kind, sources, targets).compute()  # every worker compiles or loads its kernels
     for _ in range(REPEAT):  # alternately, so that a busy spell of the machine hits both
@@ -267,8 +266,7 @@ def _host_csr(graph):
     """The one-owner graph's CSR as a SciPy matrix on the host (weights, or ones)."""
     import scipy.sparse as sp
 
-    ex = graphs.executor_of(graph)
-    indptr, indices, weights = ex.gather([ex.submit(_csr_arrays, graphs.built_of(graph).parts[0], owner=0)])[0]
+    indptr, indices, weights = graph.engine.on_owners(_csr_arrays)[0]
     n = len(indptr) - 1
     data = weights if weights is not None else np.ones(len(indices), dtype=np.float32)
     return sp.csr_matrix((data, indices, indptr), shape=(n, n))

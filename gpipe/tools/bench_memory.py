@@ -16,7 +16,6 @@ import threading
 import time
 
 from gpipe.engine import backend as backends
-from gpipe.graph import executor_of
 
 SAMPLE_S = 0.005
 
@@ -169,7 +168,7 @@ def pool_peak_all(graph, mark):
     backend_name = graph.backend
     if list(mark) == [None]:
         return pool_peak(backend_name, mark[None])
-    client = executor_of(graph).client
+    client = graph.engine.executor.client
     peaks = client.run(pool_total)
     if any(m is None for m in mark.values()):
         return None

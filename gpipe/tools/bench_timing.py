@@ -12,7 +12,6 @@ import time
 
 import numpy as np
 
-from gpipe import graph as graphs
 from gpipe.engine import backend as backends
 from gpipe.engine import traverse
 from gpipe.engine.result import BFS, SSSP
@@ -83,13 +82,7 @@ def source_row(source, times, stats, peak, array_bytes):
 
 def traverse_frames(graph, kind, global_sources):
     """What ``graph.bfs``/``graph.sssp`` runs, up to the per-owner result partitions, waited for."""
-    ex, built = graphs.executor_of(graph), graphs.built_of(graph)
-    if kind == BFS:
-        frames = traverse.bfs_frames(ex, built, np.asarray(global_sources, dtype=np.int64), None)
-    else:
-        frames = traverse.sssp_frames(ex, built, np.asarray(global_sources, dtype=np.int64))
-    ex.wait(frames)
-    return frames
+    return graph.engine.traverse(kind, global_sources).frames
 
 
 def time_public(graph, kind, input_ids, repeat, finish=None, pause=False) -> list:
@@ -163,21 +156,14 @@ def owner_steps(graph, kind, global_sources):
     :class:`gpipe.engine.owners.messages.OwnerSteps` as a dict, with ``steps`` (exchanges) and the
     seconds summed (``kernel_s``, ``wait_s``; step by step in ``kernel_s_steps``,
     ``wait_s_steps``, and ``device_s`` where the transport timed the device)."""
-    ex, built = graphs.executor_of(graph), graphs.built_of(graph)
-    handles = []
-    sources = np.asarray(global_sources, dtype=np.int64)
-    if kind == SSSP:
-        ex.wait(traverse.sssp_frames(ex, built, sources, stats=handles))
-    else:
-        ex.wait(traverse.bfs_frames(ex, built, sources, None, stats=handles))
     return [dict(dataclasses.asdict(s), steps=sum(s.messages), kernel_s=sum(s.kernel_s),
                  wait_s=sum(s.wait_s), kernel_s_steps=s.kernel_s, wait_s_steps=s.wait_s)
-            for s in ex.gather(handles)]
+            for s in graph.engine.traverse(kind, global_sources, steps=True).steps]
 
 
 def frame_handles(graph, kind, input_id):
     """The public query's work, through the same driver: source lookup, traversal, wait."""
-    return traverse_frames(graph, kind, graphs.global_sources(graph, input_id))
+    return traverse_frames(graph, kind, graph.engine.global_ids(input_id))
 
 
 def input_id(value):

@@ -587,6 +587,12 @@ def check_owner_pairs(kernels, device, host, index_dtype):
     np.testing.assert_array_equal(unpack_bits(host(visited), n_owners * OWNER_CHUNK), np.unique(reached))
 
 
+# The level steps of a BFS over several owners, each a check(kernels, device, host, index_dtype):
+# tests/test_kernels_cpu.py and tests/test_kernels_gpu.py run every one on their kernels.
+OWNER_LEVEL_CHECKS = [check_owner_top_down, check_owner_claim, check_owner_bottom_up,
+                      check_owner_mark_and_resolve, check_owner_pairs]
+
+
 def check_frontier_bitmap_round_trip(kernels, device, host):
     """frontier_to_bitmap clears the words it is given; bitmap_to_frontier reads the ids back."""
     n_local = 200

@@ -512,28 +512,9 @@ def test_delta_stepping_zero_weights_and_defaults():
 
 
 @pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
-def test_owner_top_down_sends_each_remote_target_once(index_dtype):
-    kernel_graphs.check_owner_top_down(cpu, np.asarray, np.asarray, index_dtype)
-
-
-@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
-def test_owner_claim_resolves_duplicates_across_senders(index_dtype):
-    kernel_graphs.check_owner_claim(cpu, np.asarray, np.asarray, index_dtype)
-
-
-@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
-def test_owner_bottom_up_takes_the_first_frontier_neighbour(index_dtype):
-    kernel_graphs.check_owner_bottom_up(cpu, np.asarray, np.asarray, index_dtype)
-
-
-@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
-def test_owner_mark_and_resolve(index_dtype):
-    kernel_graphs.check_owner_mark_and_resolve(cpu, np.asarray, np.asarray, index_dtype)
-
-
-@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
-def test_owner_pairs_and_their_claim(index_dtype):
-    kernel_graphs.check_owner_pairs(cpu, np.asarray, np.asarray, index_dtype)
+@pytest.mark.parametrize("check", kernel_graphs.OWNER_LEVEL_CHECKS, ids=lambda check: check.__name__)
+def test_owner_level_step(check, index_dtype):
+    check(cpu, np.asarray, np.asarray, index_dtype)
 
 
 def test_owner_frontier_bitmap_round_trip():

@@ -796,28 +796,9 @@ def test_whole_bfs_poisoned_outputs_are_overwritten():
 
 
 @pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
-def test_owner_top_down_sends_each_remote_target_once(index_dtype):
-    kernel_graphs.check_owner_top_down(gpu, cupy.asarray, cupy.asnumpy, index_dtype)
-
-
-@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
-def test_owner_claim_resolves_duplicates_across_senders(index_dtype):
-    kernel_graphs.check_owner_claim(gpu, cupy.asarray, cupy.asnumpy, index_dtype)
-
-
-@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
-def test_owner_bottom_up_takes_the_first_frontier_neighbour(index_dtype):
-    kernel_graphs.check_owner_bottom_up(gpu, cupy.asarray, cupy.asnumpy, index_dtype)
-
-
-@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
-def test_owner_mark_and_resolve(index_dtype):
-    kernel_graphs.check_owner_mark_and_resolve(gpu, cupy.asarray, cupy.asnumpy, index_dtype)
-
-
-@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
-def test_owner_pairs_and_their_claim(index_dtype):
-    kernel_graphs.check_owner_pairs(gpu, cupy.asarray, cupy.asnumpy, index_dtype)
+@pytest.mark.parametrize("check", kernel_graphs.OWNER_LEVEL_CHECKS, ids=lambda check: check.__name__)
+def test_owner_level_step(check, index_dtype):
+    check(gpu, cupy.asarray, cupy.asnumpy, index_dtype)
 
 
 def test_owner_frontier_bitmap_round_trip():

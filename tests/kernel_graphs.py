@@ -140,6 +140,58 @@ def driver_start(xp, owners, sources, unreached, dtype):
     return dist, parent, frontier
 
 
+def claim_bfs_targets(dist, parent, owner, targets, parents, level):
+    """The test drivers' BFS claim on ``owner`` (host arrays ``dist``, ``parent``, written in
+    place): of the remote ``targets`` it owns, each unvisited one reaches ``level + 1`` with its
+    first candidate's parent. Returns the claimed local ids, sorted."""
+    mine = owned_by(owner, targets)
+    t, first = np.unique(targets[mine] - owner.offset, return_index=True)
+    fresh = dist[t] == -1
+    dist[t[fresh]] = level + 1
+    parent[t[fresh]] = parents[mine][first][fresh]
+    return t[fresh]
+
+
+def settle_sssp_candidates(dist, parent, owner, targets, cands, parents):
+    """The test drivers' SSSP merge on ``owner`` (host arrays ``dist``, ``parent``, written in
+    place): the lightest of its remote candidates per target, taken where it improves. Returns
+    the improved local ids."""
+    mine = owned_by(owner, targets)
+    t, c, p = targets[mine] - owner.offset, cands[mine], parents[mine]
+    order = np.lexsort((c, t))
+    t, c, p = t[order], c[order], p[order]
+    t, first = np.unique(t, return_index=True)
+    c, p = c[first], p[first]
+    better = c < dist[t]
+    dist[t[better]] = c[better]
+    parent[t[better]] = p[better]
+    return t[better]
+
+
+def check_driven_sssp(drive_sssp, owners_of, src, dst, w, n, sources, expected, exact=True):
+    """``drive_sssp(owners, sources, max_rounds)`` over one owner and two (``owners_of(parts)``)
+    gives the ``expected`` distances (``exact``, or to rounding) and a shortest-path tree."""
+    for parts in (1, 2):
+        dist, parent = drive_sssp(owners_of(parts), sources, max_rounds=n)
+        if exact:
+            np.testing.assert_array_equal(dist, expected)
+        else:
+            np.testing.assert_allclose(dist, expected)
+        assert_tree(src, dst, w, dist, parent, sources, np.isfinite(dist))
+
+
+def check_driven_sssp_negative(drive_sssp, split, index_dtype, integer=False):
+    """A DAG with negative and zero weights (``integer``-valued or not), driven from two sources
+    over one owner and two (:func:`check_driven_sssp`): Bellman-Ford's distances and a tree."""
+    n = 200
+    src, dst, w = random_edges(4, n=n, m=800, dag=True, integer=integer)
+    assert (w < 0).any() and (w == 0).any()
+    sources = np.array([0, 5])
+    expected = scipy_sssp_dist(scipy_graph(src, dst, w, n), sources, negative=True)
+    check_driven_sssp(drive_sssp, lambda parts: split(src, dst, w, n, parts, index_dtype),
+                      src, dst, w, n, sources, expected, exact=integer)
+
+
 # ---------------------------------------------------------------------------------------------
 # Checks, written the plain way
 # ---------------------------------------------------------------------------------------------

@@ -12,9 +12,10 @@ from scipy.sparse import csgraph
 import kernel_graphs
 from gpipe.engine.compute import cpu, cpu_delta, cpu_sssp_owners, owner_state
 from kernel_graphs import (INDEX_DTYPES, OWNER_WIDTHS, Owner, assert_tree, assert_unique,
-                           check_owner_far_pile, check_owner_merge, check_owner_pruning, csr_rows,
-                           drive_owner_sssp, driver_start, owned_by, random_edges, scipy_bfs_dist,
-                           scipy_graph, scipy_sssp_dist, split)
+                           check_driven_sssp, check_owner_far_pile, check_owner_merge,
+                           check_owner_pruning, claim_bfs_targets, csr_rows, drive_owner_sssp,
+                           driver_start, owned_by, random_edges, scipy_bfs_dist, scipy_graph,
+                           scipy_sssp_dist, settle_sssp_candidates, split)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -41,12 +42,8 @@ def drive_bfs(owners, sources):
                  for o, f, d, p in zip(owners, frontier, dist, parent)]
         targets, parents = remote_lists(steps, remote, 2)
         for q, o in enumerate(owners):
-            mine = owned_by(o, targets)
-            t, first = np.unique(targets[mine] - o.offset, return_index=True)
-            fresh = dist[q][t] == -1
-            dist[q][t[fresh]] = level + 1
-            parent[q][t[fresh]] = parents[mine][first][fresh]
-            frontier[q] = np.concatenate([steps[q][0], t[fresh]])
+            fresh = claim_bfs_targets(dist[q], parent[q], o, targets, parents, level)
+            frontier[q] = np.concatenate([steps[q][0], fresh])
             assert_unique(frontier[q])
         level += 1
     return np.concatenate(dist), np.concatenate(parent)
@@ -64,17 +61,9 @@ def drive_sssp(owners, sources, max_rounds):
                  for o, f, d, p in zip(owners, frontier, dist, parent)]
         targets, cands, parents = remote_lists(steps, remote, 3)
         for q, o in enumerate(owners):
-            mine = owned_by(o, targets)
-            t, c, p = targets[mine] - o.offset, cands[mine], parents[mine]
-            order = np.lexsort((c, t))
-            t, c, p = t[order], c[order], p[order]
-            t, first = np.unique(t, return_index=True)
-            c, p = c[first], p[first]
-            better = c < dist[q][t]
-            dist[q][t[better]] = c[better]
-            parent[q][t[better]] = p[better]
+            better = settle_sssp_candidates(dist[q], parent[q], o, targets, cands, parents)
             assert_unique(steps[q][0])
-            frontier[q] = np.union1d(steps[q][0], t[better]).astype(np.int64)
+            frontier[q] = np.union1d(steps[q][0], better).astype(np.int64)
     return np.concatenate(dist), np.concatenate(parent)
 
 
@@ -206,17 +195,7 @@ def test_sssp_matches_scipy(seed, directed, index_dtype):
 
 @pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
 def test_sssp_relax_negative_weights_match_bellman_ford(index_dtype):
-    n = 200
-    src, dst, w = random_edges(4, n=n, m=800, dag=True)
-    assert (w < 0).any() and (w == 0).any()
-    graph = scipy_graph(src, dst, w, n)
-    sources = np.array([0, 5])
-    expected = scipy_sssp_dist(graph, sources, negative=True)
-    for parts in (1, 2):
-        owners = split(src, dst, w, n, parts, index_dtype)
-        dist, parent = drive_sssp(owners, sources, max_rounds=n)
-        np.testing.assert_allclose(dist, expected)
-        assert_tree(src, dst, w, dist, parent, sources, np.isfinite(dist))
+    kernel_graphs.check_driven_sssp_negative(drive_sssp, split, index_dtype)
 
 
 def test_lightest_duplicate_wins():
@@ -757,11 +736,9 @@ def test_float32_weights_step_and_whole_sssp_match_scipy(index_dtype):
         graph = scipy_graph(src, dst, w, n)
         sources = np.array([0, 5]) if dag else np.array([3, 150, 3, 299])
         expected = scipy_sssp_dist(graph, sources, negative=dag)
-        for parts in (1, 2):  # sssp_relax, one owner and two
-            owners = kernel_graphs.float32_owners(split(src, dst, w, n, parts, index_dtype), np)
-            dist, parent = drive_sssp(owners, sources, max_rounds=n)
-            np.testing.assert_array_equal(dist, expected)
-            assert_tree(src, dst, w, dist, parent, sources, np.isfinite(dist))
+        check_driven_sssp(  # sssp_relax, one owner and two
+            drive_sssp, lambda parts: kernel_graphs.float32_owners(split(src, dst, w, n, parts, index_dtype), np),
+            src, dst, w, n, sources, expected)
         if dag:
             continue
         indptr, indices, weights = csr_rows(src, dst, w, 0, n, index_dtype)

@@ -31,10 +31,11 @@ import gpipe  # noqa: E402
 import kernel_graphs  # noqa: E402
 from gpipe.engine.compute import gpu  # noqa: E402
 from kernel_graphs import (INDEX_DTYPES, OWNER_WIDTHS, assert_build_csr_rows, assert_owner_pieces,  # noqa: E402
-                           assert_tree, assert_unique, build_csr_cases, check_owner_far_pile, in_pieces,
-                           check_owner_merge, check_owner_pruning, csr_rows, drive_owner_sssp,
-                           driver_start, host_rows, numpy_rows, owned_by, scipy_bfs_dist,
-                           scipy_graph, scipy_sssp_dist)
+                           assert_tree, assert_unique, build_csr_cases, check_driven_sssp,
+                           check_owner_far_pile, in_pieces, check_owner_merge, check_owner_pruning,
+                           claim_bfs_targets, csr_rows, drive_owner_sssp, driver_start, host_rows,
+                           numpy_rows, owned_by, scipy_bfs_dist, scipy_graph, scipy_sssp_dist,
+                           settle_sssp_candidates)
 
 pytestmark = pytest.mark.gpu
 
@@ -173,6 +174,15 @@ def checked_sssp_step(owner, frontier, dist, parent, remote):
 # ---------------------------------------------------------------------------------------------
 
 
+def on_host(merge, dist, parent, q, *args):
+    """``merge(host dist, host parent, *args)`` (kernel_graphs) on owner ``q``'s device arrays,
+    written back to the device; what it returns."""
+    d, p = dist[q].get(), parent[q].get()
+    done = merge(d, p, *args)
+    dist[q], parent[q] = cupy.asarray(d), cupy.asarray(p)
+    return done
+
+
 def drive_bfs(owners, sources):
     """BFS over owners; remote candidates claimed by their owner, first one wins. Host results."""
     remote = len(owners) > 1
@@ -184,14 +194,8 @@ def drive_bfs(owners, sources):
         targets = np.concatenate([s[1] for s in steps])
         parents = np.concatenate([s[2] for s in steps])
         for q, o in enumerate(owners):
-            mine = owned_by(o, targets)
-            t, first = np.unique(targets[mine] - o.offset, return_index=True)
-            d, p = dist[q].get(), parent[q].get()
-            fresh = d[t] == -1
-            d[t[fresh]] = level + 1
-            p[t[fresh]] = parents[mine][first][fresh]
-            dist[q], parent[q] = cupy.asarray(d), cupy.asarray(p)
-            frontier[q] = np.concatenate([steps[q][0], t[fresh]])
+            fresh = on_host(claim_bfs_targets, dist, parent, q, o, targets, parents, level)
+            frontier[q] = np.concatenate([steps[q][0], fresh])
             assert_unique(frontier[q])
         level += 1
     return np.concatenate([d.get() for d in dist]), np.concatenate([p.get() for p in parent])
@@ -211,18 +215,8 @@ def drive_sssp(owners, sources, max_rounds):
         cands = np.concatenate([s[2] for s in steps])
         parents = np.concatenate([s[3] for s in steps])
         for q, o in enumerate(owners):
-            mine = owned_by(o, targets)
-            t, c, p = targets[mine] - o.offset, cands[mine], parents[mine]
-            order = np.lexsort((c, t))
-            t, c, p = t[order], c[order], p[order]
-            t, first = np.unique(t, return_index=True)
-            c, p = c[first], p[first]
-            d_h, p_h = dist[q].get(), parent[q].get()
-            better = c < d_h[t]
-            d_h[t[better]] = c[better]
-            p_h[t[better]] = p[better]
-            dist[q], parent[q] = cupy.asarray(d_h), cupy.asarray(p_h)
-            frontier[q] = np.union1d(steps[q][0], t[better]).astype(np.int64)
+            better = on_host(settle_sssp_candidates, dist, parent, q, o, targets, cands, parents)
+            frontier[q] = np.union1d(steps[q][0], better).astype(np.int64)
     return np.concatenate([d.get() for d in dist]), np.concatenate([p.get() for p in parent])
 
 
@@ -275,16 +269,7 @@ def test_sssp_real_weights_match_scipy(parts):
 
 @pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
 def test_sssp_negative_weights_match_bellman_ford(index_dtype):
-    n = 200
-    src, dst, w = random_edges(4, n=n, m=800, dag=True)
-    assert (w < 0).any() and (w == 0).any()
-    graph = scipy_graph(src, dst, w, n)
-    sources = np.array([0, 5])
-    expected = scipy_sssp_dist(graph, sources, negative=True)
-    for parts in (1, 2):
-        dist, parent = drive_sssp(split(src, dst, w, n, parts, index_dtype), sources, max_rounds=n)
-        np.testing.assert_array_equal(dist, expected)
-        assert_tree(src, dst, w, dist, parent, sources, np.isfinite(dist))
+    kernel_graphs.check_driven_sssp_negative(drive_sssp, split, index_dtype, integer=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1429,11 +1414,9 @@ def test_float32_weights_step_and_whole_sssp_match_scipy(index_dtype, record_par
         graph = scipy_graph(src, dst, w, n)
         sources = np.array([0, 5]) if dag else np.array([3, 150, 3, 299])
         expected = scipy_sssp_dist(graph, sources, negative=dag)
-        for parts in (1, 2):
-            owners = kernel_graphs.float32_owners(split(src, dst, w, n, parts, index_dtype), cupy)
-            dist, parent = drive_sssp(owners, sources, max_rounds=n)
-            np.testing.assert_array_equal(dist, expected)
-            assert_tree(src, dst, w, dist, parent, sources, np.isfinite(dist))
+        check_driven_sssp(  # the relaxation rounds, one owner and two
+            drive_sssp, lambda parts: kernel_graphs.float32_owners(split(src, dst, w, n, parts, index_dtype), cupy),
+            src, dst, w, n, sources, expected)
         if dag:
             continue
         indptr, indices, weights = csr_rows(src, dst, w, 0, n, index_dtype)

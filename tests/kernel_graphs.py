@@ -503,6 +503,19 @@ def check_owner_bottom_up(kernels, device, host, index_dtype):
     assert (got[kernels.QUEUES:] == 0).all() and got[kernels.FRONTIER] == 0
 
 
+def _owner_level_start(index_dtype, seed, n=300):
+    """A level on the second of three owners of a random ``n``-vertex graph: ``(owners, me, rng,
+    frontier, visited_ids, queue)``, the frontier 12 of its vertices (local ids), the visited
+    ids the frontier's and 60 random others (global), and the queue the frontier then -5s."""
+    _, _, owners = owner_graph(7, index_dtype, n=n, m=900)
+    me, rng = owners[1], np.random.default_rng(seed)
+    frontier = rng.choice(me.n_local, 12, replace=False).astype(np.int64)
+    visited_ids = np.union1d(frontier + me.offset, rng.choice(n, 60, replace=False))
+    queue = np.full(me.n_local, -5, dtype=np.int64)
+    queue[:frontier.size] = frontier
+    return owners, me, rng, frontier, visited_ids, queue
+
+
 def check_owner_mark_and_resolve(kernels, device, host, index_dtype):
     """A fixed-size level (gpipe/engine/owners/bfs_levels.py), checked the plain way: the mark
     sets the bit of every unvisited target of the frontier (owned or not, each once), and the
@@ -510,13 +523,8 @@ def check_owner_mark_and_resolve(kernels, device, host, index_dtype):
     every unvisited one with a frontier neighbour), each taking its first frontier neighbour in
     row order as parent, appending them to the queue and adding to the counters."""
     n, n_owners = 300, 3
-    _, _, owners = owner_graph(7, index_dtype, n=n, m=900)
-    me, rng = owners[1], np.random.default_rng(11)
+    owners, me, rng, frontier, visited_ids, queue = _owner_level_start(index_dtype, 11)
     words = OWNER_CHUNK // kernels.BITMAP_BITS
-    frontier = rng.choice(me.n_local, 12, replace=False).astype(np.int64)
-    visited_ids = np.union1d(frontier + me.offset, rng.choice(n, 60, replace=False))
-    queue = np.full(me.n_local, -5, dtype=np.int64)
-    queue[:frontier.size] = frontier
     # The level's start: visited takes in the frontier, the marks are cleared, counters zeroed.
     visited = device(pack_bits(np.setdiff1d(visited_ids, front_ids := frontier + me.offset),
                                n_owners * OWNER_CHUNK, kernels))
@@ -586,13 +594,8 @@ def check_owner_pairs(kernels, device, host, index_dtype):
     targets this owner holds, each with the parent of one of its pairs, and `visited` takes in
     every pair's target and parent."""
     n, n_owners = 300, 3
-    _, _, owners = owner_graph(7, index_dtype, n=n, m=900)
-    me, rng = owners[1], np.random.default_rng(5)
+    owners, me, rng, frontier, visited_ids, queue = _owner_level_start(index_dtype, 5)
     words = OWNER_CHUNK // kernels.BITMAP_BITS
-    frontier = rng.choice(me.n_local, 12, replace=False).astype(np.int64)
-    visited_ids = np.union1d(frontier + me.offset, rng.choice(n, 60, replace=False))
-    queue = np.full(me.n_local, -5, dtype=np.int64)
-    queue[:frontier.size] = frontier
     sources, targets = _edges_of(me, frontier)
     slots = targets.size + 5
     pairs = device(np.full(2 * slots, 77, dtype=index_dtype))

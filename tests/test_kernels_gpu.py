@@ -821,7 +821,7 @@ def test_owner_steps_with_many_warps_and_long_rows(path):
                            host_arrays["qt"], host_arrays["qp"], host_arrays["counters"])
     buffer = np.full(me.n_local, -9, dtype=np.int64)
     buffer[:frontier.size] = frontier
-    assert (me.n_local > gpu_bfs_owners._SCAN_ITEMS) and frontier.size <= gpu_bfs_owners._SCAN_ITEMS
+    assert (me.n_local > gpu_bfs_owners.SCAN_ITEMS) and frontier.size <= gpu_bfs_owners.SCAN_ITEMS
     gpu.bfs_owner_top_down(cupy.asarray(me.indptr), cupy.asarray(me.indices), me.offset,
                            cupy.asarray(buffer), d_dist, d_parent, 0, chunk, d_sent, d_next, d_qt, d_qp,
                            d_counters, frontier_bound=frontier.size if path == "device" else None)
@@ -931,7 +931,7 @@ def test_owner_mark_and_resolve_with_many_warps_and_long_rows(frontier_size):
     me = kernel_graphs.Owner(src, dst, np.ones(src.size), chunk, 2 * chunk, np.int32)
     rng = np.random.default_rng(frontier_size)
     frontier = rng.choice(me.n_local, frontier_size, replace=False).astype(np.int64)
-    assert (frontier_size > gpu_bfs_owners._SCAN_ITEMS) == (frontier_size == 80_000)
+    assert (frontier_size > gpu_bfs_owners.SCAN_ITEMS) == (frontier_size == 80_000)
     edges = int((me.indptr[frontier + 1] - me.indptr[frontier]).sum())
     visited_ids = np.union1d(frontier + me.offset, rng.choice(n, 50_000, replace=False))
     queue = np.zeros(me.n_local, dtype=np.int64)
@@ -999,13 +999,13 @@ def test_owner_edge_end_scans_in_one_block(k):
     edge_end = cupy.full(k, -1, dtype=cupy.int64)
     counters = cupy.asarray(kernel_graphs.level_counters(gpu, 3, k, 12345))
     gpu_bfs_owners.owners_kernel("bfs_owner_edge_end", cupy.empty(0, dtype=cupy.int32))(
-        (1,), (gpu_bfs_owners._SCAN_BLOCK,),
+        (1,), (gpu_bfs_owners.SCAN_BLOCK,),
         (indptr, cupy.asarray(buffer), edge_end, counters, cupy.int32(counters.size)))
     np.testing.assert_array_equal(edge_end.get(), np.cumsum(degrees[frontier]))
     got = counters.get()
     assert got[gpu.FRONTIER] == k and got[gpu.FRONTIER_EDGES] == degrees[frontier].sum()
     assert (got[gpu.NEXT:] == 0).all()
-    assert k <= gpu_bfs_owners._SCAN_ITEMS
+    assert k <= gpu_bfs_owners.SCAN_ITEMS
 
 
 # SSSP over several owners: kernels/sssp_owners.cu, the cases of tests/test_kernels_cpu.py

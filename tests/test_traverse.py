@@ -227,11 +227,11 @@ def test_owner_bfs_workspace_is_kept_and_not_shared(backend, request):
     src, dst, _ = kernel_graphs.random_edges(5, n=n, m=1200, directed=False)
     parts = owner_parts(src, dst, n, 3, False, backend)
     check_owner_bfs(src, dst, n, 3, False, np.array([0]), backend=backend, parts=parts)
-    kept = [bfs_levels._WORKSPACES[id(p)] for p in parts]
+    kept = [bfs_levels.WORKSPACES[id(p)] for p in parts]
     for sources in (np.array([399]), np.array([7, 200])):
         check_owner_bfs(src, dst, n, 3, False, sources, backend=backend, parts=parts,
                         direction=MIXED)
-        assert [bfs_levels._WORKSPACES[id(p)] for p in parts] == kept
+        assert [bfs_levels.WORKSPACES[id(p)] for p in parts] == kept
         assert not any(w.busy or w.dist is not None for w in kept)  # results handed over
     errors = []
 
@@ -251,7 +251,7 @@ def test_owner_bfs_workspace_is_kept_and_not_shared(backend, request):
     import gc
 
     gc.collect()
-    assert not bfs_levels._WORKSPACES  # gone with their partitions
+    assert not bfs_levels.WORKSPACES  # gone with their partitions
 
 
 def test_owner_bfs_stats_count_the_bytes_sent():

@@ -4,7 +4,7 @@ Same names, signatures and promises as :mod:`gpipe.engine.compute.cpu_bfs_owners
 describes the steps, the counters and the arrays); the arrays are CuPy arrays of the current
 device. Bitmaps are ``uint32`` words here (``BITMAP_BITS = 32``), ``int64`` on the CPU. No
 function here reads anything back to the host (but a top-down step over a frontier that may
-exceed ``_SCAN_ITEMS`` vertices reads its length): the owner loop reads the counters once per
+exceed ``SCAN_ITEMS`` vertices reads its length): the owner loop reads the counters once per
 top-down level, after the step. A grid's level (a few hundred vertices) costs a handful of
 launches and host waits, which is what counts, the more so when owners share a GPU: the
 compiled functions are cached per device; the claims of one level and the expansion of the
@@ -23,14 +23,14 @@ import numpy
 from gpipe.engine.compute import cuda, gpu_arrays
 
 _SOURCE = "bfs_owners.cu"
-_SCAN_BLOCK = 1024  # kScanBlock in bfs_owners.cu
-_SCAN_PER_THREAD = 8  # kScanPerThread
-_SCAN_ITEMS = 8 * _SCAN_BLOCK * _SCAN_PER_THREAD  # up to 8 tiles in bfs_owner_edge_end; beyond, CuPy's scan
+SCAN_BLOCK = 1024  # kScanBlock in bfs_owners.cu
+SCAN_PER_THREAD = 8  # kScanPerThread
+SCAN_ITEMS = 8 * SCAN_BLOCK * SCAN_PER_THREAD  # up to 8 tiles in bfs_owner_edge_end; beyond, CuPy's scan
 
 # The longest frontier (any owner's) whose level bfs_levels sends as pairs: one block scans its
 # degrees; CuPy's multi-pass scan, which serves longer ones, measured 3-5 ms a level from a Dask
 # worker, where the bitmaps' warp-per-vertex mark needs no scan.
-PAIRS_MAX_FRONTIER = _SCAN_ITEMS
+PAIRS_MAX_FRONTIER = SCAN_ITEMS
 BITMAP_BITS = 32
 BITMAP_DTYPE = cupy.uint32
 _LONG = numpy.empty(0, dtype=numpy.int64)  # names the instantiation of kernels whose Index is unused
@@ -72,7 +72,7 @@ def bfs_owner_top_down(indptr, indices, offset, frontier, dist, parent, level, c
     a contiguous int64 buffer whose first ``counters[NEXT]`` entries are the frontier.
 
     ``frontier_bound`` (at most the frontier's length, which the owner loop knows without a
-    host read) picks the path: up to ``_SCAN_ITEMS``, two launches and no host read
+    host read) picks the path: up to ``SCAN_ITEMS``, two launches and no host read
     (``bfs_owner_edge_end`` reads the length on the device, records it, zeroes the counters
     and scans the degrees; the step's grid is the grid-stride cap); beyond, or when None, one
     read of the length, CuPy's scan, and a grid sized by the frontier's edges. Edge-parallel,
@@ -80,10 +80,10 @@ def bfs_owner_top_down(indptr, indices, offset, frontier, dist, parent, level, c
     """
     frontier = cupy.ascontiguousarray(frontier)
     bound = int(frontier.size) if frontier_bound is None else min(int(frontier_bound), int(frontier.size))
-    if bound <= _SCAN_ITEMS:
+    if bound <= SCAN_ITEMS:
         edge_end = _edge_end_buffer(bound)
         owners_kernel("bfs_owner_edge_end", indices)(
-            (1,), (_SCAN_BLOCK,), (indptr, frontier, edge_end, counters, cupy.int32(counters.size)))
+            (1,), (SCAN_BLOCK,), (indptr, frontier, edge_end, counters, cupy.int32(counters.size)))
         if bound == 0:
             return
         grid = cuda.grid(max(int(indices.size), 1))
@@ -187,16 +187,16 @@ def bfs_owner_mark(indptr, indices, frontier, k, edges, visited, marks, counters
     bitmaps are uint32 words here.
 
     ``k`` and ``edges`` are known on the host (the level's gathered counters), so nothing is
-    read back. Up to ``_SCAN_ITEMS`` vertices, edge-parallel (``bfs_owner_edge_end`` scans the
+    read back. Up to ``SCAN_ITEMS`` vertices, edge-parallel (``bfs_owner_edge_end`` scans the
     degrees in one block, taking the length from ``counters[NEXT]`` on the device, and zeroes
     the counters): a hub's row is spread over the grid. Longer frontiers, which come once the
     hubs are visited, go one warp per vertex, with no scan. ``scratch``: an int64 buffer the
     scan may use if it is long enough (else one is allocated).
     """
-    if k <= _SCAN_ITEMS:
+    if k <= SCAN_ITEMS:
         edge_end = _edge_end_buffer(k, scratch)
         owners_kernel("bfs_owner_edge_end", indices)(
-            (1,), (_SCAN_BLOCK,), (indptr, frontier, edge_end, counters, cupy.int32(4)))
+            (1,), (SCAN_BLOCK,), (indptr, frontier, edge_end, counters, cupy.int32(4)))
         if k and edges:
             owners_kernel("bfs_owner_mark", indices)(
                 cuda.grid(edges), (cuda.BLOCK,),
@@ -232,12 +232,12 @@ def bfs_owner_pairs(indptr, indices, offset, frontier, k, edges, visited, pairs,
     """Top-down from a small frontier: its out-edges as (target, parent) pairs in ``pairs``
     (``indices``' dtype, ``2 * slots`` long, ``slots >= edges``); see
     :func:`gpipe.engine.compute.cpu_bfs_owners.bfs_owner_pairs`. Edge-parallel as
-    :func:`bfs_owner_mark`, its prefix sum by ``bfs_owner_edge_end`` up to ``_SCAN_ITEMS``
+    :func:`bfs_owner_mark`, its prefix sum by ``bfs_owner_edge_end`` up to ``SCAN_ITEMS``
     vertices, by CuPy's scan beyond; ``scratch`` as :func:`bfs_owner_mark` takes it."""
-    if k <= _SCAN_ITEMS:
+    if k <= SCAN_ITEMS:
         edge_end = _edge_end_buffer(k, scratch)
         owners_kernel("bfs_owner_edge_end", indices)(
-            (1,), (_SCAN_BLOCK,), (indptr, frontier, edge_end, counters, cupy.int32(4)))
+            (1,), (SCAN_BLOCK,), (indptr, frontier, edge_end, counters, cupy.int32(4)))
     else:
         queued = frontier[:k]
         edge_end = cupy.cumsum(indptr[queued + 1] - indptr[queued])

@@ -261,7 +261,7 @@ class _Levels:
         return int(mine.nbytes) * (self.layout.n_owners - 1)
 
 
-_WORKSPACES = {}  # id of a partition -> its _Levels, while the partition lives
+WORKSPACES = {}  # id of a partition -> its kept level arrays (a _Levels), while the partition lives
 _WORKSPACES_LOCK = threading.Lock()
 
 
@@ -272,10 +272,10 @@ def _workspace(part: Partition, layout: Layout):
     caller's: this keeps no reference to them once the traversal ends."""
     key = id(part)
     with _WORKSPACES_LOCK:
-        arrays = _WORKSPACES.get(key)
+        arrays = WORKSPACES.get(key)
         if arrays is None:
-            arrays = _WORKSPACES[key] = _Levels(part, layout)
-            weakref.finalize(part, _WORKSPACES.pop, key, None)
+            arrays = WORKSPACES[key] = _Levels(part, layout)
+            weakref.finalize(part, WORKSPACES.pop, key, None)
         elif arrays.busy:
             arrays = _Levels(part, layout)
         arrays.busy = True

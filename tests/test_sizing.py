@@ -469,3 +469,25 @@ def test_spreading_the_read_still_refuses_what_does_not_fit(dask_client2, tmp_pa
         with dask.config.set({sizing.FRACTION_KEY: 1e-9}), pytest.raises(gpipe.GraphTooLarge):
             gpipe.Graph.from_edges(gpipe.read_edges(path), directed=False)
     assert _read_workers(stream) == []
+
+
+def test_a_persisted_frame_of_one_owner_is_built_from_where_it_is(dask_client2, tmp_path):
+    """Its partitions are not read again, nor copied to the owner before the sizing: each
+    stays on its one worker (so the estimate counts what must come to the owner), and the
+    owner builds from the splits that those workers send."""
+    import distributed
+
+    edges = reference.random_edges(n=400, m=1600, seed=16)
+    path = _parquet_files(tmp_path, edges, 4)
+    with dask_client2.as_current():
+        persisted = gpipe.read_edges(path).persist()
+        distributed.wait(persisted)
+        before = {key: set(where) for key, where in dask_client2.who_has(persisted).items()}
+        assert len(set().union(*before.values())) == 2  # on both workers
+        graph = gpipe.Graph.from_edges(persisted, directed=False)
+        assert graph.num_partitions == 1
+        after = {key: set(where) for key, where in dask_client2.who_has(persisted).items()}
+        assert after == before
+        source = int(edges["src"].iloc[0])
+        reference.assert_distances(graph.bfs(source).compute(),
+                                   reference.expected_bfs(edges, [source], directed=False))

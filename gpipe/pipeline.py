@@ -62,7 +62,7 @@ from gpipe.engine import execution
 from gpipe.engine.interrupts import phase
 from gpipe.errors import InputError, report_or_raise
 from gpipe.engine.backend import name_of_frame as edges_backend
-from gpipe.graph import Graph
+from gpipe.graph import Graph, built_of
 from gpipe.io import validate
 from gpipe.io.read import read_edges
 from gpipe.io.report import job_report, write_report
@@ -228,8 +228,10 @@ def run(config, *, how_to_overwrite="set output.overwrite to true", client=None)
                 partitions=settings["partitions"],
                 weight_dtype=edges_cfg["weight_dtype"],
             )
-        log.info("graph on %d partition(s)%s", graph.num_partitions,
-                 f", weights as {graph.weight_dtype}" if graph.weight_dtype else "")
+        input_workers = built_of(graph).input_workers
+        log.info("graph on %d partition(s)%s%s", graph.num_partitions,
+                 f", weights as {graph.weight_dtype}" if graph.weight_dtype else "",
+                 f", its edges read on {input_workers} worker(s)" if input_workers else "")
         phase("traverse")
         with _step("traverse", timings):
             if settings["algorithm"] == "bfs":
@@ -249,7 +251,7 @@ def run(config, *, how_to_overwrite="set output.overwrite to true", client=None)
                 write_report(folder, job_report(
                     settings=settings, source=source, summary=summary, phases=phases, started=started,
                     output=folder, owners=graph.num_partitions, transport=graph.transport,
-                    weight_dtype=graph.weight_dtype,
+                    weight_dtype=graph.weight_dtype, input_workers=input_workers,
                     workers=len(getattr(execution.current(client), "workers", [])),
                     backend=edges_backend(edges)))
 

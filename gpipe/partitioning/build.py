@@ -100,6 +100,9 @@ class Built:
     owner_ids: list | None = None
     # The bytes the sizing expected an owner's build to peak at (gpipe.partitioning.sizing.owner_need).
     owner_build_estimate: int | None = None
+    # The workers that held the input partitions when they were split: read them there (a
+    # one-owner graph's files: sizing.readers) or held them persisted; 0 in this process.
+    input_workers: int = 0
 
     @property
     def renumbered(self) -> bool:
@@ -258,6 +261,7 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
         transport=transport,
         owner_ids=owner_ids,
         owner_build_estimate=build_estimate,
+        input_workers=len({at for at in holders if at is not None}),
     )
 
 

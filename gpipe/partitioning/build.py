@@ -239,6 +239,8 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
     if layout.n_owners > 1:
         _release_build_memory(executor, backend_name, [*holders, *executor.holders(parts)])
         transport = nccl.make_group(executor, layout, backend_name)
+    elif set(holders) - {None, *getattr(executor, "workers", ())}:  # others read (or held) input for the owner
+        _release_build_memory(executor, backend_name, list(set(holders) - {None, *executor.workers}))
     if layout.n_owners == 1 and hasattr(executor, "replicate"):
         replica_workers = sizing.choose_replicas(size, memory, executor.workers[0], requested_replicas)
     executor.unpin()  # the graph's queries need its owners' workers alone

@@ -11,6 +11,10 @@ result frame and, with several owners, its exchange buffers). The budget of a wo
 ``gpipe.memory-fraction`` (Dask config, default 0.8) of what it has free: device memory on GPU
 workers (CUDA's free memory plus what CuPy's pool holds unused), the Dask memory limit less the
 process's current use on CPU workers (the machine's memory when the worker has no limit).
+
+For a graph that one worker holds, :func:`readers` also says which workers read its files: one
+per GPU (per host of CPU workers) when the input is large enough to pay for sending it to the
+owner, else the owner alone (Dask config ``gpipe.read-on``).
 """
 
 from __future__ import annotations

@@ -228,8 +228,10 @@ def run(config, *, how_to_overwrite="set output.overwrite to true", client=None)
                 partitions=settings["partitions"],
                 weight_dtype=edges_cfg["weight_dtype"],
             )
-        log.info("graph on %d partition(s)%s", graph.num_partitions,
-                 f", weights as {graph.weight_dtype}" if graph.weight_dtype else "")
+        input_workers = graph.engine.built.input_workers
+        log.info("graph on %d partition(s)%s%s", graph.num_partitions,
+                 f", weights as {graph.weight_dtype}" if graph.weight_dtype else "",
+                 f", its edges read on {input_workers} worker(s)" if input_workers else "")
         phase("traverse")
         with _step("traverse", timings):
             if settings["algorithm"] == "bfs":
@@ -249,7 +251,7 @@ def run(config, *, how_to_overwrite="set output.overwrite to true", client=None)
                 write_report(folder, job_report(
                     settings=settings, source=source, summary=summary, phases=phases, started=started,
                     output=folder, owners=graph.num_partitions, transport=graph.transport,
-                    weight_dtype=graph.weight_dtype,
+                    weight_dtype=graph.weight_dtype, input_workers=input_workers,
                     workers=len(getattr(execution.current(client), "workers", [])),
                     backend=edges_backend(edges)))
 

@@ -56,6 +56,7 @@ def test_the_report_says_what_the_job_did(edges, tmp_path):
     data = sorted(out.glob("*.parquet"))
     assert report["files"] == len(data) and report["bytes"] == sum(f.stat().st_size for f in data)
     assert (report["owners"], report["transport"], report["workers"], report["backend"]) == (1, "none", 0, "cpu")
+    assert report["input_workers"] == 0  # no cluster
     assert report["config"]["algorithm"] == "sssp" and report["config"]["source"] == [str(a_source(frame))]
     assert report["source"] == a_source(frame)  # as the traversal took it
     assert report["config"]["output"]["path"] == str(out)
@@ -97,8 +98,26 @@ def test_a_run_on_a_cluster_reports_its_owners_and_transport(edges, tmp_path):
     assert main(["-q", "run", str(tmp_path / "job.yaml")]) == 0
     report = job.read_report(tmp_path / "out")
     assert (report["owners"], report["transport"], report["workers"]) == (2, "dask", 2)
+    assert report["input_workers"] == 1  # one file, one partition
     assert list(report["phases"]) == ["connect"] + PHASES
     assert report["rows"] == len(pd.read_parquet(tmp_path / "out"))
+
+
+@pytest.mark.parametrize("read_on, readers", [("owner", 1), ("all", 2)])
+def test_a_run_on_a_cluster_reports_the_workers_that_read_its_edges(tmp_path, read_on, readers):
+    frame = random_edges(60, 200, seed=6)
+    (tmp_path / "edges").mkdir()
+    for i in range(2):
+        frame.iloc[i::2].to_parquet(tmp_path / "edges" / f"part.{i}.parquet", index=False)
+    config = {"algorithm": "bfs", "directed": False, "source": a_source(frame),
+              "cluster": {"kind": "local-cpu", "n_workers": 2, "threads_per_worker": 1,
+                          "dashboard_address": None, "dask": {"gpipe": {"read-on": read_on}}},
+              "edges": {"path": str(tmp_path / "edges"), "backend": "cpu"},
+              "output": {"path": str(tmp_path / "out")}}
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump(config))
+    assert main(["-q", "run", str(tmp_path / "job.yaml")]) == 0
+    report = job.read_report(tmp_path / "out")
+    assert (report["owners"], report["workers"], report["input_workers"]) == (1, 2, readers)
 
 
 def test_a_report_that_fails_leaves_no_output(edges, tmp_path, monkeypatch, capsys):

@@ -75,9 +75,12 @@ class Executor:
         """Block until ``handles`` are done; re-raise the first task error, moving no data."""
         raise NotImplementedError
 
-    def partitions(self, frame, on: int | None = None) -> list:
-        """Handles to the partitions of the Dask DataFrame ``frame``, computed where they land
-        (``on``: all on owner ``on``'s worker, for a graph that owner will hold alone).
+    def partitions(self, frame, readers: list | None = None) -> list:
+        """Handles to the partitions of the Dask DataFrame ``frame``, computed where Dask puts
+        them, or by ``readers`` (worker addresses, :func:`gpipe.partitioning.sizing.readers`):
+        one reads them all (pinned: the owner of a graph it holds alone); several take them
+        round-robin, partition ``i`` on ``readers[i % k]`` (loosely: one that leaves has its
+        share read by another).
 
         Frames that this process holds (:mod:`gpipe.engine.in_memory`: a plain frame, ``dd.from_pandas``)
         are taken as they are, in row order, not as Dask's partitions: in-process as one frame,
@@ -172,7 +175,7 @@ class InProcess(Executor):
     def wait(self, handles):
         return None
 
-    def partitions(self, frame, on=None):
+    def partitions(self, frame, readers=None):
         held = in_memory.held_frames(frame)
         if held is not None:
             return held
@@ -395,14 +398,22 @@ class OnCluster(Executor):
                 return cause
         return f"the scheduler removed it: {stimulus}" if stimulus else None
 
-    def partitions(self, frame, on=None):
+    def partitions(self, frame, readers=None):
         held = in_memory.held_frames(frame)
         if held is not None:  # sent to the workers once, a run of rows each, under random keys
             return self.client.scatter(in_memory.row_slices(held, len(self.workers)), hash=False)
-        if on is not None:  # read where the graph will be built: no edge crosses the network
-            return self.client.compute(frame.to_delayed(optimize_graph=True),
-                                       workers=[self.workers[on]], allow_other_workers=False)
-        return self.client.compute(frame.to_delayed(optimize_graph=True))
+        pieces = frame.to_delayed(optimize_graph=True)
+        if not readers:
+            return self.client.compute(pieces)
+        if len(readers) == 1:  # read where the graph will be built: no edge crosses the network
+            return self.client.compute(pieces, workers=list(readers), allow_other_workers=False)
+        handles = [None] * len(pieces)
+        for j, address in enumerate(readers):  # one graph per reader: Dask restricts a graph's tasks as one
+            mine = range(j, len(pieces), len(readers))
+            computed = self.client.compute([pieces[i] for i in mine], workers=[address], allow_other_workers=True)
+            for i, handle in zip(mine, computed):
+                handles[i] = handle
+        return handles
 
     def to_frame(self, handles, meta, lengths=None):
         if lengths is None:

@@ -37,7 +37,7 @@ LIBRARIES = ("dask", "distributed", "numpy", "pandas", "pyarrow", "numba", "scip
 
 def job_report(*, settings: dict, source, summary: dict, phases: dict, started: float,
                output: Path, owners: int, transport: str, workers: int, backend: str,
-               weight_dtype: str | None = None) -> dict:
+               weight_dtype: str | None = None, input_workers: int = 0) -> dict:
     """The report of one traversal job, as a JSON-ready dict.
 
     Parameters
@@ -64,6 +64,10 @@ def job_report(*, settings: dict, source, summary: dict, phases: dict, started: 
     weight_dtype : str or None
         The width the graph stored its weights in (:attr:`gpipe.Graph.weight_dtype`:
         ``"float32"``, ``"float64"``; None without weights).
+    input_workers : int
+        The workers that read the edges (or held them) for the build, 0 in this process: for
+        a one-owner graph, 1 where its owner read them all (ARCHITECTURE.md, "Where a
+        one-owner graph is read").
     """
     files = sorted(Path(output).glob("*.parquet"))
     return {
@@ -84,6 +88,7 @@ def job_report(*, settings: dict, source, summary: dict, phases: dict, started: 
         "transport": transport,
         "weight_dtype": weight_dtype,
         "workers": int(workers),
+        "input_workers": int(input_workers),
         "backend": backend,
         "machine": {"hostname": socket.gethostname(), "platform": platform.platform(),
                     "python": platform.python_version(), "cpu_count": os.cpu_count()},

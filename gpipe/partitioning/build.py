@@ -100,6 +100,9 @@ class Built:
     owner_ids: list | None = None
     # The bytes the sizing expected an owner's build to peak at (gpipe.partitioning.sizing.owner_need).
     owner_build_estimate: int | None = None
+    # The workers that held the input partitions when they were split: read them there (a
+    # one-owner graph's files: sizing.readers) or held them persisted; 0 in this process.
+    input_workers: int = 0
 
     @property
     def renumbered(self) -> bool:
@@ -128,7 +131,8 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
     memory, inputs = None, None
     narrowest = weight_widths.narrowest(asked, edges.dtypes[weight]) if weight is not None else None
     early = footer_size(from_footers, directed, weight is not None, resident=persisted,
-                        weight_itemsize=narrowest.itemsize if narrowest is not None else 8)
+                        weight_itemsize=narrowest.itemsize if narrowest is not None else 8,
+                        row_bytes=_row_bytes(edges, columns))
     if early is not None:  # GraphTooLarge before anything is read
         memory = executor.memory(backend_name)
         try:
@@ -140,12 +144,18 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
             # the fewest vertices would not fit either.
             sizing.choose_owners(early.with_fewest_vertices(), memory, requested)
             chosen = None
-        if chosen is not None and len(chosen) == 1:  # one owner even at the bound: read it there
+        if chosen is not None and len(chosen) == 1 and not persisted:  # one owner even at the bound
+            # Read by the workers of every GPU (CPU: host) when the input pays for it, each
+            # sending its share to the owner, else by the owner alone (sizing.readers).
+            readers = sizing.readers(early, memory, chosen[0], edges.npartitions)
             executor = executor.for_owners(chosen)
-            inputs = executor.partitions(edges, on=0)
-    if inputs is None:
+            inputs = executor.partitions(edges, readers=readers)
+    if inputs is None:  # where Dask puts them (a persisted frame's: where they are)
         inputs = executor.partitions(edges)
-    surveys = executor.gather([executor.submit(_survey, backend_name, p, columns) for p in inputs])
+    executor.wait(inputs)
+    holders = executor.holders(inputs)  # each partition's survey and split run where it is
+    surveys = executor.gather([executor.submit(_survey, backend_name, p, columns, at=at)
+                               for p, at in zip(inputs, holders)])
     surveys = [s for s in surveys if s.rows]
     if not surveys:
         raise InputError("the edge list is empty: it has no rows")
@@ -165,7 +175,6 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
         columns = replace(columns, id_dtype=validate.numpy_dtype(vertex_dtype))
         identity, n_bound = _vertex_bound(rows, low, high)
     ids = buckets = None
-    holders = executor.holders(inputs)
     if not identity and executor.n_owners > 1:  # counted before the owners are chosen, as below
         buckets = numbering.spread(executor, backend_name, functools.partial(id_arrays, columns=columns),
                                    inputs, holders, strings)
@@ -209,7 +218,7 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
                         negative_weights, at=at)
         for p, relabel, at in zip(inputs, relabels, holders)
     ]
-    del relabels
+    del relabels, inputs  # each input partition is freed once its split is made
     parts = [
         executor.submit(
             build_partition, backend_name, layout, owner, directed, track_presence,
@@ -230,6 +239,8 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
     if layout.n_owners > 1:
         _release_build_memory(executor, backend_name, [*holders, *executor.holders(parts)])
         nccl_group = nccl.make_group(executor, layout, backend_name)
+    elif set(holders) - {None, *getattr(executor, "workers", ())}:  # others read (or held) input for the owner
+        _release_build_memory(executor, backend_name, list(set(holders) - {None, *executor.workers}))
     if layout.n_owners == 1 and hasattr(executor, "replicate"):
         replica_workers = sizing.choose_replicas(size, memory, executor.workers[0], requested_replicas)
     executor.unpin()  # the graph's queries need its owners' workers alone
@@ -252,6 +263,7 @@ def build(executor, edges, *, directed, src, dst, weight, partitions=None, repli
         nccl_group=nccl_group,
         owner_ids=owner_ids,
         owner_build_estimate=build_estimate,
+        input_workers=len({at for at in holders if at is not None}),
     )
 
 
@@ -309,18 +321,20 @@ def _vertex_bound(rows: int, low: int | None = None, high: int | None = None) ->
     return identity, high + 1 if identity else min(2 * rows, high - low + 1)
 
 
-def footer_size(survey, directed: bool, weighted: bool, resident: bool = False, weight_itemsize: int = 8):
+def footer_size(survey, directed: bool, weighted: bool, resident: bool = False, weight_itemsize: int = 8,
+                row_bytes: int = 16):
     """The :class:`sizing.GraphSize` that a read_edges frame's Parquet footers give
     (:mod:`gpipe.io.footers`), as the survey of its rows would; None where they cannot tell the
     vertex count (integer ids without statistics) or there are none. ``resident``: the frame
     was persisted, so the build does not read it. ``weight_itemsize``: bytes per stored
-    weight, the narrowest the weights' values may allow (:func:`weights.narrowest`)."""
+    weight, the narrowest the weights' values may allow (:func:`weights.narrowest`).
+    ``row_bytes``: bytes of an input row's edge columns as the build holds them."""
     if survey is None or survey.rows == 0 or (not survey.strings and survey.low is None):
         return None
     identity, n_bound = _vertex_bound(survey.rows, survey.low, survey.high)
     return sizing.GraphSize(rows=survey.rows, n=n_bound, directed=directed, weighted=weighted,
-                            weight_itemsize=weight_itemsize, input_resident=resident,
-                            renumbered=not identity)
+                            weight_itemsize=weight_itemsize, input_row_bytes=row_bytes,
+                            input_resident=resident, renumbered=not identity)
 
 
 def _packed_presence(part):

@@ -11,6 +11,10 @@ result frame and, with several owners, its exchange buffers). The budget of a wo
 ``gpipe.memory-fraction`` (Dask config, default 0.8) of what it has free: device memory on GPU
 workers (CUDA's free memory plus what CuPy's pool holds unused), the Dask memory limit less the
 process's current use on CPU workers (the machine's memory when the worker has no limit).
+
+For a graph that one worker holds, :func:`readers` also says which workers read its files: one
+per GPU (per host of CPU workers) when the input is large enough to pay for sending it to the
+owner, else the owner alone (Dask config ``gpipe.read-on``).
 """
 
 from __future__ import annotations
@@ -26,6 +30,14 @@ PARTITIONS_KEY = "gpipe.partitions"
 REPLICAS_KEY = "gpipe.replicas"
 FRACTION_KEY = "gpipe.memory-fraction"
 DEFAULT_FRACTION = 0.8
+# Where a one-owner graph's input is read (:func:`readers`): "auto", "owner" or "all".
+READ_ON_KEY = "gpipe.read-on"
+# "auto" reads an input at least this large (as the build holds it) with several workers. Below
+# it, spreading could save less than its fixed costs: at the ~1.3 GB/s that one H200 worker
+# reads Parquet (kron28), 64 MiB take 50 ms, while every partition sent to the owner adds a
+# transfer round (a few ms) on top of the tasks' round trips (~8 ms, ARCHITECTURE.md).
+SPREAD_READ_BYTES = 2**26
+
 IN_PROCESS = "in-process"  # the address of the one "worker" of a graph built without a client
 
 # Bytes per vertex of an owner's traversal: dist and parent (4 + 8 BFS, 8 + 8 SSSP), frontier
@@ -166,6 +178,10 @@ class WorkerMemory:
     free_bytes: int
     kind: str  # "device" or "host"
     input_share: float = 1.0  # the fraction of a resident input that this worker holds already
+    # What a read on this worker runs on: its GPU (host name and PCI bus id) or, on CPU, its
+    # host's cores, which a CPU worker's Parquet reads already spread over (pyarrow's
+    # threads). None: unknown, its own.
+    reads_on: str | None = None
 
 
 def requested_partitions(partitions):
@@ -277,6 +293,46 @@ def choose_replicas(size: GraphSize, workers: list, owner: str, requested: int |
     return [owner] + [w.address for w in others[:count - 1]]
 
 
+def readers(size: GraphSize, workers: list, owner: WorkerMemory, partitions: int) -> list:
+    """The addresses of the workers that read the input of a one-owner graph, ``owner`` first.
+
+    Dask config ``gpipe.read-on``: ``"owner"`` reads on the owner alone; ``"all"`` on every
+    worker whose budget holds its share of the partitions (round-robin, ``ceil(partitions /
+    k)`` of ``k`` readers), most free memory first; ``"auto"`` (the default) on one such worker
+    per read resource (``reads_on``: each GPU, or each host of CPU workers, the owner's own
+    taken by the owner) when the input is at least :data:`SPREAD_READ_BYTES` as the build
+    holds it, else on the owner alone. Either way one input partition, or one worker, is
+    read on the owner. The files are then read at the speed of all the readers, and the
+    owner builds from what they send: its estimate (:meth:`GraphSize.owner_build_bytes`)
+    counts the whole input on it either way, never twice (its own share and what arrives).
+
+    Raises InputError for another ``gpipe.read-on``.
+    """
+    mode = str(dask.config.get(READ_ON_KEY, "auto"))
+    if mode not in ("auto", "owner", "all"):
+        raise InputError(f"Dask config {READ_ON_KEY!r} must be 'auto', 'owner' or 'all', not {mode!r}")
+    others = sorted((w for w in workers if w.address != owner.address), key=lambda w: (-w.free_bytes, w.address))
+    if mode == "auto":
+        if size.input_bytes < SPREAD_READ_BYTES:
+            return [owner.address]
+        taken, distinct = {owner.reads_on or owner.address}, []
+        for w in others:  # one worker per read resource, the one with the most room
+            if (w.reads_on or w.address) not in taken:
+                taken.add(w.reads_on or w.address)
+                distinct.append(w)
+        others = distinct
+    if mode == "owner" or not others or partitions < 2:
+        return [owner.address]
+    fraction = float(dask.config.get(FRACTION_KEY, DEFAULT_FRACTION))
+    per_partition = -(-size.input_bytes // partitions)
+    for count in range(min(len(others) + 1, partitions), 1, -1):
+        share = -(-partitions // count) * per_partition
+        room = [w.address for w in others if share <= fraction * w.free_bytes]
+        if len(room) >= count - 1:
+            return [owner.address, *room[:count - 1]]
+    return [owner.address]
+
+
 def in_process_memory(backend_name) -> WorkerMemory:
     """This process's memory budget, for a graph built without a Dask client."""
     return WorkerMemory(IN_PROCESS, free_bytes_here(backend_name), _kind(backend_name))
@@ -284,8 +340,21 @@ def in_process_memory(backend_name) -> WorkerMemory:
 
 def cluster_memory(client, backend_name) -> list:
     """:class:`WorkerMemory` of every worker of ``client``, asked of each worker (one round trip)."""
-    free = client.run(free_bytes_here, backend_name)
-    return [WorkerMemory(address, int(bytes_), _kind(backend_name)) for address, bytes_ in free.items()]
+    found = client.run(_memory_here, backend_name)
+    return [WorkerMemory(address, int(bytes_), _kind(backend_name), reads_on=reads_on)
+            for address, (bytes_, reads_on) in found.items()]
+
+
+def _memory_here(backend_name) -> tuple:
+    """``(free bytes, reads_on)`` of this worker (:class:`WorkerMemory`)."""
+    import socket
+
+    where = socket.gethostname()
+    if backend_name == "gpu":
+        import cupy
+
+        where += f"/{cupy.cuda.Device().pci_bus_id}"
+    return free_bytes_here(backend_name), where
 
 
 def _kind(backend_name) -> str:

@@ -128,6 +128,18 @@ __device__ __forceinline__ unsigned long long warp_append_slot_keyed(unsigned lo
     return slot;
 }
 
+// The end of a claim, all 32 lanes together: a claimed vertex (local id `v`) is appended to
+// `frontier` at counters[kNext], and `degree` (its out-degree, 0 if not claimed) is added to
+// counters[kNextEdges].
+__device__ __forceinline__ void append_claimed(unsigned long long* counters, long long* frontier,
+                                               bool claimed, long long v, long long degree) {
+    warp_add(&counters[kNextEdges], degree);
+    const unsigned long long slot = warp_append_slot(&counters[kNext], claimed);
+    if (claimed) {
+        frontier[slot] = v;
+    }
+}
+
 }  // namespace
 
 template <typename Index>
@@ -270,11 +282,7 @@ __global__ void bfs_owner_claim(const long long* __restrict__ indptr,
                 claimed = true;
             }
         }
-        warp_add(&counters[kNextEdges], degree);
-        const unsigned long long slot = warp_append_slot(&counters[kNext], claimed);
-        if (claimed) {
-            next_frontier[slot] = v;
-        }
+        append_claimed(counters, next_frontier, claimed, v, degree);
     });
 }
 
@@ -590,10 +598,6 @@ __global__ void bfs_owner_claim_pairs(const long long* __restrict__ indptr,
                 }
             }
         }
-        warp_add(&counters[kNextEdges], degree);
-        const unsigned long long slot = warp_append_slot(&counters[kNext], claimed);
-        if (claimed) {
-            frontier[slot] = local;
-        }
+        append_claimed(counters, frontier, claimed, local, degree);
     });
 }

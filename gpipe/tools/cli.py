@@ -104,6 +104,7 @@ def command():
     import signal
 
     interrupted_in_callback = _catch_unraisable_interrupts()
+    signal.signal(signal.SIGINT, _interrupt_quietly)
     status = main()
     if status == 0 and interrupted_in_callback:  # a Ctrl-C that Python could only "ignore"
         say(_interrupted_line())
@@ -118,6 +119,17 @@ def command():
     finally:
         _flush()
         os._exit(status)
+
+
+def _interrupt_quietly(signum, frame):
+    """Ctrl-C: ``KeyboardInterrupt`` as Python raises it, with this process's logging turned
+    off first. What it stops then says nothing the user needs, and said it before the one line:
+    Dask's comms left open by the unwinding complain as they are collected ("Closing dangling
+    stream"), on a busy machine even before the line is printed."""
+    import logging
+
+    logging.disable(logging.CRITICAL)
+    raise KeyboardInterrupt
 
 
 # How long the exit handlers may take. A cluster left open is closed in them, in seconds; one

@@ -51,8 +51,7 @@ def start_local_cluster(kind="auto", n_workers=None, dashboard=True, protocol="a
     Parameters
     ----------
     kind : {"auto", "cuda", "cpu"}, optional (default="auto")
-        ``"cuda"``: a ``dask_cuda.LocalCUDACluster``, one worker per visible GPU, its device
-        memory from CUDA's stream-ordered allocator (``rmm_async``).
+        ``"cuda"``: a ``dask_cuda.LocalCUDACluster``, one worker per visible GPU.
         ``"cpu"``: a ``distributed.LocalCluster`` of worker processes with one thread each
         (gpipe's kernels are Numba-compiled and release no work to extra threads).
         ``"auto"``: ``"cuda"`` when dask-cuda, cuDF and CuPy import and a GPU is visible,
@@ -166,8 +165,8 @@ def connect(config):
             ``n_workers``, ``threads_per_worker``, ``processes``, ``memory_limit``,
             ``dashboard_address`` (null: no dashboard), ``local_directory``; for
             ``local-cuda`` those but ``processes``, and ``CUDA_VISIBLE_DEVICES``,
-            ``device_memory_limit``, ``rmm_pool_size``, ``rmm_async`` (null or absent: true, as
-            :func:`start_local_cluster`), ``enable_cudf_spill``, ``protocol``
+            ``device_memory_limit``, ``rmm_pool_size``, ``rmm_async``, ``enable_cudf_spill``,
+            ``protocol``
             (``auto``, the default, ``tcp`` or ``ucx``: :func:`cuda_protocol`);
             for ``remote`` ``scheduler_address`` (required) and ``timeout``. Null values are
             passed as None, which is each constructor's default unless noted.
@@ -446,10 +445,6 @@ def _local_cuda_cluster(options):
     # distributed-ucxx sets UCX_MEMTYPE_CACHE, which the UCX it ships no longer reads, and UCX
     # then warns in every process of a healthy cluster. The workers inherit this environment.
     os.environ.setdefault("UCX_WARN_UNUSED_ENV_VARS", "n")
-    if options.get("rmm_async") is None and not options.get("rmm_pool_size"):
-        # Device memory from CUDA's stream-ordered allocator: without a pool, every free of a
-        # traversal's or a result frame's temporaries would synchronize the whole device.
-        options["rmm_async"] = True
     return start_apart_from_sigint(lambda: LocalCUDACluster(**options))
 
 

@@ -101,6 +101,22 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip_gpu)
 
 
+@pytest.fixture(autouse=True)
+def gpipe_config_restored():
+    """gpipe's Dask configuration (``gpipe.*``) as each test found it: a command run in this
+    process (``main([...])`` with a cluster file's ``dask:`` section) sets it for good, as a
+    command's own process should. (Only gpipe's keys: the libraries imported during a test add
+    their defaults to the rest.)"""
+    import copy
+
+    saved = copy.deepcopy(dask.config.config.get("gpipe"))
+    yield
+    if saved is None:
+        dask.config.config.pop("gpipe", None)
+    else:
+        dask.config.config["gpipe"] = saved
+
+
 # ---------------------------------------------------------------------------------------------
 # Clusters.
 

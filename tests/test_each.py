@@ -408,11 +408,11 @@ def test_replicas_must_be_a_positive_integer():
 
 
 def _dying_batch(marker):
-    """Wrap gpipe.each.one_owner_batch on this worker so that its first batch kills the
-    worker's process (once: the marker file is created once, across processes)."""
-    import gpipe.each
+    """Wrap gpipe.engine.batches.one_owner_batch on this worker so that its first batch kills
+    the worker's process (once: the marker file is created once, across processes)."""
+    from gpipe.engine import batches
 
-    original = gpipe.each.one_owner_batch
+    original = batches.one_owner_batch
 
     def batch(*args):
         try:
@@ -421,7 +421,7 @@ def _dying_batch(marker):
             return original(*args)
         os._exit(1)
 
-    gpipe.each.one_owner_batch = batch
+    batches.one_owner_batch = batch
 
 
 @pytest.mark.timeout(120)

@@ -43,7 +43,7 @@ RSS_SAMPLE_S = 0.01
 SCIPY_RATIO_TARGET = 100.0
 # bfs_each over every replica against one, by replica count: issue 16 (2), issue 22 (4).
 REPLICA_RATIO_TARGETS = {2: 1.4, 4: 3.0}
-BATCH_NAMES = ("gpipe-bfs-each", "gpipe-sssp-each")  # gpipe.each.NAMES
+BATCH_NAMES = ("gpipe-bfs-each", "gpipe-sssp-each")  # gpipe.engine.batches.NAMES
 
 
 def run(*, scale, each, targets=0, algo="bfs", backend="auto", workers=0, seed=0,

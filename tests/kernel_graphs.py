@@ -1231,6 +1231,23 @@ def float32_edges(seed, n=300, m=1200, directed=True, dag=False):
     return src, dst, w.astype(np.float32).astype(np.float64)
 
 
+def check_driven_sssp_float32(drive_sssp, xp, split, index_dtype, n=300):
+    """The relaxation rounds over float32 weights (``drive_sssp`` over one owner and two, the
+    weights as float32 ``xp`` arrays), against SciPy on the same weights as float64: two graphs
+    and a negative-weight DAG. Returns the two graphs' cases ``(src, dst, w, directed, sources,
+    expected)`` for the caller's whole-traversal kernels."""
+    cases = []
+    for directed, dag in ((True, False), (False, False), (True, True)):
+        src, dst, w = float32_edges(3, n=n, directed=directed, dag=dag)
+        sources = np.array([0, 5]) if dag else np.array([3, 150, 3, 299])
+        expected = scipy_sssp_dist(scipy_graph(src, dst, w, n), sources, negative=dag)
+        check_driven_sssp(drive_sssp, lambda parts: float32_owners(split(src, dst, w, n, parts, index_dtype), xp),
+                          src, dst, w, n, sources, expected)
+        if not dag:
+            cases.append((src, dst, w, directed, sources, expected))
+    return cases
+
+
 def float32_owners(owners, xp):
     """``owners`` (of :func:`split`) with their weights as float32 ``xp`` arrays."""
     for owner in owners:

@@ -12,7 +12,7 @@ from scipy.sparse import csgraph
 import kernel_graphs
 from gpipe.engine.compute import cpu, cpu_delta, cpu_sssp_owners, owner_state
 from kernel_graphs import (INDEX_DTYPES, OWNER_WIDTHS, Owner, assert_tree, assert_unique,
-                           check_driven_sssp, check_owner_far_pile, check_owner_merge,
+                           check_owner_far_pile, check_owner_merge,
                            check_owner_pruning, claim_bfs_targets, csr_rows, drive_owner_sssp,
                            driver_start, owned_by, random_edges, scipy_bfs_dist, scipy_graph,
                            scipy_sssp_dist, settle_sssp_candidates, split)
@@ -730,18 +730,8 @@ def test_owner_sssp_with_the_state_bound_is_dijkstra_with_limit(kind, widths):
 
 @pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
 def test_float32_weights_step_and_whole_sssp_match_scipy(index_dtype):
-    n = 300
-    for directed, dag in ((True, False), (False, False), (True, True)):
-        src, dst, w = kernel_graphs.float32_edges(3, n=n, directed=directed, dag=dag)
-        graph = scipy_graph(src, dst, w, n)
-        sources = np.array([0, 5]) if dag else np.array([3, 150, 3, 299])
-        expected = scipy_sssp_dist(graph, sources, negative=dag)
-        check_driven_sssp(  # sssp_relax, one owner and two
-            drive_sssp, lambda parts: kernel_graphs.float32_owners(split(src, dst, w, n, parts, index_dtype), np),
-            src, dst, w, n, sources, expected)
-        if dag:
-            continue
-        indptr, indices, weights = csr_rows(src, dst, w, 0, n, index_dtype)
+    for src, dst, w, _, sources, expected in kernel_graphs.check_driven_sssp_float32(drive_sssp, np, split, index_dtype):
+        indptr, indices, weights = csr_rows(src, dst, w, 0, 300, index_dtype)
         weights = weights.astype(np.float32)
         for whole in (cpu.delta_stepping, cpu.dijkstra):
             dist, parent = whole(indptr, indices, weights, sources)

@@ -31,7 +31,7 @@ import gpipe  # noqa: E402
 import kernel_graphs  # noqa: E402
 from gpipe.engine.compute import gpu  # noqa: E402
 from kernel_graphs import (INDEX_DTYPES, OWNER_WIDTHS, assert_build_csr_rows, assert_owner_pieces,  # noqa: E402
-                           assert_tree, assert_unique, build_csr_cases, check_driven_sssp,
+                           assert_tree, assert_unique, build_csr_cases,
                            check_owner_far_pile, in_pieces, check_owner_merge, check_owner_pruning,
                            claim_bfs_targets, csr_rows, drive_owner_sssp, driver_start, host_rows,
                            numpy_rows, owned_by, scipy_bfs_dist, scipy_graph, scipy_sssp_dist,
@@ -1408,18 +1408,9 @@ def test_owner_sssp_with_the_state_bound_is_dijkstra_with_limit(widths):
 def test_float32_weights_step_and_whole_sssp_match_scipy(index_dtype, record_parents):
     """kernels/sssp.cu (the relaxation rounds) and kernels/sssp_nearfar.cu (with its parent
     check and repairs) over float32 weights, against SciPy on the same weights as float64."""
-    n = 300
-    for directed, dag in ((True, False), (False, False), (True, True)):
-        src, dst, w = kernel_graphs.float32_edges(3, n=n, directed=directed, dag=dag)
-        graph = scipy_graph(src, dst, w, n)
-        sources = np.array([0, 5]) if dag else np.array([3, 150, 3, 299])
-        expected = scipy_sssp_dist(graph, sources, negative=dag)
-        check_driven_sssp(  # the relaxation rounds, one owner and two
-            drive_sssp, lambda parts: kernel_graphs.float32_owners(split(src, dst, w, n, parts, index_dtype), cupy),
-            src, dst, w, n, sources, expected)
-        if dag:
-            continue
-        indptr, indices, weights = csr_rows(src, dst, w, 0, n, index_dtype)
+    for src, dst, w, directed, sources, expected in kernel_graphs.check_driven_sssp_float32(
+            drive_sssp, cupy, split, index_dtype):
+        indptr, indices, weights = csr_rows(src, dst, w, 0, 300, index_dtype)
         for delta in (None, 2.0, np.inf):
             dist, parent = gpu.sssp(cupy.asarray(indptr), cupy.asarray(indices),
                                     cupy.asarray(weights.astype(np.float32)), cupy.asarray(sources),

@@ -74,13 +74,12 @@ def bfs_levels_arrays(transport, part: Partition, layout: Layout, local_sources,
     """
     with _workspace(part, layout) as run:
         run.begin(transport)
-        return _levels(run, transport, part, layout, local_sources, depth_limit, thresholds,
-                       progress, device_times)
+        return _levels(run, local_sources, depth_limit, thresholds, progress, device_times)
 
 
-def _levels(run, transport, part, layout, local_sources, depth_limit, thresholds, progress,
-            device_times):
+def _levels(run, local_sources, depth_limit, thresholds, progress, device_times):
     """:func:`bfs_levels_arrays`' loop over the arrays of ``run`` (a :class:`_Levels` begun)."""
+    transport, part, layout = run.transport, run.part, run.layout
     stats = messages.OwnerSteps(part.owner)
     progress.start(len(local_sources))
     next_at = slice(run.kernels.NEXT, run.kernels.NEXT_EDGES + 1)

@@ -265,12 +265,12 @@ class OnCluster(Executor):
         self._install_handlers()
         keys = [f"{task_name(fn, args)}-{owner}-{uuid.uuid4().hex}" for fn, args, owner in calls]
         loop = self.client.loop.asyncio_loop
-        asked = [asyncio.run_coroutine_threadsafe(
-            direct.request(self.client, self.workers[owner], fn, args, key), loop)
-            for (fn, args, owner), key in zip(calls, keys)]
-        handles, first_error = [None] * len(calls), None
+        asked, handles, first_error = [], [None] * len(calls), None
         pending = set(range(len(calls)))
-        try:
+        try:  # from the first request on: an interrupt among them leaves nothing held
+            for (fn, args, owner), key in zip(calls, keys):
+                asked.append(asyncio.run_coroutine_threadsafe(
+                    direct.request(self.client, self.workers[owner], fn, args, key), loop))
             while pending:
                 done, _ = concurrent.futures.wait([asked[i] for i in pending], timeout=WATCH_S,
                                                   return_when=concurrent.futures.FIRST_COMPLETED)
@@ -283,7 +283,7 @@ class OnCluster(Executor):
                     except Exception as error:  # the others end soon (a failing owner aborts them)
                         first_error = first_error or error
         except KeyboardInterrupt:  # no one will hold what the calls not yet answered keep
-            for i in range(len(calls)):
+            for i in range(len(asked)):
                 if handles[i] is None:
                     asked[i].add_done_callback(functools.partial(self._release_answer, keys[i]))
             raise

@@ -201,8 +201,10 @@ class OnCluster(Executor):
     worker in sorted address order."""
 
     def __init__(self, client, workers=None):
+        from gpipe.engine.partition import register_with_dask
         from gpipe.watch import dashboard
 
+        register_with_dask()  # this process may move partitions from now on
         self.client = client
         self.pinned = set()  # workers that tasks were pinned to with ``at=`` (besides the owners')
         dashboard.install(client)  # once per client: the scheduler's gpipe page

@@ -11,7 +11,10 @@ tell local targets (claimed in place) from remote ones (sent to their owner).
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
+
+from dask.sizeof import sizeof
 
 from gpipe.engine import backend as backends
 
@@ -167,19 +170,30 @@ def _concat(xp, arrays, dtype):
     return arrays[0] if len(arrays) == 1 else xp.concatenate(arrays)
 
 
-def _register_with_dask() -> None:
+def register_with_dask() -> None:
     """Tell Dask a :class:`Partition`'s size, its arrays' bytes (the scheduler weighs moving a
     task to other data by it: as a small object, a batch of ``bfs_each`` would be stolen by
     an idle worker that then copies the whole graph), and let Dask move it as its arrays:
     straight from device to device (``cuda`` serializers, over UCX) or as buffers (``dask``),
-    never pickled whole through the host (a replica of a one-owner graph is a copy of it)."""
-    from dask.sizeof import sizeof
+    never pickled whole through the host (a replica of a one-owner graph is a copy of it).
+
+    Done once per process: when this module is imported in a process that has imported
+    ``distributed`` (a worker, a client's process), else by the first client's executor
+    (:class:`gpipe.engine.execution.OnCluster`). A process without a client moves no
+    partition, and its first build does not pay distributed's import (0.5 s).
+    """
+    global _REGISTERED
+    if _REGISTERED:
+        return
     from distributed.protocol import dask_deserialize, dask_serialize, register_generic
     from distributed.protocol.cuda import cuda_deserialize, cuda_serialize
 
-    sizeof.register(Partition)(lambda part: part.nbytes + 1024)
     register_generic(Partition, "cuda", cuda_serialize, cuda_deserialize)
     register_generic(Partition, "dask", dask_serialize, dask_deserialize)
+    _REGISTERED = True
 
 
-_register_with_dask()
+_REGISTERED = False
+sizeof.register(Partition)(lambda part: part.nbytes + 1024)
+if "distributed" in sys.modules:
+    register_with_dask()

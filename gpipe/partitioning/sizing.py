@@ -368,15 +368,18 @@ def free_bytes_here(backend_name) -> int:
 
         free, _ = cupy.cuda.runtime.memGetInfo()
         return int(free) + int(cupy.get_default_memory_pool().free_bytes())
+    import sys
+
     import psutil
 
     limit = None
-    try:
+    if "distributed" in sys.modules:  # else this is no worker, and the import costs 0.5 s
         from distributed import get_worker
 
-        limit = get_worker().memory_manager.memory_limit
-    except (ImportError, ValueError, AttributeError):
-        pass
+        try:
+            limit = get_worker().memory_manager.memory_limit
+        except (ValueError, AttributeError):
+            pass
     process = psutil.Process().memory_info().rss
     if limit:
         return max(0, int(limit) - process)

@@ -107,7 +107,9 @@ def _owners_running():
     """How many threads of this worker are inside a multi-owner SSSP's owner loop."""
     import sys
 
-    return sum(any(f.f_code.co_name == "_sssp_owner" for f in _stack(frame))
+    from gpipe.engine.owners.sssp import sssp_owner
+
+    return sum(any(f.f_code is sssp_owner.__code__ for f in _stack(frame))
                for frame in sys._current_frames().values())
 
 

@@ -400,12 +400,12 @@ def test_run_rejects_bad_configs_naming_the_key(graph, tmp_path, capsys, changes
 def test_shipped_pipeline_configs_are_valid_and_follow_the_demo():
     from gpipe.tools.demo import demo_hub
     from gpipe.generators import kronecker_edges
-    from gpipe.pipeline import _validate, load_config
+    from gpipe.pipeline import load_config, validate_config
 
     demo_source, _ = demo_hub(kronecker_edges(16, weights=True))
     for name in ("bfs", "sssp"):
         config = load_config(ROOT / "conf" / "pipelines" / f"{name}.yaml")
-        settings = _validate(config)
+        settings = validate_config(config)
         assert settings["algorithm"] == name
         assert settings["source"] == demo_source
         assert Path(settings["edges"]["path"]).resolve() == ROOT / "out" / "demo" / "edges"

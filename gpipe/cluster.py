@@ -29,7 +29,8 @@ from gpipe.engine.interrupts import deferred_interrupt, phase
 from gpipe.errors import InputError
 
 __all__ = ["start_local_cluster", "local_cluster_kind", "cuda_protocol", "connect", "disconnect",
-           "start_apart_from_sigint", "silenced_logging", "CLUSTER_KINDS"]
+           "start_apart_from_sigint", "silenced_logging", "ucx_available", "cuda_cluster_available",
+           "CLUSTER_KINDS"]
 
 PROTOCOLS = ("auto", "tcp", "ucx")
 
@@ -112,7 +113,7 @@ def local_cluster_kind(kind="auto"):
     if kind not in ("auto", "cuda", "cpu"):
         raise InputError(f"cluster kind must be 'auto', 'cuda' or 'cpu', not {kind!r}")
     if kind == "auto":
-        return "cuda" if _cuda_cluster_available() else "cpu"
+        return "cuda" if cuda_cluster_available() else "cpu"
     return kind
 
 
@@ -136,7 +137,7 @@ def cuda_protocol(protocol="auto") -> str:
         raise InputError(f"protocol must be one of {', '.join(PROTOCOLS)}, not {protocol!r}")
     if protocol == "tcp":
         return protocol
-    available = _ucx_available()
+    available = ucx_available()
     if protocol == "ucx" and not available:
         raise InputError("protocol 'ucx' needs distributed-ucxx (pip install distributed-ucxx-cu13, "
                          "part of gpipe's cuda13 extra)")
@@ -433,7 +434,7 @@ def silenced_logging(silence=True):
 
 
 def _local_cuda_cluster(options):
-    if not _cuda_cluster_available():
+    if not cuda_cluster_available():
         raise InputError(
             "a CUDA cluster needs dask-cuda, cuDF, CuPy and a visible GPU; "
             "install gpipe's cuda13 extra on a GPU machine, or use a CPU cluster"
@@ -448,7 +449,11 @@ def _local_cuda_cluster(options):
     return start_apart_from_sigint(lambda: LocalCUDACluster(**options))
 
 
-def _ucx_available() -> bool:
+def ucx_available() -> bool:
+    """Whether distributed-ucxx imports: UCX is a transport CUDA workers can use.
+
+    Part of this module's contract: :func:`cuda_protocol` asks it at each call, so tests
+    replace it to choose a transport as if distributed-ucxx were installed or not."""
     try:
         import distributed_ucxx  # noqa: F401
     except ImportError:
@@ -456,7 +461,12 @@ def _ucx_available() -> bool:
     return True
 
 
-def _cuda_cluster_available() -> bool:
+def cuda_cluster_available() -> bool:
+    """Whether a local CUDA cluster can start here: dask-cuda imports and CuPy sees a GPU.
+
+    Part of this module's contract: :func:`local_cluster_kind` and the start of a CUDA cluster
+    ask it at each call, so tests replace it to start one (with a stand-in dask-cuda) where
+    there is no GPU."""
     from gpipe.engine.backend import gpu_available
 
     try:

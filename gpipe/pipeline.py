@@ -72,7 +72,7 @@ from gpipe.io.write import (OutputExists, WriteFailed, check_writable, refuse_ov
                             summarize, write_parquet)
 
 __all__ = ["ALGORITHMS", "coerce_source", "configure_logging", "load_config", "run", "run_file",
-           "run_files"]
+           "run_files", "validate_config"]
 
 log = logging.getLogger("gpipe.pipeline")
 
@@ -179,7 +179,7 @@ def run(config, *, how_to_overwrite="set output.overwrite to true", client=None)
     gpipe.NegativeCycleError
         If SSSP meets a negative cycle.
     """
-    settings = _validate(config)
+    settings = validate_config(config)
     output = settings["output"]
     refuse_over_edges(output["path"], settings["edges"]["path"])
     check_writable(output["path"])  # before the work: a folder it cannot write fails it now
@@ -348,7 +348,7 @@ def run_files(paths) -> int:
     client = current = None
     try:
         configs = [load_config(path) for path in paths]
-        clusters = [_validate(config)["cluster"] for config in configs]
+        clusters = [validate_config(config)["cluster"] for config in configs]
         named = [c for c in clusters if c is not None]
         if any(c != named[0] for c in named):
             raise InputError("the jobs of one run must name the same cluster (or none): "
@@ -424,7 +424,18 @@ class _StderrHandler(logging.StreamHandler):
         pass
 
 
-def _validate(config):
+def validate_config(config):
+    """Return the settings a job runs with: `config` (as :func:`load_config` returns it) checked
+    key by key, before anything is read or started, with the defaults filled in.
+
+    Part of this module's contract: :func:`run` and :func:`run_files` check their configurations
+    with it, and tools and tests check one with it without running the job.
+
+    Raises
+    ------
+    gpipe.InputError
+        Naming the first key that is unknown, missing or unusable.
+    """
     if not isinstance(config, Mapping):
         raise InputError("a pipeline configuration must be a mapping")
     _no_unknown_keys(config, _TOP_KEYS, "")

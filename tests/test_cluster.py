@@ -16,12 +16,12 @@ from gpipe.tools import bench
     (True, "ucx", "ucx"),
 ])
 def test_cuda_protocol(monkeypatch, installed, asked, chosen):
-    monkeypatch.setattr(cluster, "_ucx_available", lambda: installed)
+    monkeypatch.setattr(cluster, "ucx_available", lambda: installed)
     assert cluster.cuda_protocol(asked) == chosen
 
 
 def test_cuda_protocol_refuses_what_cannot_run(monkeypatch):
-    monkeypatch.setattr(cluster, "_ucx_available", lambda: False)
+    monkeypatch.setattr(cluster, "ucx_available", lambda: False)
     with pytest.raises(gpipe.InputError, match="distributed-ucxx"):
         cluster.cuda_protocol("ucx")
     with pytest.raises(gpipe.InputError, match="'udp'"):
@@ -41,12 +41,22 @@ def test_ucx_does_not_warn_of_what_distributed_ucxx_sets(monkeypatch):
     import sys
     import types
 
+    import distributed
+
     made = {}
+
+    def local_cuda_cluster(**options):
+        made.update(options)
+        return "the cluster"
+
     monkeypatch.delenv("UCX_WARN_UNUSED_ENV_VARS", raising=False)
-    monkeypatch.setattr(cluster, "_cuda_cluster_available", lambda: True)
+    monkeypatch.setattr(cluster, "cuda_cluster_available", lambda: True)
     monkeypatch.setattr(cluster, "start_apart_from_sigint", lambda start: start())
-    monkeypatch.setitem(sys.modules, "dask_cuda", types.SimpleNamespace(LocalCUDACluster=lambda **kw: made.update(kw)))
-    cluster._local_cuda_cluster({"protocol": "tcp", "rmm_async": True})
+    monkeypatch.setitem(sys.modules, "dask_cuda", types.SimpleNamespace(LocalCUDACluster=local_cuda_cluster))
+    # A client of the stand-in cluster that closes nothing (connect closes it at exit).
+    monkeypatch.setattr(distributed, "Client", lambda of: types.SimpleNamespace(of=of, close=lambda: None))
+    client = cluster.connect({"kind": "local-cuda", "protocol": "tcp", "rmm_async": True})
+    assert client.of == "the cluster"
     assert made == {"protocol": "tcp", "rmm_async": True}  # the options as given
     assert os.environ["UCX_WARN_UNUSED_ENV_VARS"] == "n"
 
@@ -97,7 +107,9 @@ def _owners_running():
     """How many threads of this worker are inside a multi-owner SSSP's owner loop."""
     import sys
 
-    return sum(any(f.f_code.co_name == "_sssp_owner" for f in _stack(frame))
+    from gpipe.engine.owners.sssp import sssp_owner
+
+    return sum(any(f.f_code is sssp_owner.__code__ for f in _stack(frame))
                for frame in sys._current_frames().values())
 
 
@@ -180,14 +192,15 @@ def test_a_cluster_left_open_closes_at_exit_without_losing_scattered_data(tmp_pa
 @pytest.mark.parametrize("start", ["gpipe", "plain"])
 def test_the_resource_tracker_gpipe_starts_does_not_warn_of_semaphores_left_by_killed_workers(start):
     """A worker killed as it starts (Ctrl-C during a cluster's start) leaves semaphores that
-    multiprocessing's resource tracker frees at exit; started by gpipe it does so without the
-    warning that would follow ``gpipe: interrupted``. The plain tracker shows the warning."""
+    multiprocessing's resource tracker frees at exit; started by gpipe (as a cluster starts,
+    :func:`gpipe.cluster.start_apart_from_sigint`) it does so without the warning that would
+    follow ``gpipe: interrupted``. The plain tracker shows the warning."""
     import os
     import subprocess
     import sys
     import textwrap
 
-    starting = ("cluster._start_quiet_resource_tracker(resource_tracker)" if start == "gpipe"
+    starting = ("cluster.start_apart_from_sigint(lambda: None)" if start == "gpipe"
                 else "resource_tracker.ensure_running()")
     code = textwrap.dedent(f"""
         import multiprocessing, os
@@ -212,6 +225,7 @@ def test_closing_quietly_first_tells_the_workers_to_log_nothing():
     live, keeps logging as before (the caller silences it for the close only)."""
     import logging
     import time
+    import types
 
     from distributed import Client, LocalCluster
 
@@ -223,11 +237,19 @@ def test_closing_quietly_first_tells_the_workers_to_log_nothing():
     with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as local, \
             Client(local) as client:
         assert set(client.run(disabled).values()) == {logging.NOTSET}
-        clusters._log_nothing_on(client)  # returns at once: the answers are not awaited
-        deadline = time.monotonic() + 10
-        workers = client.run(disabled)
-        while set(workers.values()) != {logging.CRITICAL} and time.monotonic() < deadline:
-            time.sleep(0.05)
-            workers = client.run(disabled)
+        workers = {}
+
+        def close():  # the cluster's close, as disconnect calls it: reads the workers' logging
+            deadline = time.monotonic() + 10
+            workers.update(client.run(disabled))
+            while set(workers.values()) != {logging.CRITICAL} and time.monotonic() < deadline:
+                time.sleep(0.05)
+                workers.update(client.run(disabled))
+
+        # The client handed to disconnect reaches the real workers but closes nothing; the real
+        # client and cluster close at the end of the block.
+        quitting = types.SimpleNamespace(run=client.run, close=lambda: None,
+                                         cluster=types.SimpleNamespace(close=close))
+        clusters.disconnect(quitting, quietly=True)
         assert set(workers.values()) == {logging.CRITICAL} and len(workers) == 2
         assert logging.root.manager.disable == logging.NOTSET

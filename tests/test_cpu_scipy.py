@@ -163,13 +163,14 @@ def _partition(indptr, indices, weights):
 
 def test_ready_kernels_keep_the_numba_path(monkeypatch):
     monkeypatch.delenv(cpu_scipy.ENVIRONMENT, raising=False)
-    monkeypatch.setattr(cpu_scipy, "_ready", lambda dispatcher, signature: True)
+    monkeypatch.setattr(cpu_scipy, "ready", lambda dispatcher, signature: True)
     assert not cpu_scipy.answers("bfs", np.int32)
-    monkeypatch.setattr(cpu_scipy, "_ready", lambda dispatcher, signature: False)
+    monkeypatch.setattr(cpu_scipy, "ready", lambda dispatcher, signature: False)
     queued = []
-    monkeypatch.setattr(cpu_scipy._COMPILER, "submit", queued.extend)
+    monkeypatch.setattr(cpu_scipy.COMPILER, "submit", queued.extend)
     assert cpu_scipy.answers("sssp", np.int64)
-    assert [d.py_func.__name__ for d, _ in queued] == ["_delta_stepping"]
+    assert [d.py_func.__name__ for d, _ in queued] == [
+        name for _, names in cpu_scipy.QUERY_KERNELS["sssp"] for name in names]
     assert queued[0][1][1] == cpu_scipy_index_type(np.int64)
     assert not cpu_scipy.answers("bfs", np.int32, cpu_scipy.MAX_EDGES + 1)  # SciPy: too slow
     monkeypatch.setenv(cpu_scipy.ENVIRONMENT, "numba")
@@ -202,8 +203,8 @@ def scipy_answers(monkeypatch):
     in the background; yields the list of the kinds answered."""
     answered = []
     monkeypatch.delenv(cpu_scipy.ENVIRONMENT, raising=False)
-    monkeypatch.setattr(cpu_scipy, "_ready", lambda dispatcher, signature: False)
-    monkeypatch.setattr(cpu_scipy._COMPILER, "submit", lambda pairs: None)
+    monkeypatch.setattr(cpu_scipy, "ready", lambda dispatcher, signature: False)
+    monkeypatch.setattr(cpu_scipy.COMPILER, "submit", lambda pairs: None)
     real = cpu_scipy.answers
     monkeypatch.setattr(cpu_scipy, "answers",
                         lambda kind, *args: real(kind, *args) and (answered.append(kind) or True))
@@ -324,7 +325,7 @@ READY = textwrap.dedent("""
     import json
     import numpy as np
     from gpipe.engine.compute import cpu, cpu_scipy
-    print(json.dumps({kind: all(cpu_scipy._ready(d, s)
+    print(json.dumps({kind: all(cpu_scipy.ready(d, s)
                                 for d, s in cpu_scipy.kernel_signatures(kind, np.dtype(np.int32)))
                       for kind in ("bfs", "sssp")}))
 """)

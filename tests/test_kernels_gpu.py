@@ -454,7 +454,7 @@ def record_parents(request, monkeypatch):
     parent comes from the repair pass (row scan when symmetric, all-edges pass otherwise)."""
     from gpipe.engine.compute import gpu_sssp
 
-    monkeypatch.setattr(gpu_sssp, "_RECORD_PARENTS", request.param)
+    monkeypatch.setattr(gpu_sssp, "RECORD_PARENTS", request.param)
     return request.param
 
 

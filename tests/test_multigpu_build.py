@@ -94,22 +94,22 @@ def test_a_graph_too_large_is_refused_before_its_files_are_read(multigpu, tmp_pa
     def reads_so_far():
         from gpipe.io import read
 
-        return getattr(read, "_test_reads", 0)
+        return read.read_cudf_piece.reads
 
     def count_reads(on: bool):
         from gpipe.io import read
 
         if not on:  # the session's cluster reads as before for the tests after this one
-            read._read_cudf = read._read_cudf.original
+            read.read_cudf_piece = read.read_cudf_piece.original
             return
-        original = read._read_cudf
+        original = read.read_cudf_piece
 
         def counted(*args, **kwargs):
-            read._test_reads = getattr(read, "_test_reads", 0) + 1
+            counted.reads += 1
             return original(*args, **kwargs)
 
-        counted.original = original
-        read._read_cudf = counted
+        counted.original, counted.reads = original, 0
+        read.read_cudf_piece = counted
 
     edges = reference.random_edges(2_000, 9_000, seed=13)
     path = _write(edges, tmp_path / "edges", 2)

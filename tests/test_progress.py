@@ -114,16 +114,27 @@ def test_the_command_line_logs_progress_lines(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("done", [False, True])
-def test_a_terminal_gets_one_line_rewritten_in_place(capsys, done):
-    from gpipe.pipeline import _ProgressLine
+def test_a_terminal_gets_one_line_rewritten_in_place(monkeypatch, request, done):
+    import io
+    import sys
 
+    from gpipe.pipeline import configure_logging
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    for logger in (logging.getLogger("gpipe"), progress.log):  # as they were, after the test
+        monkeypatch.setattr(logger, "handlers", [])
+        monkeypatch.setattr(logger, "propagate", logger.propagate)
+        request.addfinalizer(lambda logger=logger, level=logger.level: logger.setLevel(level))
+    configure_logging()
     event = {"traversal": "t", "algorithm": "sssp", "owner": 1, "owners": 2, "level": 7,
              "frontier": 3, "reached": 1234, "elapsed_s": 1.5, "done": done}
-    record = logging.LogRecord("gpipe.progress", logging.INFO, __file__, 1, "%s",
-                               (progress.describe(event),), None)
-    record.gpipe_progress = event
-    _ProgressLine().emit(record)
-    err = capsys.readouterr().err
+    progress.log.info("%s", progress.describe(event), extra={"gpipe_progress": event})  # as gpipe logs it
+    err = terminal.getvalue()
     assert err.startswith("\r\033[K") and "1,234 reached on owner 1/2" in err
     assert ("done after 7 steps" if done else "at step 7") in err
     assert err.endswith("\n") == done

@@ -291,7 +291,7 @@ def _read_files_into_cudf(footers, columns):
               for piece in _pieces(file, footer, GPU_BLOCK_BYTES)]
     first = next(iter(footers.values()))
     meta = cudf.DataFrame.from_arrow(_plain_columns(first, columns).empty_table())
-    return _from_map(_read_cudf, pieces, columns=columns, meta=meta)
+    return _from_map(read_cudf_piece, pieces, columns=columns, meta=meta)
 
 
 def _plain_columns(footer, columns):
@@ -306,9 +306,12 @@ def _plain_columns(footer, columns):
                       for f in fields])
 
 
-def _read_cudf(piece, columns, strings=False):
+def read_cudf_piece(piece, columns, strings=False):
     """One piece ``(file, row_groups)`` of a file as a cuDF frame (``strings`` is moot: cuDF
-    strings are Arrow strings)."""
+    strings are Arrow strings): what each partition of a GPU :func:`read_edges` runs.
+
+    Part of this module's contract: :func:`read_edges` looks it up here when it makes the
+    frame, so tests replace it on the workers to count the pieces read."""
     import cudf
 
     file, row_groups = piece

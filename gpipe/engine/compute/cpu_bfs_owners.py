@@ -1,7 +1,7 @@
 """The level steps of a BFS over several owners, on the CPU (Numba): twins of kernels/bfs_owners.cu.
 
-The owner loop in gpipe/engine/traverse.py (``_bfs_owner``) calls them once per level; their names,
-signatures and promises are part of the "Kernel contract" of ARCHITECTURE.md, and
+The owner loop in gpipe/engine/owners/bfs.py (``bfs_owner_arrays``) calls them once per level;
+their names, signatures and promises are part of the "Kernel contract" of ARCHITECTURE.md, and
 gpipe/engine/compute/gpu_bfs_owners.py keeps the same ones.
 
 What each step computes

@@ -85,24 +85,24 @@ def answers(kind: str, index_dtype, n_edges: int = 0, weight_dtype=np.float64) -
     needed = kernel_signatures(kind, np.dtype(index_dtype), np.dtype(weight_dtype))
     if needed is None:
         return False
-    if all(_ready(dispatcher, signature) for dispatcher, signature in needed):
+    if all(ready(dispatcher, signature) for dispatcher, signature in needed):
         return False
     try:
         import scipy.sparse.csgraph  # noqa: F401
     except ImportError:  # not installed: wait for Numba as before
         return False
-    _COMPILER.submit(needed)
+    COMPILER.submit(needed)
     return True
 
 
 def compiling() -> bool:
     """Whether the background compiler has work queued or in flight (for tests and benchmarks)."""
-    return _COMPILER.busy()
+    return COMPILER.busy()
 
 
 def wait_compiled(timeout: float | None = None) -> bool:
     """Wait until the background compiler is idle; True if it is (for tests and benchmarks)."""
-    return _COMPILER.wait_idle(timeout)
+    return COMPILER.wait_idle(timeout)
 
 
 # --- which kernels are ready ------------------------------------------------------------------
@@ -147,10 +147,13 @@ def kernel_signatures(kind, index_dtype, weight_dtype=np.dtype(np.float64)):
     return needed
 
 
-def _ready(dispatcher, signature) -> bool:
+def ready(dispatcher, signature) -> bool:
     """Whether calling ``dispatcher`` with ``signature`` compiles nothing: it is loaded in this
     process, or its entry is in Numba's cache index (read, not loaded: a few small files).
-    Where Numba's cache cannot be read as expected, True (the Numba path, as before)."""
+    Where Numba's cache cannot be read as expected, True (the Numba path, as before).
+
+    Part of this module's contract: :func:`answers` looks it up here at each call, so tests
+    replace it to make kernels ready or not, whatever Numba's cache holds."""
     key = (id(dispatcher), signature)
     if key in _READY:
         return True
@@ -250,10 +253,13 @@ def _finish_elsewhere(pairs) -> None:
 
 
 def _stop_at_exit() -> None:
-    _COMPILER.stop(hand_over=_finish_elsewhere)
+    COMPILER.stop(hand_over=_finish_elsewhere)
 
 
-_COMPILER = _Compiler()
+# The background compiler (one per process). Part of this module's contract: its
+# ``submit(pairs)`` is what :func:`answers` queues ``(dispatcher, signature)`` pairs with, so
+# tests replace it to see what a query queued, or to compile nothing in the background.
+COMPILER = _Compiler()
 atexit.register(_stop_at_exit)
 
 

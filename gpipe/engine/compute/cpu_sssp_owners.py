@@ -4,7 +4,7 @@ outbox; the line-by-line twin of ``kernels/sssp_owners.cu`` (gpipe/engine/comput
 What it computes
     One owner's share of a delta-stepping [1] (non-negative weights) or Bellman-Ford [2]
     (any weights) SSSP whose vertices are split among owners that exchange candidate
-    distances (gpipe/engine/traverse.py, ``_sssp_owner``). Everything works in place on a
+    distances (gpipe/engine/owners/sssp.py, ``sssp_owner_arrays``). Everything works in place on a
     :class:`gpipe.engine.compute.owner_state.SsspOwnerState`, whose docstring lists the arrays and
     the two thresholds: the exchange window T, shared by all owners, and the local bucket t.
 

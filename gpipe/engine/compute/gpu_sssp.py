@@ -116,8 +116,10 @@ _L1_CACHED = False
 # the differences are within the run-to-run spread (an earlier round: 32 -> 21.9 / 156.0).
 _DELTA_EDGES = 96
 _REPAIR_BLOCKS = 1024  # grid of the symmetric parent repair (edge-parallel over the listed rows)
-# Record parents during the relaxation (False: every parent comes from the repair pass; tests).
-_RECORD_PARENTS = True
+# Record parents during the relaxation (False: every parent comes from the repair pass).
+# Part of this module's contract: :func:`sssp` reads it at each call, so tests set it to False
+# to check the repair pass alone (row scan when symmetric, all-edges pass otherwise).
+RECORD_PARENTS = True
 
 
 def _or_null(array):
@@ -268,7 +270,7 @@ def sssp_with_stats(indptr, indices, weights, sources, *, delta=None, symmetric=
             queues[2 * n:3 * n], queues[3 * n:], per_slot[:n].view(cupy.float64),
             per_slot[n:2 * n], per_slot[2 * n:], block_sum[:blocks], block_sum[blocks:],
             _or_null(parent), _or_null(parent_edge), ring, barrier, stats,
-            cupy.int32(_L1_CACHED), cupy.int32(_RECORD_PARENTS), cupy.int64(target),
+            cupy.int32(_L1_CACHED), cupy.int32(RECORD_PARENTS), cupy.int64(target),
             cupy.float64(limit),
         )
         try:

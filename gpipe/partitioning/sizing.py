@@ -189,19 +189,7 @@ def requested_partitions(partitions):
 
     Raises InputError unless it is None, ``"auto"`` or a positive integer.
     """
-    if partitions is None:
-        partitions = dask.config.get(PARTITIONS_KEY, None)
-    if partitions is None or partitions == "auto":
-        return None
-    if isinstance(partitions, bool) or not isinstance(partitions, (int, str)):
-        raise InputError(f"partitions must be a positive integer or None, not {partitions!r}")
-    try:
-        count = int(partitions)
-    except ValueError:
-        raise InputError(f"partitions must be a positive integer or None, not {partitions!r}") from None
-    if count < 1:
-        raise InputError(f"partitions must be a positive integer or None, not {partitions!r}")
-    return count
+    return _requested_count("partitions", partitions, PARTITIONS_KEY)
 
 
 def check_workers_for(requested: int, workers: int, in_process: bool = False) -> None:
@@ -262,18 +250,24 @@ def requested_replicas(replicas):
 
     Raises InputError unless it is None, ``"auto"`` or a positive integer.
     """
-    if replicas is None:
-        replicas = dask.config.get(REPLICAS_KEY, None)
-    if replicas is None or replicas == "auto":
+    return _requested_count("replicas", replicas, REPLICAS_KEY)
+
+
+def _requested_count(name, value, key):
+    """``value`` as given, else Dask config ``key``, as a positive integer; None for None or
+    ``"auto"``. Raises InputError, naming the setting ``name``, for anything else."""
+    if value is None:
+        value = dask.config.get(key, None)
+    if value is None or value == "auto":
         return None
-    if isinstance(replicas, bool) or not isinstance(replicas, (int, str)):
-        raise InputError(f"replicas must be a positive integer or None, not {replicas!r}")
-    try:
-        count = int(replicas)
-    except ValueError:
-        raise InputError(f"replicas must be a positive integer or None, not {replicas!r}") from None
+    count = 0
+    if isinstance(value, (int, str)) and not isinstance(value, bool):
+        try:
+            count = int(value)
+        except ValueError:
+            pass
     if count < 1:
-        raise InputError(f"replicas must be a positive integer or None, not {replicas!r}")
+        raise InputError(f"{name} must be a positive integer or None, not {value!r}")
     return count
 
 

@@ -63,10 +63,8 @@ def check_bfs_tree(edges_frame, result_frame, sources, *, directed, depth_limit=
     AssertionError
         Naming the first vertex whose row breaks a condition listed in the module docstring.
     """
-    graph = _Edges(edges_frame, src=src, dst=dst, weight=None, directed=directed)
-    tree = _Tree(graph, result_frame, sources)
-    dist = tree.dist
-    reached = tree.reached
+    tree = _Tree.read(edges_frame, result_frame, sources, src=src, dst=dst, weight=None, directed=directed)
+    graph, dist, reached = tree.graph, tree.dist, tree.reached
 
     hops = np.where(reached, dist, 0.0)
     _fail_where(graph, (hops != np.floor(hops)) | (hops < 0),
@@ -77,23 +75,10 @@ def check_bfs_tree(edges_frame, result_frame, sources, *, directed, depth_limit=
 
     tree.check_parents(exact=True)
     tree.check_acyclic()
-
-    # No edge u -> v with u reached may leave v unreached (unless u is at the depth limit)
-    # or farther than dist[u] + 1.
-    u, v = graph.u, graph.v
-    from_reached = reached[u]
-    open_edge = from_reached
-    if depth_limit is not None:
-        open_edge = from_reached & (dist[u] < depth_limit)
-    missed = open_edge & ~reached[v]
-    _fail_edges(graph, missed, v, u,
-                "vertex {v}: unreached, but its in-neighbour {u} is reached at distance {du}",
-                du=dist[u])
-    both = from_reached & reached[v]
-    too_far = both & (dist[v] > dist[u] + 1)
-    _fail_edges(graph, too_far, v, u,
-                "vertex {v}: distance {dv} but its in-neighbour {u} has distance {du}",
-                dv=dist[v], du=dist[u])
+    open_edge = reached[graph.u]
+    if depth_limit is not None:  # an edge leaving the last level may lead to an unreached vertex
+        open_edge &= dist[graph.u] < depth_limit
+    tree.check_edges(open_edge, exact=True)
 
 
 def check_sssp_tree(edges_frame, result_frame, sources, *, directed, src="src", dst="dst",
@@ -118,26 +103,10 @@ def check_sssp_tree(edges_frame, result_frame, sources, *, directed, src="src", 
     AssertionError
         Naming the first vertex whose row breaks a condition listed in the module docstring.
     """
-    graph = _Edges(edges_frame, src=src, dst=dst, weight=weight, directed=directed)
-    tree = _Tree(graph, result_frame, sources)
-    dist = tree.dist
-    reached = tree.reached
-
+    tree = _Tree.read(edges_frame, result_frame, sources, src=src, dst=dst, weight=weight, directed=directed)
     tree.check_parents(exact=False)
     tree.check_acyclic()
-
-    u, v, w = graph.u, graph.v, graph.w
-    from_reached = reached[u]
-    missed = from_reached & ~reached[v]
-    _fail_edges(graph, missed, v, u,
-                "vertex {v}: unreached, but its in-neighbour {u} is reached at distance {du}",
-                du=dist[u])
-    both = from_reached & reached[v]
-    through_u = dist[u] + w
-    shorter = both & (dist[v] > through_u + _slack(through_u))
-    _fail_edges(graph, shorter, v, u,
-                "vertex {v}: distance {dv} but the path through {u} costs {alt}",
-                dv=dist[v], alt=through_u)
+    tree.check_edges(tree.reached[tree.graph.u], exact=False)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -197,6 +166,13 @@ class _Edges:
 class _Tree:
     """A result frame checked for shape and aligned to ``graph``: ``dist`` (NaN = unreached),
     ``parent`` (dense index, -1 = none), ``reached`` and ``is_source``, all of length n."""
+
+    @classmethod
+    def read(cls, edges_frame, result_frame, sources, *, src, dst, weight, directed):
+        """The result frame checked for shape against the edge list it came from (``weight``
+        None: every edge weighs 1)."""
+        return cls(_Edges(edges_frame, src=src, dst=dst, weight=weight, directed=directed),
+                   result_frame, sources)
 
     def __init__(self, graph, frame, sources):
         self.graph = graph
@@ -285,6 +261,27 @@ class _Tree:
                  "vertex {v}: distance {d} but parent {p} has distance {dp} "
                  "and the lightest edge {p} -> {v} weighs {w}",
                  d=dist[child][wrong], p=graph.ids[par[wrong]], dp=dist[par][wrong], w=w[wrong])
+
+    def check_edges(self, open_edge, *, exact):
+        """No edge u -> v where ``open_edge`` holds (a mask over the graph's edges) leaves v
+        unreached, and no edge between reached vertices offers v a shorter distance than its
+        own, ``dist[u] + w`` (``exact``: to the last bit, as for BFS; else beyond the float
+        slack)."""
+        graph, dist, reached = self.graph, self.dist, self.reached
+        u, v = graph.u, graph.v
+        _fail_edges(graph, open_edge & ~reached[v], v, u,
+                    "vertex {v}: unreached, but its in-neighbour {u} is reached at distance {du}",
+                    du=dist[u])
+        both = reached[u] & reached[v]
+        through_u = dist[u] + graph.w
+        if exact:
+            _fail_edges(graph, both & (dist[v] > through_u), v, u,
+                        "vertex {v}: distance {dv} but its in-neighbour {u} has distance {du}",
+                        dv=dist[v], du=dist[u])
+        else:
+            _fail_edges(graph, both & (dist[v] > through_u + _slack(through_u)), v, u,
+                        "vertex {v}: distance {dv} but the path through {u} costs {alt}",
+                        dv=dist[v], alt=through_u)
 
     def check_acyclic(self):
         """Following parent pointers from any reached vertex ends at a source.

@@ -66,29 +66,37 @@ def compare_and_swap(typingctx, array, index, expected, value):
     return types.boolean(array, index, expected, value), codegen
 
 
-@intrinsic
-def try_lock(typingctx, array, index):
-    """Set ``array[index]`` from 0 to 1 if it is 0 (acquire); return whether it was set."""
+def _on_element(array, index, result, emit):
+    """What an intrinsic ``(array, index)`` returns: its signature, ``result(array, index)``, and
+    a codegen that hands ``emit(context, builder, pointer, width)`` the element's pointer and
+    LLVM integer type; None (no match) unless `array` is an integer array."""
     if not _integer_array(array):
         return None
 
     def codegen(context, builder, signature, args):
         pointer, width = _element(context, builder, signature, args)
+        return emit(context, builder, pointer, width)
+
+    return result(array, index), codegen
+
+
+@intrinsic
+def try_lock(typingctx, array, index):
+    """Set ``array[index]`` from 0 to 1 if it is 0 (acquire); return whether it was set."""
+
+    def emit(context, builder, pointer, width):
         pair = builder.cmpxchg(pointer, width(0), width(1), "acquire", "monotonic")
         return builder.extract_value(pair, 1)
 
-    return types.boolean(array, index), codegen
+    return _on_element(array, index, types.boolean, emit)
 
 
 @intrinsic
 def unlock(typingctx, array, index):
     """Store 0 into ``array[index]`` with release ordering: writes before it are seen first."""
-    if not _integer_array(array):
-        return None
 
-    def codegen(context, builder, signature, args):
-        pointer, width = _element(context, builder, signature, args)
+    def emit(context, builder, pointer, width):
         builder.store_atomic(width(0), pointer, "release", width.width // 8)
         return context.get_dummy_value()
 
-    return types.none(array, index), codegen
+    return _on_element(array, index, types.none, emit)

@@ -93,6 +93,15 @@ def _write_level(dist, new, v, level, table):
         new ^= bit
 
 
+@_inline
+def _reach(indptr, seen, dist, new, v, level, table):
+    """The sources whose bits are set in ``new`` reach v at ``level``: they join ``seen[v]`` and
+    their distances are written. Returns v's out-degree (its share of the next frontier's edges)."""
+    seen[v] |= new
+    _write_level(dist, new, v, level, table)
+    return indptr[v + 1] - indptr[v]
+
+
 @kernel(*each_index(lambda indices: (INT64S, indices, INT64S, INT64, BOOL, INT64S, indices,
                                       INT32S_2D, FLOAT64)), parallel=True)
 def _ms_bfs(indptr, indices, sources, depth_limit, bottom_up, in_indptr, in_indices, dist, alpha):
@@ -139,10 +148,8 @@ def _ms_bfs(indptr, indices, sources, depth_limit, bottom_up, in_indptr, in_indi
                     new = found & missing
                 nxt[v] = new
                 if new != 0:
-                    seen[v] |= new
                     active += 1
-                    frontier_edges_next += indptr[v + 1] - indptr[v]
-                    _write_level(dist, new, v, level, table)
+                    frontier_edges_next += _reach(indptr, seen, dist, new, v, level, table)
             frontier, nxt = nxt, frontier
             next_is_clear = False
         else:
@@ -164,10 +171,8 @@ def _ms_bfs(indptr, indices, sources, depth_limit, bottom_up, in_indptr, in_indi
                 nxt[v] = 0
                 frontier[v] = new
                 if new != 0:
-                    seen[v] |= new
                     active += 1
-                    frontier_edges_next += indptr[v + 1] - indptr[v]
-                    _write_level(dist, new, v, level, table)
+                    frontier_edges_next += _reach(indptr, seen, dist, new, v, level, table)
             next_is_clear = True
         frontier_edges = frontier_edges_next
 

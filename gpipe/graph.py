@@ -119,8 +119,8 @@ class Graph:
             executor = execution.current()
             with executor.span("gpipe-build"):
                 return build.build(executor, edges, directed=directed, src=src, dst=dst,
-                                     weight=weight, partitions=partitions, replicas=replicas,
-                                     weight_dtype=weight_dtype)
+                                   weight=weight, partitions=partitions, replicas=replicas,
+                                   weight_dtype=weight_dtype)
 
         return cls(build_graph(), directed=directed, weight=weight, rebuild=build_graph,
                    inputs=origin.input_paths(edges))

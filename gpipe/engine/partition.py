@@ -136,8 +136,6 @@ def build_partition(backend_name: str, layout: Layout, owner: int, directed: boo
     )
 
     present = None
-    if layout.used(owner) < n_local:  # ids numbered per owner: those past its count are unused
-        present = xp.arange(n_local) < layout.used(owner)
     if track_presence:
         present = xp.zeros(n_local, dtype=bool)
         for src, dst, _ in pieces:  # one piece's local ids at a time
@@ -148,6 +146,8 @@ def build_partition(backend_name: str, layout: Layout, owner: int, directed: boo
         if present_ids:
             extra = _concat(xp, present_ids, "int64")
             be.kernels.scatter(present, extra - offset if offset else extra, True)
+    elif layout.used(owner) < n_local:  # ids numbered per owner: those past its count are unused
+        present = xp.arange(n_local) < layout.used(owner)
     return Partition(backend_name, owner, offset, n_local, layout.n, indptr, indices, csr_weights,
                      present, symmetric=not directed and layout.n_owners == 1,
                      undirected=not directed, negative_loops=_negative_loops(xp, buckets, offset),

@@ -82,8 +82,8 @@ class Built:
     vertex_dtype: object  # NumPy dtype, or the input's pandas extension dtype
     n_edges_input: int
     negative_weights: bool
-    string_ids: bool = False
-    weight_dtype: str | None = None  # the stored weights' width, "float32" or "float64"; None unweighted  # ids are strings (always renumbered: ``ids`` holds them sorted)
+    string_ids: bool = False  # ids are strings (always renumbered)
+    weight_dtype: str | None = None  # the stored weights' width, "float32" or "float64"; None unweighted
     # A one-owner graph on a cluster: the workers chosen to hold a copy of its partition, the
     # owner first, over which per-source batches spread (gpipe.each); else None.
     replica_workers: list | None = None
@@ -440,6 +440,8 @@ def _unique_ids(backend_name, frame, columns):
 
 
 def _merge_unique(backend_name, strings, *arrays):
+    """:func:`numbering.merge_distinct` under a build step's own task name (``ids``,
+    :data:`gpipe.engine.tasks.TASK_NAMES`)."""
     return numbering.merge_distinct(backend_name, strings, *arrays)
 
 

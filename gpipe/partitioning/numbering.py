@@ -197,7 +197,7 @@ def numbers(backend_name, strings: bool, index_dtype, ids: OwnerIds, *pieces):
 def _relabel(backend_name, strings: bool, taken: list, cut: Cut, *answers) -> Relabel:
     """The :class:`Relabel` of a partition's ``cut`` from each owner's answers (the global
     ids of its pieces of the buckets ``taken[q]``, end to end): each bucket's answer scattered
-    back to its ids' places in the sorted distinct ids, no sort."""
+    back to its ids' places among the partition's distinct ids, no sort."""
     be = backends.get(backend_name)
     values = be.xp.empty(len(cut.distinct), dtype=answers[0].dtype if answers else np.int64)
     for q, answer in enumerate(answers):

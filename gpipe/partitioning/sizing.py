@@ -20,6 +20,7 @@ owner, else the owner alone (Dask config ``gpipe.read-on``).
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, replace
 
 import dask
@@ -362,8 +363,6 @@ def free_bytes_here(backend_name) -> int:
 
         free, _ = cupy.cuda.runtime.memGetInfo()
         return int(free) + int(cupy.get_default_memory_pool().free_bytes())
-    import sys
-
     import psutil
 
     limit = None

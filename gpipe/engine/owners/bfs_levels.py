@@ -30,9 +30,10 @@ read is one small block of counters, every owner's, gathered at its end:
 Over NCCL steps 1-3 are queued on the owner's stream and step 4 is one all-gather and one read
 of a pinned buffer. The bitmaps cost ``n / 8`` bytes per owner and level (gathered) and as much
 again top-down (swapped), whatever the frontier holds: the price of a level that the host need
-not size. The pairs cost 2 ids per slot and owner. Directed graphs keep the queue-based loop of :mod:`gpipe.engine.owners.bfs` (their
-rows are not their vertices' in-edges, so a mark could not find its parent), and so do CPU
-owners by default, where that loop measured faster (``Thresholds.fixed_levels``).
+not size. The pairs cost 2 ids per slot and owner. Directed graphs keep the queue-based loop
+of :mod:`gpipe.engine.owners.bfs` (their rows are not their vertices' in-edges, so a mark could
+not find its parent), and so do CPU owners by default, where that loop measured faster
+(``Thresholds.fixed_levels``).
 
 References: A. Buluc, K. Madduri, "Parallel Breadth-First Search on Distributed Memory Systems",
 SC 2011 (1-D partitioned BFS with bitmap frontiers); S. Beamer, K. Asanovic, D. Patterson,
@@ -204,7 +205,6 @@ class _Levels:
                            self.xp.empty(self.layout.n_owners * 2 * slots, dtype=dtype))
         mine, gathered = self._pairs
         return mine[:2 * slots], gathered[:self.layout.n_owners * 2 * slots]
-
 
     def start(self, local_sources):
         """Put the sources (local ids) in the first frontier; returns the counters to gather."""
